@@ -1,0 +1,48 @@
+# lmcc: the two commands a fresh Debian 12 machine needs are `make run` and `make test`.
+BUILD_DIR ?= build
+ASAN_DIR ?= build-asan
+FUZZ_DIR ?= build-fuzz
+JOBS ?= $(shell nproc)
+FUZZ_SECONDS ?= 60
+CMAKE_GENERATOR ?= Ninja
+
+.PHONY: deps build test run test-asan fuzz bench format clean
+
+deps:
+	./deploy/install-deps.sh
+
+build: deps
+	cmake -S . -B $(BUILD_DIR) -G $(CMAKE_GENERATOR) -DCMAKE_BUILD_TYPE=Release
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+test: build
+	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 600
+
+# The main job: one controller node on loopback with LMCache's default ports.
+run: build
+	./$(BUILD_DIR)/lmcc --help
+
+test-asan: deps
+	cmake -S . -B $(ASAN_DIR) -G $(CMAKE_GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DLMCC_SANITIZE=ON -DLMCC_BENCH=OFF
+	cmake --build $(ASAN_DIR) -j $(JOBS)
+	cd $(ASAN_DIR) && UBSAN_OPTIONS=print_stacktrace=1:suppressions=$(CURDIR)/tests/ubsan.supp \
+	  ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) --timeout 900
+
+fuzz: deps
+	CXX=clang++ cmake -S . -B $(FUZZ_DIR) -G $(CMAKE_GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DLMCC_FUZZ=ON -DLMCC_BENCH=OFF -DBUILD_TESTING=OFF
+	cmake --build $(FUZZ_DIR) -j $(JOBS) --target lmcc-fuzz-decode
+	mkdir -p $(FUZZ_DIR)/corpus && ./tests/fuzz/seed-corpus.sh $(FUZZ_DIR)/corpus
+	./$(FUZZ_DIR)/lmcc-fuzz-decode -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=512 \
+	  -malloc_limit_mb=256 $(FUZZ_DIR)/corpus
+
+bench: build
+	./$(BUILD_DIR)/lmcc-microbench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+
+format:
+	find messages actors persistence cluster gateway apps tests bench -name '*.[ch]pp' 2>/dev/null \
+	  | xargs clang-format -i
+
+clean:
+	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(FUZZ_DIR)
