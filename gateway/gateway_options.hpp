@@ -1,0 +1,89 @@
+// gateway_options: the sockets and limits of one node's front ends.
+//
+// Field names follow LMCache's controller config where one exists
+// (controller_host, controller_port, controller_monitor_ports, ...).
+//
+// Context: a plain options struct, filled by apps/lmcc/node_config and read by
+// zmq_frontend, control_channel and http_api at start-up.
+#pragma once
+
+#include "messages/limits.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace lmcc::gateway {
+
+struct zmq_options {
+  /// Host part of every ZMQ bind URL (LMCache `controller_host`).
+  /// Default: "0.0.0.0"
+  std::string host = "0.0.0.0";
+
+  /// S1 PULL port (`controller_monitor_ports.pull`). Default: 8300
+  uint16_t pull_port = 8300;
+
+  /// S2 ROUTER port (`controller_monitor_ports.reply`); nullopt = no S2.
+  /// Default: 8400
+  std::optional<uint16_t> reply_port = 8400;
+
+  /// S3 ROUTER heartbeat port (`controller_monitor_ports.heartbeat`); nullopt =
+  /// no S3. lmcc turns it on by default (LMCache does not), because without it
+  /// a restarted controller can never ask workers to resync.
+  /// Default: 8082
+  std::optional<uint16_t> heartbeat_port = 8082;
+
+  /// Host put into the heartbeat URL handed to workers (`controller_advertise_host`).
+  /// Empty: this host's outbound IP, or 127.0.0.1 for workers on this host.
+  /// Default: ""
+  std::string advertise_host;
+
+  /// Limits applied to every decoded frame.
+  msg::decode_limits limits;
+
+  /// Most frames accepted in one PULL multipart; the rest are counted and dropped.
+  /// LMCache workers send at most 50. Default: 1024
+  uint32_t max_frames_per_multipart = 1024;
+
+  /// Requests from one ROUTER peer that may wait for replies at once; further
+  /// requests are answered at once with an ErrorMsg ("too many pending requests").
+  /// Default: 1024
+  uint32_t max_pending_per_peer = 1024;
+};
+
+struct control_options {
+  /// How long the controller waits for a worker to answer one command on its
+  /// REP socket before failing that command with an ErrorMsg and resetting the
+  /// socket. Default: 30 s
+  std::chrono::milliseconds request_timeout{30'000};
+
+  /// Commands queued per worker behind the one in flight; more are refused.
+  /// Default: 256
+  uint32_t max_queued_per_worker = 256;
+};
+
+struct http_options {
+  /// HTTP bind host (LMCache `controller_host`). Default: "0.0.0.0"
+  std::string host = "0.0.0.0";
+
+  /// HTTP port (LMCache `controller_port`). Default: 9000
+  uint16_t port = 9000;
+
+  /// Largest request body accepted; larger bodies get 413.
+  /// Default: 64 MiB
+  size_t max_body_bytes = size_t{64} << 20;
+
+  /// Most token ids accepted in one /lookup or /pin body; more get 413.
+  /// Default: 1,048,576
+  size_t max_tokens = size_t{1} << 20;
+
+  /// How long an HTTP handler waits for the controller before answering 504.
+  /// Default: 60 s (longer than control_options::request_timeout)
+  std::chrono::milliseconds handler_timeout{60'000};
+
+  /// Worker threads of the HTTP server. Default: 8
+  uint32_t threads = 8;
+};
+
+} // namespace lmcc::gateway
