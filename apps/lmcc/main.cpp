@@ -3,39 +3,92 @@
 //   lmcc node [flags]              a controller node (LMCache's CLI flags)
 //   lmcc msg decode|encode         hex msgpack <-> msgspec JSON, one per line
 //   lmcc chunk-hashes [...]        token lists -> CPython-compatible chunk hashes
+#include "apps/lmcc/node_config.hpp"
+#include "apps/lmcc/node_runtime.hpp"
 #include "apps/lmcc/tool_commands.hpp"
 
 #include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
 
+#include <csignal>
 #include <iostream>
 #include <optional>
+
+namespace {
+
+/// Runs one node until SIGINT or SIGTERM. The signals are blocked in every
+/// thread (they are blocked before any thread starts) and taken here with
+/// sigwait, so shutdown runs on the main thread in a defined order.
+int run_node(const lmcc::apps::node_options& options) {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  spdlog::set_level(spdlog::level::from_str(options.log_level));
+  try {
+    lmcc::apps::node_runtime node{options};
+    node.start();
+    int sig = 0;
+    sigwait(&signals, &sig);
+    spdlog::info("node-signal signal={}", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    node.stop();
+  } catch (const std::exception& e) {
+    spdlog::critical("node-start-failed error={}", e.what());
+    return 1;
+  }
+  return 0;
+}
+
+} // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"lmcc: a clustered, durable cache controller for LMCache"};
   app.require_subcommand(1);
 
+  auto* node_cmd = app.add_subcommand(
+      "node", "run a controller node (accepts lmcache_controller's flags, YAML and env)");
+  lmcc::apps::node_config_inputs node_inputs;
+  lmcc::apps::add_node_flags(*node_cmd, node_inputs);
+
   auto* msg_cmd = app.add_subcommand("msg", "encode/decode LMCache wire messages");
   msg_cmd->require_subcommand(1);
   auto* decode_cmd = msg_cmd->add_subcommand(
-    "decode", "stdin: one hex msgpack frame per line; stdout: msgspec JSON or {\"error\":...}");
+      "decode", "stdin: one hex msgpack frame per line; stdout: msgspec JSON or {\"error\":...}");
   auto* encode_cmd = msg_cmd->add_subcommand(
-    "encode", "stdin: one msgspec JSON message per line; stdout: hex msgpack or {\"error\":...}");
+      "encode", "stdin: one msgspec JSON message per line; stdout: hex msgpack or {\"error\":...}");
 
   auto* hash_cmd = app.add_subcommand(
-    "chunk-hashes", "stdin: JSON array of token ids per line; stdout: [[start,end,hash],...]");
+      "chunk-hashes", "stdin: JSON array of token ids per line; stdout: [[start,end,hash],...]");
   std::optional<int64_t> none_hash;
   std::optional<uint32_t> python_hash_seed;
   uint32_t chunk_size = 256;
   auto* none_opt = hash_cmd->add_option("--none-hash", none_hash, "initial chain hash (default 0)");
-  hash_cmd->add_option("--python-hash-seed", python_hash_seed,
-                       "derive the initial hash from PYTHONHASHSEED as vLLM does")
-    ->excludes(none_opt);
+  hash_cmd
+      ->add_option("--python-hash-seed", python_hash_seed,
+                   "derive the initial hash from PYTHONHASHSEED as vLLM does")
+      ->excludes(none_opt);
   hash_cmd->add_option("--chunk-size", chunk_size, "tokens per chunk")
-    ->check(CLI::Range(1U, 1U << 20));
+      ->check(CLI::Range(1U, 1U << 20));
 
   CLI11_PARSE(app, argc, argv);
   std::ios::sync_with_stdio(false);
 
+  if (*node_cmd) {
+    node_inputs.extra_args = node_cmd->remaining();
+    auto config = lmcc::apps::resolve_node_options(node_inputs, lmcc::apps::process_environment());
+    if (!config) {
+      std::cerr << "lmcc node: " << config.error().message << "\n";
+      return 2;
+    }
+    for (const auto& w : config->warnings)
+      spdlog::warn("config-warning {}", w);
+    if (node_inputs.dump_config) {
+      std::cout << lmcc::apps::dump_config(config->options);
+      return 0;
+    }
+    return run_node(config->options);
+  }
   if (*decode_cmd)
     return lmcc::apps::run_msg_decode(std::cin, std::cout);
   if (*encode_cmd)

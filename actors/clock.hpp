@@ -1,0 +1,20 @@
+// clock: the one place actor code reads the time.
+//
+// The actor-free state classes (registry, full_sync_session, ...) take `now`
+// as an argument, so tests drive time; the actors read it here and pass it in.
+// LMCache reports times as float seconds since the Unix epoch.
+//
+// Thread-safety: thread-safe.
+#pragma once
+
+#include <chrono>
+
+namespace lmcc::actors {
+
+/// Seconds since the Unix epoch, as LMCache's time.time().
+inline double wall_now() {
+  using namespace std::chrono;
+  return duration<double>(system_clock::now().time_since_epoch()).count();
+}
+
+} // namespace lmcc::actors

@@ -1,0 +1,70 @@
+// controller_api: what the HTTP API asks of the controller.
+//
+// http_api.hpp turns LMCache's HTTP endpoints into calls on this interface and
+// the answers back into LMCache's JSON shapes; the node implements it on top of
+// its actors. Every call returns at once with a future; the HTTP handler waits
+// at most http_options::handler_timeout for it (504 otherwise).
+//
+// Thread-safety: implementations must accept calls from many HTTP threads.
+#pragma once
+
+#include "messages/lmcache_msgs.hpp"
+
+#include <cstdint>
+#include <future>
+#include <string>
+#include <vector>
+
+namespace lmcc::gateway {
+
+/// One registered worker with its index size (GET /controller/workers).
+struct worker_view {
+  msg::WorkerInfo info;
+  uint64_t key_count = 0;
+};
+
+struct instance_stats {
+  std::string instance_id;
+  uint64_t key_count = 0;
+  uint64_t worker_count = 0;
+};
+
+/// GET /controller/key-stats, instances in registration order.
+struct key_stats {
+  uint64_t total_key_count = 0;
+  uint64_t total_instance_count = 0;
+  uint64_t total_worker_count = 0;
+  std::vector<instance_stats> instances;
+};
+
+/// The controller-state gauges of spec 5.3 (socket gauges come from the front end).
+struct controller_gauges {
+  uint64_t kv_pool_keys_count = 0;
+  uint64_t registered_workers_count = 0;
+  uint64_t kv_op_seq_discontinuity_count = 0;
+  uint64_t full_sync_workers_syncing = 0;
+  uint64_t full_sync_workers_completed = 0;
+  double full_sync_global_progress = 0.0;
+  uint64_t full_sync_missing_batches_total = 0;
+};
+
+class controller_api {
+public:
+  virtual ~controller_api() = default;
+
+  /// Handles one OrchMsg (LookupMsg, QueryInstMsg, ClearMsg, ..., QueryWorkerInfoMsg)
+  /// and yields its OrchRetMsg, or an ErrorMsg saying why not.
+  virtual std::future<msg::Msg> orchestrate(msg::Msg request) = 0;
+
+  /// Every registered worker, instances and workers in registration order.
+  virtual std::future<std::vector<worker_view>> workers() = 0;
+
+  virtual std::future<key_stats> stats() = 0;
+
+  virtual std::future<controller_gauges> gauges() = 0;
+
+  /// False while the node is still starting (loading its index); /readyz says 503.
+  virtual bool ready() const = 0;
+};
+
+} // namespace lmcc::gateway

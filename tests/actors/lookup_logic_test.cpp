@@ -1,0 +1,89 @@
+#include "actors/lookup_logic.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace lmcc::actors;
+using lmcc::msg::token_chunk;
+
+namespace {
+
+// Three instances: A (workers 0,1), B (worker 0), C (worker 0); registration order A, B, C.
+struct fixture {
+  registry reg;
+  uint32_t a0, a1, b0, c0;
+  fixture() {
+    a0 = reg.register_worker("A", 0, "h", 1, "a0:1", 0).worker_num;
+    a1 = reg.register_worker("A", 1, "h", 2, "a1:1", 0).worker_num;
+    b0 = reg.register_worker("B", 0, "h", 3, "b0:1", 0).worker_num;
+    c0 = reg.register_worker("C", 0, "h", 4, std::nullopt, 0).worker_num;
+    for (auto w : {a0, a1, b0, c0}) {
+      reg.intern_location(w, "LocalCPUBackend");
+      reg.intern_location(w, "LocalDiskBackend");
+    }
+  }
+  holder_id cpu(uint32_t w) const { return make_holder(w, 0); }
+  holder_id disk(uint32_t w) const { return make_holder(w, 1); }
+};
+
+std::vector<token_chunk> chunks(size_t n) {
+  std::vector<token_chunk> out;
+  for (size_t i = 0; i < n; ++i)
+    out.push_back(token_chunk{256 * i, 256 * (i + 1), static_cast<int64_t>(i)});
+  return out;
+}
+
+} // namespace
+
+TEST(multi_holder_layout, credits_each_instance_with_its_own_prefix) {
+  fixture f;
+  auto view = f.reg.make_view();
+  // A holds chunks 0..2, B holds 0..1, C holds only chunk 2 (suffix-only).
+  std::vector<kv_index::holder_list> holders{
+      {f.cpu(f.b0), f.cpu(f.a0)}, {f.cpu(f.a0), f.cpu(f.b0)}, {f.cpu(f.a0), f.cpu(f.c0)}};
+  auto ret = multi_holder_layout(*view, "e", chunks(3), holders);
+  EXPECT_EQ(ret.event_id, "e");
+  ASSERT_EQ(ret.layout_info.size(), 2u);
+  EXPECT_EQ(ret.layout_info[0].first, "A"); // first in registration order holding chunk 0
+  EXPECT_EQ(ret.layout_info[0].second.second, lmcc::msg::wire_int{768});
+  EXPECT_EQ(ret.layout_info[1].first, "B");
+  EXPECT_EQ(ret.layout_info[1].second.second, lmcc::msg::wire_int{512});
+}
+
+TEST(multi_holder_layout, stops_at_the_first_chunk_nobody_holds_and_reports_the_location) {
+  fixture f;
+  auto view = f.reg.make_view();
+  std::vector<kv_index::holder_list> holders{{f.disk(f.a1)}, {}, {f.cpu(f.a0)}};
+  auto ret = multi_holder_layout(*view, "e", chunks(3), holders);
+  ASSERT_EQ(ret.layout_info.size(), 1u);
+  EXPECT_EQ(ret.layout_info[0].second.first, "LocalDiskBackend");
+  EXPECT_EQ(ret.layout_info[0].second.second, lmcc::msg::wire_int{256});
+}
+
+TEST(multi_holder_layout, misses_when_chunk_zero_has_no_known_holder) {
+  fixture f;
+  auto view = f.reg.make_view();
+  std::vector<kv_index::holder_list> holders{{make_holder(999, 0)}, {f.cpu(f.a0)}};
+  EXPECT_TRUE(multi_holder_layout(*view, "e", chunks(2), holders).layout_info.empty());
+}
+
+TEST(p2p_layout, only_counts_peers_with_the_askers_worker_id_outside_its_instance) {
+  fixture f;
+  auto view = f.reg.make_view();
+  // Asker is B rank 1: A rank 1 must be chosen even though A rank 0 is first.
+  std::vector<kv_index::holder_list> holders{
+      {f.cpu(f.a0), f.cpu(f.a1)}, {f.cpu(f.a1)}, {f.cpu(f.a0)}, {f.cpu(f.a1)}};
+  auto ret = p2p_layout(*view, "B", 1, holders);
+  ASSERT_EQ(ret.layout_info.size(), 1u);
+  EXPECT_EQ(ret.layout_info[0], (lmcc::msg::p2p_layout_entry{"A", "LocalCPUBackend", 2, "a1:1"}));
+}
+
+TEST(p2p_layout, excludes_the_askers_own_instance_and_peers_without_a_url) {
+  fixture f;
+  auto view = f.reg.make_view();
+  lmcc::msg::p2p_layout_entry miss{"", "", 0, ""};
+  EXPECT_EQ(p2p_layout(*view, "A", 0, {{f.cpu(f.a0)}}).layout_info[0], miss);
+  EXPECT_EQ(p2p_layout(*view, "A", 0, {{f.cpu(f.c0)}}).layout_info[0], miss); // C has no peer URL
+  EXPECT_EQ(p2p_layout(*view, "A", 0, {}).layout_info[0], miss);
+  EXPECT_EQ(p2p_layout(*view, "A", 0, {{f.cpu(f.b0)}}).layout_info[0],
+            (lmcc::msg::p2p_layout_entry{"B", "LocalCPUBackend", 1, "b0:1"}));
+}
