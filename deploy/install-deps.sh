@@ -13,7 +13,7 @@ packages=(
   # tests and benchmarks
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   # python test tooling (cross-checks against CPython, wire-level test peers)
-  python3 python3-zmq python3-msgpack
+  python3 python3-zmq python3-msgpack python3-pytest
 )
 
 missing=()
