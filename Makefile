@@ -18,26 +18,31 @@ build: deps
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 600
 
-# The main job: one controller node on loopback with LMCache's default ports.
+# The main job: one controller node on loopback with LMCache's default ports
+# (HTTP 9000, PULL 8300, ROUTER 8400, heartbeat 8082); Ctrl-C stops it cleanly.
 run: build
-	./$(BUILD_DIR)/lmcc --help
+	./$(BUILD_DIR)/lmcc node --host 127.0.0.1
 
 test-asan: deps
 	cmake -S . -B $(ASAN_DIR) -G $(CMAKE_GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DLMCC_SANITIZE=ON -DLMCC_BENCH=OFF
 	cmake --build $(ASAN_DIR) -j $(JOBS)
-	cd $(ASAN_DIR) && UBSAN_OPTIONS=print_stacktrace=1:suppressions=$(CURDIR)/tests/ubsan.supp \
+	cd $(ASAN_DIR) && UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:suppressions=$(CURDIR)/tests/ubsan.supp \
 	  ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) --timeout 900
 
 fuzz: deps
 	CXX=clang++ cmake -S . -B $(FUZZ_DIR) -G $(CMAKE_GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DLMCC_FUZZ=ON -DLMCC_BENCH=OFF -DBUILD_TESTING=OFF
 	cmake --build $(FUZZ_DIR) -j $(JOBS) --target lmcc-fuzz-decode
-	mkdir -p $(FUZZ_DIR)/corpus && ./tests/fuzz/seed-corpus.sh $(FUZZ_DIR)/corpus
+	mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/artifacts && ./tests/fuzz/seed-corpus.sh $(FUZZ_DIR)/corpus
 	./$(FUZZ_DIR)/lmcc-fuzz-decode -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=512 \
-	  -malloc_limit_mb=256 $(FUZZ_DIR)/corpus
+	  -malloc_limit_mb=256 -dict=tests/fuzz/lmcc.dict -artifact_prefix=$(FUZZ_DIR)/artifacts/ \
+	  -print_final_stats=1 $(FUZZ_DIR)/corpus
 
-bench: build
+# Builds only the benchmark binary (Release, LMCC_BENCH forced ON in the cache).
+bench: deps
+	cmake -S . -B $(BUILD_DIR) -G $(CMAKE_GENERATOR) -DCMAKE_BUILD_TYPE=Release -DLMCC_BENCH=ON
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target lmcc-microbench
 	./$(BUILD_DIR)/lmcc-microbench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 
 format:
