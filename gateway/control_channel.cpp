@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <iterator>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -235,16 +236,20 @@ private:
 
   /// Applies queued send()/forget() calls in call order; false once stopping.
   bool take_inbox() {
-    std::vector<inbox_op> ops;
     {
       std::lock_guard lock(mutex_);
       if (stop_requested_) {
         return false;
       }
-      ops.swap(inbox_);
+      std::move(inbox_.begin(), inbox_.end(), std::back_inserter(taken_));
+      inbox_.clear();
     }
-    // The lock is released: callbacks run below may call send() again.
-    for (auto& op : ops) {
+    // The lock is released: callbacks run below may call send() again. Ops
+    // stay in taken_ until handled, so if ZMQ throws midway shut_down() still
+    // answers the rest.
+    while (!taken_.empty()) {
+      auto op = std::move(taken_.front());
+      taken_.pop_front();
       if (auto* s = std::get_if<send_op>(&op)) {
         enqueue(std::move(*s));
       } else {
@@ -416,11 +421,11 @@ private:
   }
 
   void shut_down() {
-    std::vector<inbox_op> ops;
     {
       std::lock_guard lock(mutex_);
       thread_exited_ = true; // later send() calls fail on their own thread
-      ops.swap(inbox_);
+      std::move(inbox_.begin(), inbox_.end(), std::back_inserter(taken_));
+      inbox_.clear();
     }
     size_t failed = 0;
     for (auto& [endpoint, link] : links_) {
@@ -431,7 +436,7 @@ private:
       }
     }
     links_.clear();
-    for (auto& op : ops) {
+    for (auto& op : taken_) {
       if (auto* s = std::get_if<send_op>(&op)) {
         fail(s->command, s->endpoint, std::string(shutting_down_text));
         ++failed;
@@ -451,6 +456,7 @@ private:
   bool stop_requested_ = false; // guarded by mutex_
   bool thread_exited_ = false;  // guarded by mutex_
 
+  std::deque<inbox_op> taken_;                         // channel thread only
   std::unordered_map<std::string, worker_link> links_; // channel thread only
 
   std::thread thread_; // last: starts after every member it uses exists
