@@ -631,9 +631,9 @@ private:
                                seconds);
     });
     server_.set_error_handler(httplib::Server::HandlerWithResponse(
-      [this](const httplib::Request& req, httplib::Response& res) {
-        return on_error_status(req, res);
-      }));
+        [this](const httplib::Request& req, httplib::Response& res) {
+          return on_error_status(req, res);
+        }));
     server_.set_exception_handler(
         [](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
           std::string what = "unknown error";
