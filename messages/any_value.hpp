@@ -33,7 +33,14 @@ struct any_value {
                                     any_bytes, any_array, any_map>;
   variant_type value;
 
+  // Defaulted below, not here: an implicit (constexpr) default constructor makes
+  // clang instantiate ~vector<pair<any_value, any_value>> while that pair is
+  // still incomplete, and the header does not compile with clang (`make fuzz`).
+  any_value() noexcept;
+
   friend bool operator==(const any_value&, const any_value&) = default;
 };
+
+inline any_value::any_value() noexcept = default;
 
 } // namespace lmcc::msg

@@ -165,8 +165,9 @@ struct json_adapter {
   static constexpr bool text_keys = true;
 };
 
-// Rejects containers over the limits while the DOM is built (nlohmann's parser
-// is iterative, so depth cannot overflow the stack before we see it).
+// Rejects containers and strings over the limits while the DOM is built
+// (nlohmann's parser is iterative, so depth cannot overflow the stack before we
+// see it).
 struct limit_callback {
   const decode_limits& limits;
   bool operator()(int depth, ojson::parse_event_t event, ojson& parsed) const {
@@ -175,6 +176,12 @@ struct limit_callback {
         static_cast<uint32_t>(depth) >= limits.max_depth)
       throw internal::walk_failure{"Nesting deeper than the limit of " +
                                      std::to_string(limits.max_depth),
+                                   {}, false};
+    if ((event == ev::key || event == ev::value) && parsed.is_string() &&
+        parsed.get_ref<const std::string&>().size() > limits.max_string_bytes)
+      throw internal::walk_failure{"String of " +
+                                     std::to_string(parsed.get_ref<const std::string&>().size()) +
+                                     " bytes exceeds the limit",
                                    {}, false};
     if (event == ev::array_end && parsed.size() > limits.max_array_length)
       throw internal::walk_failure{"Array exceeds the limit of " +

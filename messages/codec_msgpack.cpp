@@ -80,7 +80,7 @@ public:
     requires internal::is_tuple_like<T>::value
   void write(const T& v) {
     pk_.pack_array(static_cast<uint32_t>(std::tuple_size_v<T>));
-    std::apply([this](const auto&... xs) { (write(xs), ...); }, v);
+    std::apply([&](const auto&... xs) { (write(xs), ...); }, v);
   }
 
   void write(const AnyCommand& c) {

@@ -725,7 +725,7 @@ void add_node_flags(CLI::App& node_cmd, node_config_inputs& inputs) {
        with_key("per-command timeout towards workers (default 30000)", "lmcc_control_timeout_ms"),
        "MS");
   text("--max-frame-bytes", inputs.max_frame_bytes,
-       with_key("largest ZMQ frame accepted (default 64 MiB)", "lmcc_max_frame_bytes"), "BYTES");
+       with_key("largest ZMQ frame accepted (default 8 MiB)", "lmcc_max_frame_bytes"), "BYTES");
   text("--max-body-bytes", inputs.max_body_bytes,
        with_key("largest HTTP body accepted (default 64 MiB)", "lmcc_max_body_bytes"), "BYTES");
   text("--max-tokens", inputs.max_tokens,

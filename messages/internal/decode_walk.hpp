@@ -159,7 +159,6 @@ public:
   }
 
   void read(const node& n, any_value& out) {
-    depth_guard guard{*this};
     switch (Adapter::kind(n)) {
       case node_kind::nil: out.value = std::monostate{}; return;
       case node_kind::boolean: out.value = Adapter::get_bool(n); return;
@@ -168,6 +167,7 @@ public:
       case node_kind::string: out.value = std::string(Adapter::get_string(n)); return;
       case node_kind::bytes: out.value = Adapter::get_bytes(n); return;
       case node_kind::array: {
+        depth_guard guard{*this}; // containers count toward max_depth, scalars do not
         any_array items(Adapter::size(n));
         for (size_t i = 0; i < items.size(); ++i)
           at_index(i, [&] { read(Adapter::at(n, i), items[i]); });
@@ -175,6 +175,7 @@ public:
         return;
       }
       case node_kind::object: {
+        depth_guard guard{*this};
         any_map entries;
         entries.reserve(Adapter::size(n));
         Adapter::for_each_entry(n, [&](const node& k, const node& v) {

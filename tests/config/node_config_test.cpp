@@ -114,7 +114,7 @@ TEST(NodeConfig, DefaultsAreLmcachesWithTheHeartbeatSocketOn) {
   EXPECT_EQ(o.controller.full_sync_timeout, 300s);
   EXPECT_DOUBLE_EQ(o.controller.full_sync_completion_threshold, 0.8);
   EXPECT_EQ(o.control.request_timeout, 30s);
-  EXPECT_EQ(o.zmq.limits.max_frame_bytes, size_t{64} << 20);
+  EXPECT_EQ(o.zmq.limits.max_frame_bytes, size_t{8} << 20);
   EXPECT_EQ(o.http.max_body_bytes, size_t{64} << 20);
   EXPECT_EQ(o.http.max_tokens, size_t{1} << 20);
   EXPECT_EQ(o.http.threads, 8U);
