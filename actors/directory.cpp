@@ -159,6 +159,37 @@ msg::Msg heartbeat(self_ptr self, const msg::HeartbeatMsg& m) {
   return ret;
 }
 
+/// The worker answers its own part first; global progress is computed only when
+/// that answer is back, so it already includes the worker's latest sync state.
+caf::result<msg::Msg> sync_status(self_ptr self, msg::FullSyncStatusMsg m) {
+  auto& st = self->state;
+  auto num = st.reg.find(m.instance_id, m.worker_id);
+  if (!num) {
+    double progress = st.reg.global_progress();
+    bool can_exit = st.reg.can_exit_freeze(st.cfg.options.full_sync_completion_threshold);
+    return msg::Msg{msg::FullSyncStatusRetMsg{m.sync_id, false, progress, can_exit, {}}};
+  }
+  auto rp = self->make_response_promise<msg::Msg>();
+  auto sync_id = m.sync_id;
+  self->request(st.workers.at(*num), st.cfg.options.internal_timeout, sync_status_atom::value,
+                std::move(m))
+    .then(
+      [self, rp](msg::Msg& reply) mutable {
+        if (auto* ret = std::get_if<msg::FullSyncStatusRetMsg>(&reply)) {
+          auto& reg = self->state.reg;
+          ret->global_progress = reg.global_progress();
+          ret->can_exit_freeze =
+            reg.can_exit_freeze(self->state.cfg.options.full_sync_completion_threshold);
+        }
+        rp.deliver(std::move(reply));
+      },
+      [rp, sync_id](caf::error& e) mutable {
+        rp.deliver(msg::Msg{
+          msg::ErrorMsg{"full sync status for " + sync_id + " failed: " + caf::to_string(e)}});
+      });
+  return rp;
+}
+
 caf::result<msg::Msg> on_request(self_ptr self, msg::Msg& m) {
   auto& st = self->state;
   return std::visit(
@@ -182,14 +213,8 @@ caf::result<msg::Msg> on_request(self_ptr self, msg::Msg& m) {
                 "found"}};
           return self->delegate(r->first, sync_start_atom::value, r->second, std::move(x));
         } else if constexpr (std::is_same_v<M, msg::FullSyncStatusMsg>) {
-          double progress = st.reg.global_progress();
-          bool can_exit = st.reg.can_exit_freeze(st.cfg.options.full_sync_completion_threshold);
-          auto num = st.reg.find(x.instance_id, x.worker_id);
-          if (!num)
-            return msg::Msg{msg::FullSyncStatusRetMsg{x.sync_id, false, progress, can_exit, {}}};
-          return self->delegate(st.workers.at(*num), sync_status_atom::value, std::move(x),
-                                progress, can_exit);
-        } else if constexpr (std::is_same_v<M, msg::BatchedP2PLookupMsg> ||
+        return sync_status(self, std::move(x));
+      } else if constexpr (std::is_same_v<M, msg::BatchedP2PLookupMsg> ||
                              std::is_same_v<M, msg::LookupMsg>) {
           return self->delegate(next_lookup(self), request_atom::value, msg::Msg{std::move(x)});
         } else if constexpr (std::is_same_v<M, msg::QueryInstMsg>) {

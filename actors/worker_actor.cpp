@@ -98,15 +98,15 @@ void sync_end(self_ptr self, const msg::FullSyncEndMsg& m) {
   report_sync(self);
 }
 
-msg::Msg sync_status(self_ptr self, const msg::FullSyncStatusMsg& m, double progress,
-                     bool can_exit) {
+// The worker's part of the status; the directory fills in the global part when
+// this reply reaches it (after this worker's sync-state reports, which CAF
+// delivers first because they travel the same actor pair).
+msg::Msg sync_status(self_ptr self, const msg::FullSyncStatusMsg& m) {
   auto& st = self->state;
   msg::FullSyncStatusRetMsg ret;
   ret.sync_id = m.sync_id;
   bool matches = st.session && st.session->sync_id() == m.sync_id;
   ret.is_complete = matches && st.session->phase() == sync_phase::completed;
-  ret.global_progress = progress;
-  ret.can_exit_freeze = can_exit;
   if (matches)
     for (uint64_t b : st.session->missing_batches())
       ret.missing_batches.push_back(msg::wire_int::from_unsigned(b));
@@ -182,9 +182,7 @@ worker_actor::behavior_type worker_main(worker_actor::stateful_pointer<worker_ac
         sync_batch(self, loc, m);
       },
       [self](sync_end_atom, const msg::FullSyncEndMsg& m) { sync_end(self, m); },
-      [self](sync_status_atom, const msg::FullSyncStatusMsg& m, double progress, bool can_exit) {
-        return sync_status(self, m, progress, can_exit);
-      },
+      [self](sync_status_atom, const msg::FullSyncStatusMsg& m) { return sync_status(self, m); },
       [self](reset_atom) {
         // Re-registration (spec 4.7.1): the worker's KV state and trackers go.
         self->state.last_seq.clear();

@@ -34,7 +34,7 @@ using worker_actor = caf::typed_actor<
     caf::replies_to<sync_start_atom, uint32_t, msg::FullSyncStartMsg>::with<msg::Msg>,
     caf::reacts_to<sync_batch_atom, uint32_t, msg::FullSyncBatchMsg>,
     caf::reacts_to<sync_end_atom, msg::FullSyncEndMsg>,
-    caf::replies_to<sync_status_atom, msg::FullSyncStatusMsg, double, bool>::with<msg::Msg>,
+    caf::replies_to<sync_status_atom, msg::FullSyncStatusMsg>::with<msg::Msg>,
     caf::reacts_to<reset_atom>, caf::reacts_to<retire_atom>, caf::reacts_to<tick_atom>>;
 
 struct worker_config {

@@ -82,8 +82,11 @@ struct http_options {
   /// Default: 60 s (longer than control_options::request_timeout)
   std::chrono::milliseconds handler_timeout{60'000};
 
-  /// Worker threads of the HTTP server. Default: 8
-  uint32_t threads = 8;
+  /// Worker threads of the HTTP server. A handler holds its thread while it
+  /// waits for the controller, so a control command to a silent worker holds
+  /// one for up to control_options::request_timeout; more threads keep /lookup
+  /// answering meanwhile. Idle threads cost little. Default: 32
+  uint32_t threads = 32;
 };
 
 } // namespace lmcc::gateway

@@ -571,6 +571,11 @@ public:
       throw std::runtime_error("cannot bind http " + options_.host + ":" +
                                std::to_string(options_.port));
     port_ = static_cast<uint16_t>(bound);
+    // Debian's httplib listens with a backlog of 5: a burst of new connections
+    // while the accept thread is descheduled would lose SYNs and stall clients
+    // for a retransmission. Listening again only raises the backlog.
+    if (listen_socket_ != INVALID_SOCKET)
+      ::listen(listen_socket_, SOMAXCONN);
     thread_ = std::thread([this] {
       name_this_thread("lmcc-http");
       if (!server_.listen_after_bind())
@@ -594,6 +599,7 @@ public:
 
   uint16_t port() const { return port_; }
 
+
 private:
   // -- setup -------------------------------------------------------------------
 
@@ -605,9 +611,10 @@ private:
     server_.set_tcp_nodelay(true);
     // SO_REUSEADDR only: httplib's default also sets SO_REUSEPORT, which would let a
     // second node bind the same port silently and steal half the connections.
-    server_.set_socket_options([](socket_t sock) {
+    server_.set_socket_options([this](socket_t sock) {
       int yes = 1;
       setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+      listen_socket_ = sock;
     });
     server_.set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
       thread_local bool named = false;
@@ -982,6 +989,7 @@ private:
   std::set<std::string, std::less<>> known_paths_;
   std::thread thread_;
   std::atomic<uint16_t> port_{0};
+  socket_t listen_socket_ = INVALID_SOCKET; ///< set by the socket-options hook before bind
   std::atomic<bool> listener_done_{false};
   std::atomic<bool> stopping_{false};
   bool started_ = false;

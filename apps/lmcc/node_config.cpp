@@ -731,7 +731,7 @@ void add_node_flags(CLI::App& node_cmd, node_config_inputs& inputs) {
   text("--max-tokens", inputs.max_tokens,
        with_key("most tokens in one /lookup or /pin (default 1048576)", "lmcc_max_tokens"), "N");
   text("--http-threads", inputs.http_threads,
-       with_key("HTTP worker threads (default 8)", "lmcc_http_threads"), "N");
+       with_key("HTTP worker threads (default 32)", "lmcc_http_threads"), "N");
   text("--scheduler-threads", inputs.scheduler_threads,
        with_key("actor scheduler threads, 0 = cores (default 0)", "lmcc_scheduler_threads"), "N");
   auto* none_hash = text(

@@ -67,8 +67,10 @@ public:
   bool started_ = false;
 
   std::chrono::milliseconds orchestration_timeout() const {
-    // A control command may wait one full control timeout per worker queue
-    // position; leave room on top of it before giving up on the actors.
+    // The control channel gives each worker command one control timeout once it
+    // reaches the head of that worker's queue; the caller waits that long plus
+    // the internal bound. A command queued behind a silent worker's commands can
+    // therefore come back as a timeout here while the worker's queue drains.
     return options_.control.request_timeout + options_.controller.internal_timeout;
   }
 
@@ -140,10 +142,13 @@ void node_runtime::start() {
   d.http_->start();
   d.ready_ = true;
   const auto& z = d.options_.zmq;
-  spdlog::info("node-ready node={} http={}:{} pull={}:{} reply={} heartbeat={} shards={}",
+  auto port_or_off = [](const std::optional<uint16_t>& p) {
+    return p ? std::to_string(*p) : std::string("off");
+  };
+  spdlog::info("node-ready node={} http=http://{}:{} pull=tcp://{}:{} reply={} heartbeat={} "
+               "shards={}",
                d.options_.controller.node_id, d.options_.http.host, d.http_->port(), z.host,
-               z.pull_port, z.reply_port ? std::to_string(*z.reply_port) : "off",
-               z.heartbeat_port ? std::to_string(*z.heartbeat_port) : "off",
+               z.pull_port, port_or_off(z.reply_port), port_or_off(z.heartbeat_port),
                d.options_.controller.shard_count);
 }
 

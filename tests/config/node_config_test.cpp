@@ -117,7 +117,7 @@ TEST(NodeConfig, DefaultsAreLmcachesWithTheHeartbeatSocketOn) {
   EXPECT_EQ(o.zmq.limits.max_frame_bytes, size_t{8} << 20);
   EXPECT_EQ(o.http.max_body_bytes, size_t{64} << 20);
   EXPECT_EQ(o.http.max_tokens, size_t{1} << 20);
-  EXPECT_EQ(o.http.threads, 8U);
+  EXPECT_EQ(o.http.threads, 32U);
   EXPECT_EQ(o.scheduler_threads, 0U);
   EXPECT_EQ(o.controller.chunk_hashing.none_hash, 0);
   EXPECT_EQ(o.controller.chunk_hashing.chunk_size, 256U);

@@ -1,0 +1,424 @@
+"""Fixtures for the wire-level integration suite: real `lmcc node` processes on
+127.0.0.1 driven by fake workers (lmcc_worker.py) over real ZMQ and HTTP sockets.
+
+    def test_x(node_factory, make_worker):
+        node = node_factory("--control-timeout-ms", "500")
+        w = make_worker(node, "inst-a")
+        w.register()
+        wait_until(lambda: node.get("/readyz")[0] == 200)
+
+Every node is stopped with SIGTERM at teardown, which must end it with exit code
+0 within 5 s. A failing test gets the tail of every live node's log attached.
+
+Synchronisation is always by polling a condition with a deadline (wait_until),
+never by sleeping.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from lmcc_worker import FakeWorker  # noqa: E402
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+BINARY = Path(os.environ.get("LMCC_BINARY", REPO_ROOT / "build" / "lmcc"))
+
+# The node's short timeouts for this suite (the flags' defaults are 30 s / 300 s).
+CONTROL_TIMEOUT_MS = 500
+STARTUP_DEADLINE_S = 15.0
+SHUTDOWN_DEADLINE_S = 5.0
+
+STDBUF = ["stdbuf", "-oL", "-eL"] if shutil.which("stdbuf") else []
+
+# The 13 LMCache gauges (spec 5.3), exact names.
+LMCACHE_GAUGES = [
+    "lmcache:cache_controller_kv_pool_keys_count",
+    "lmcache:cache_controller_registered_workers_count",
+    "lmcache:cache_controller_pull_socket_message_count",
+    "lmcache:cache_controller_reply_socket_message_count",
+    "lmcache:cache_controller_pull_socket_has_pending",
+    "lmcache:cache_controller_reply_socket_has_pending",
+    "lmcache:cache_controller_pull_socket_active_requests",
+    "lmcache:cache_controller_reply_socket_active_requests",
+    "lmcache:cache_controller_kv_op_seq_discontinuity_count",
+    "lmcache:cache_controller_full_sync_workers_syncing",
+    "lmcache:cache_controller_full_sync_workers_completed",
+    "lmcache:cache_controller_full_sync_global_progress",
+    "lmcache:cache_controller_full_sync_missing_batches_total",
+]
+
+
+# -- polling ------------------------------------------------------------------------------
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.02,
+               message: str = "condition") -> Any:
+    """Polls `predicate` until it returns something truthy (returned) or `timeout`
+    seconds pass (AssertionError naming `message` and the last value seen)."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while True:
+        last = predicate()
+        if last:
+            return last
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {message}; last value: {last!r}")
+        time.sleep(interval)
+
+
+# -- unique names -------------------------------------------------------------------------
+
+_counter = itertools.count(1)
+
+
+def unique(prefix: str) -> str:
+    """A name no other test in this session uses (instance ids, sync ids)."""
+    return f"{prefix}-{next(_counter)}"
+
+
+_ip_counter = itertools.count(0)
+
+
+def unique_ip() -> str:
+    """A loopback address of its own (all of 127/8 is loopback on Linux), so that
+    /query_instance can tell workers apart and each fake REP binds its own ip."""
+    n = next(_ip_counter)
+    return f"127.0.{10 + n // 250}.{n % 250 + 2}"
+
+
+# -- the node process -----------------------------------------------------------------------
+
+
+def free_ports(n: int) -> list[int]:
+    """n distinct free TCP ports on 127.0.0.1 (bound together, then released)."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+class HttpResponse:
+    def __init__(self, status: int, body: bytes, content_type: str):
+        self.status = status
+        self.body = body
+        self.content_type = content_type
+
+    @property
+    def text(self) -> str:
+        return self.body.decode("utf-8", "replace")
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+    def __iter__(self):  # status, json = node.post(...)
+        yield self.status
+        try:
+            yield self.json()
+        except ValueError:
+            yield self.text
+
+    def __repr__(self) -> str:
+        return f"<HTTP {self.status} {self.text[:300]!r}>"
+
+
+_live_nodes: list["Node"] = []
+_live_lock = threading.Lock()
+
+
+class Node:
+    """One `lmcc node` process with free ports on 127.0.0.1."""
+
+    def __init__(self, workdir: Path, extra_args: tuple[str, ...]):
+        self.workdir = workdir
+        self.extra_args = extra_args
+        self.proc: Optional[subprocess.Popen] = None
+        self.log_path: Optional[Path] = None
+        self.returncode: Optional[int] = None
+
+    # -- addresses ---------------------------------------------------------------
+
+    @property
+    def http_url(self) -> str:
+        return f"http://127.0.0.1:{self.http_port}"
+
+    @property
+    def pull_url(self) -> str:
+        return f"127.0.0.1:{self.pull_port}"
+
+    @property
+    def reply_url(self) -> str:
+        return f"127.0.0.1:{self.reply_port}"
+
+    @property
+    def heartbeat_url(self) -> str:
+        return f"127.0.0.1:{self.heartbeat_port}"
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    def start(self) -> "Node":
+        assert BINARY.exists(), f"lmcc binary not found at {BINARY} (set LMCC_BINARY)"
+        for attempt in range(3):
+            self.http_port, self.pull_port, self.reply_port, self.heartbeat_port = free_ports(4)
+            self.log_path = self.workdir / f"node-{self.http_port}.log"
+            ports = json.dumps({"pull": self.pull_port, "reply": self.reply_port,
+                                "heartbeat": self.heartbeat_port})
+            # stdbuf: spdlog writes to stdout, which is block-buffered into a file;
+            # line buffering keeps the log complete up to the moment of a failure.
+            # Flags the test did not give itself get the suite's defaults.
+            defaults = []
+            for flag, value in (("--host", "127.0.0.1"),
+                                ("--control-timeout-ms", str(CONTROL_TIMEOUT_MS))):
+                if flag not in self.extra_args:
+                    defaults += [flag, value]
+            args = [*STDBUF, str(BINARY), "node", "--port", str(self.http_port),
+                    "--monitor-ports", ports, "--log-level", "debug",
+                    "--data-dir", str(self.workdir / "data"), *defaults, *self.extra_args]
+            self.args = args
+            self.returncode = None
+            log = open(self.log_path, "wb")
+            self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
+                                         cwd=self.workdir, stdin=subprocess.DEVNULL)
+            log.close()
+            with _live_lock:
+                _live_nodes.append(self)
+            try:
+                wait_until(self._ready_or_dead, timeout=STARTUP_DEADLINE_S, interval=0.02,
+                           message=f"GET /readyz == 200 on {self.http_url}")
+            except AssertionError:
+                self.kill()
+                raise AssertionError(f"node did not become ready:\n{self.log_tail()}")
+            if self.proc.poll() is None:
+                return self
+            # Exited during start-up: most likely a port taken in between; retry.
+            self.returncode = self.proc.returncode
+            with _live_lock:
+                _live_nodes.remove(self)
+            if attempt == 2 or "cannot bind" not in self.log_text():
+                raise AssertionError(f"node exited with {self.returncode} during start-up:\n"
+                                     f"{self.log_tail()}")
+        raise AssertionError("unreachable")
+
+    def _ready_or_dead(self) -> bool:
+        if self.proc.poll() is not None:
+            return True
+        try:
+            return self.get("/readyz", timeout=2).status == 200
+        except OSError:
+            return False
+
+    def stop(self) -> int:
+        """SIGTERM; returns the exit code (AssertionError if it takes over 5 s)."""
+        if self.proc is None:
+            return 0
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=SHUTDOWN_DEADLINE_S)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                self._forget()
+                raise AssertionError(f"node did not exit within {SHUTDOWN_DEADLINE_S}s of SIGTERM:\n"
+                                     f"{self.log_tail()}")
+        self.returncode = self.proc.returncode
+        self._forget()
+        return self.returncode
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self._forget()
+
+    def _forget(self) -> None:
+        with _live_lock:
+            if self in _live_nodes:
+                _live_nodes.remove(self)
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path else ""
+
+    def log_tail(self, lines: int = 80) -> str:
+        text = self.log_text().splitlines()
+        return f"--- {self.log_path} (last {lines} lines) ---\n" + "\n".join(text[-lines:])
+
+    # -- HTTP ------------------------------------------------------------------------
+
+    def request(self, method: str, path: str, body: Any = None, timeout: float = 30,
+                content_type: str = "application/json") -> HttpResponse:
+        data = None
+        if body is not None:
+            if isinstance(body, (bytes, bytearray)):
+                data = bytes(body)
+            elif isinstance(body, str):
+                data = body.encode()
+            else:
+                data = json.dumps(body).encode()
+        req = urllib.request.Request(self.http_url + path, data=data, method=method)
+        if data is not None:
+            req.add_header("Content-Type", content_type)
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as resp:
+                return HttpResponse(resp.status, resp.read(), resp.headers.get("Content-Type", ""))
+        except urllib.error.HTTPError as e:
+            return HttpResponse(e.code, e.read(), e.headers.get("Content-Type", ""))
+
+    def get(self, path: str, timeout: float = 30) -> HttpResponse:
+        return self.request("GET", path, timeout=timeout)
+
+    def post(self, path: str, body: Any, timeout: float = 30) -> HttpResponse:
+        return self.request("POST", path, body, timeout=timeout)
+
+    # -- observations ----------------------------------------------------------------
+
+    def metrics(self) -> dict[str, float]:
+        """Every sample line of /metrics: 'name{labels}' (as printed) -> value."""
+        r = self.get("/metrics")
+        assert r.status == 200, r
+        out = {}
+        for line in r.text.splitlines():
+            if not line or line.startswith("#"):
+                continue
+            key, _, value = line.rpartition(" ")
+            out[key] = float(value)
+        return out
+
+    def gauge(self, name: str) -> float:
+        return self.metrics()[f'lmcache:cache_controller_{name}{{role="controller"}}']
+
+    def event_count(self, event: str) -> float:
+        return self.metrics().get(f'lmcc_events_total{{event="{event}"}}', 0.0)
+
+    def workers(self, instance_id: Optional[str] = None) -> list[dict]:
+        path = "/controller/workers" + (f"?instance_id={instance_id}" if instance_id else "")
+        r = self.get(path)
+        if r.status == 404:
+            return []
+        assert r.status == 200, r
+        return r.json()["workers"]
+
+    def key_count(self, instance_id: str, worker_id: Optional[int] = None) -> int:
+        """Keys the node holds for an instance (or one of its workers); -1 if unknown."""
+        ws = self.workers(instance_id)
+        if worker_id is not None:
+            ws = [w for w in ws if w["worker_id"] == worker_id]
+        if not ws:
+            return -1
+        return sum(w["key_count"] for w in ws)
+
+    def lookup(self, tokens: list[int]) -> dict:
+        r = self.post("/lookup", {"tokens": tokens})
+        assert r.status == 200, r
+        return r.json()["layout_info"]
+
+
+class NodeFactory:
+    def __init__(self, tmp_dir: Path):
+        self.tmp_dir = tmp_dir
+        self.nodes: list[Node] = []
+
+    def __call__(self, *extra_args: str) -> Node:
+        workdir = self.tmp_dir / f"n{len(self.nodes)}"
+        workdir.mkdir(parents=True, exist_ok=True)
+        node = Node(workdir, tuple(extra_args))
+        self.nodes.append(node)
+        return node.start()
+
+    def stop_all(self) -> None:
+        problems = []
+        for node in self.nodes:
+            if node.proc is None or node.returncode is not None:
+                continue  # never started, or stopped (and checked) by the test itself
+            was_alive = node.alive()
+            try:
+                rc = node.stop()
+            except AssertionError as e:
+                problems.append(str(e))
+                continue
+            if rc != 0:
+                state = "on SIGTERM" if was_alive else "before teardown (crashed?)"
+                problems.append(f"node exited with {rc} {state}:\n{node.log_tail()}")
+        if problems:
+            pytest.fail("\n\n".join(problems), pytrace=False)
+
+
+@pytest.fixture
+def node_factory(tmp_path):
+    """Starts fresh nodes for one test: node_factory("--flag", "value") -> Node."""
+    factory = NodeFactory(tmp_path)
+    yield factory
+    factory.stop_all()
+
+
+@pytest.fixture(scope="module")
+def module_node_factory(tmp_path_factory):
+    """Like node_factory, but the nodes live for the whole test module."""
+    factory = NodeFactory(tmp_path_factory.mktemp("module-nodes"))
+    yield factory
+    factory.stop_all()
+
+
+@pytest.fixture(scope="module")
+def node(module_node_factory) -> Node:
+    """One node shared by a module's tests; tests keep apart by unique instance ids."""
+    return module_node_factory()
+
+
+# -- fake workers -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def make_worker():
+    """make_worker(node, instance_id, worker_id=0, **kwargs) -> FakeWorker (closed at teardown).
+    Each worker gets a loopback ip of its own unless `ip=` is given."""
+    made: list[FakeWorker] = []
+
+    def make(node: Node, instance_id: str, worker_id: int = 0, **kwargs) -> FakeWorker:
+        kwargs.setdefault("ip", unique_ip())
+        w = FakeWorker(node, instance_id, worker_id, **kwargs)
+        made.append(w)
+        return w
+
+    yield make
+    for w in made:
+        w.close()
+
+
+# -- failure reports: attach the node logs ----------------------------------------------------
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed and report.when in ("call", "setup"):
+        with _live_lock:
+            nodes = list(_live_nodes)
+        for node in nodes:
+            report.sections.append((f"lmcc node log {node.http_url}", node.log_tail(120)))
