@@ -1,0 +1,154 @@
+// bench_options: every knob of lmcc-bench, filled in by main.cpp from the CLI.
+//
+// The tool speaks only the public LMCache protocol (ZMQ sockets of spec
+// section 2, the HTTP API of section 5.1), so the same options drive lmcc and
+// LMCache's Python controller alike.
+//
+// Context: a plain options struct, thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace lmcc::bench {
+
+/// A `host:port` pair, the spelling LMCache uses for every address (no scheme).
+struct host_port {
+  std::string host;
+  uint16_t port = 0;
+
+  std::string str() const { return host + ":" + std::to_string(port); }
+  std::string tcp() const { return "tcp://" + str(); }
+};
+
+/// Parses `host:port` (the port after the last colon); throws std::invalid_argument.
+host_port parse_host_port(const std::string& text);
+
+struct bench_options {
+  // -- what to run -------------------------------------------------------------
+
+  /// ingest | lookup | p2p | fullsync | memory | restart | floor
+  std::string scenario;
+
+  /// Where to write the scenario's JSON report (empty: nowhere).
+  std::string json_path;
+
+  // -- the controller ----------------------------------------------------------
+
+  /// The controller's PULL socket (S1). Default: 127.0.0.1:8300
+  host_port pull{"127.0.0.1", 8300};
+
+  /// The controller's reply ROUTER (S2). Default: 127.0.0.1:8400
+  host_port reply{"127.0.0.1", 8400};
+
+  /// The controller's HTTP API. Default: 127.0.0.1:9000
+  host_port http{"127.0.0.1", 9000};
+
+  /// Where the key count is read: auto (key-stats, else /metrics), key-stats, metrics.
+  std::string key_source = "auto";
+
+  // -- the simulated cluster ---------------------------------------------------
+
+  /// Simulated LMCache instances ("<prefix>-<k>"); each runs `tp` workers.
+  uint32_t workers = 4;
+
+  /// TP ranks per instance (worker_id = rank).
+  uint32_t tp = 1;
+
+  std::string instance_prefix = "bench-inst";
+
+  /// The storage location named in KV events (str(backend) in LMCache).
+  std::string location = "LocalCPUBackend";
+
+  /// Ops per BatchedKVOperationMsg (LMCache kv_msg_batch_size). Default: 50
+  uint32_t batch_ops = 50;
+
+  /// BatchedKVOperationMsgs per PUSH multipart (LMCache's push loop drains 50). Default: 50
+  uint32_t msgs_per_multipart = 50;
+
+  /// Fraction of generated ops that evict the oldest live key (FIFO, like LRU).
+  double evict_ratio = 0.0;
+
+  /// Total ops/s for ingest and memory loading; 0 = as fast as possible.
+  double rate = 0;
+
+  /// Seconds between heartbeats; 0 = none (LMCache's default).
+  double heartbeat_interval_s = 0;
+
+  /// Run a full sync when a heartbeat reply carries FullSyncCommand.
+  bool full_sync_on_request = false;
+
+  // -- hashing (spec 4.4): must match the controller's NONE_HASH ------------------
+
+  std::optional<int64_t> none_hash;
+  std::optional<uint32_t> python_hash_seed;
+  uint32_t chunk_size = 256;
+
+  // -- workload sizes ----------------------------------------------------------
+
+  /// Run length of the timed part of a scenario, seconds. Default: 10
+  double duration_s = 10;
+
+  /// Seed of every random choice (keys, tokens, query mix). Default: 1
+  uint64_t seed = 1;
+
+  /// Prompts admitted per instance for lookup/p2p/restart. Default: 64
+  uint32_t prompts = 64;
+
+  /// Full chunks per prompt. Default: 8 (2048 tokens)
+  uint32_t prompt_chunks = 8;
+
+  /// Lookup / P2P requests per phase. Default: 2000
+  uint32_t requests = 2000;
+
+  /// Concurrent lookup clients. Default: 1
+  uint32_t clients = 1;
+
+  /// Fraction of --peak-ops ingested during the loaded lookup phase; 0 = skip it.
+  double ingest_fraction = 0.5;
+
+  /// The controller's peak ingest rate (ops/s), measured with `ingest`.
+  double peak_ops = 50000;
+
+  /// Keys each worker resends in `fullsync`. Default: 100000
+  uint64_t full_sync_keys = 100000;
+
+  /// Keys per FullSyncBatchMsg (LMCache full_sync_batch_size). Default: 2000
+  uint32_t full_sync_batch_keys = 2000;
+
+  /// Interval between FullSyncStatusMsg polls, ms. Default: 10
+  uint32_t full_sync_poll_ms = 10;
+
+  /// Controller pid for `memory` (reads /proc/<pid>/status).
+  std::optional<int> pid;
+
+  /// Entry counts at which `memory` samples the RSS. Default: 1000000, 10000000
+  std::vector<uint64_t> entries{1000000, 10000000};
+
+  /// Shell command `restart` runs.
+  std::string restart_cmd;
+
+  /// Lookups that must answer fully after a restart. Default: 16
+  uint32_t restart_sample = 16;
+
+  /// Also measure generator->sink ops/s before `ingest`.
+  bool with_floor = false;
+
+  // -- timeouts ----------------------------------------------------------------
+
+  /// Longest wait for the controller's key count to reach the ground truth, s.
+  double settle_timeout_s = 15;
+
+  /// Every ZMQ request's receive timeout and every send timeout, ms. Default: 5000
+  uint32_t request_timeout_ms = 5000;
+
+  /// Wait for RegisterRetMsg, s. Default: 5
+  double register_timeout_s = 5;
+
+  /// Keep the workers registered at exit (no DeRegisterMsg).
+  bool keep_registered = false;
+};
+
+} // namespace lmcc::bench

@@ -1,0 +1,190 @@
+// lmcc-bench: an LMCache-protocol load generator. It simulates LMCache workers
+// and routers against any controller that speaks the protocol (lmcc, or
+// LMCache's Python controller), through its ZMQ sockets and HTTP API only.
+//
+//   lmcc-bench ingest --workers 4 --duration 10 --json ingest.json
+//   lmcc-bench lookup --pull 127.0.0.1:8300 --reply 127.0.0.1:8400 --http 127.0.0.1:9000
+//   lmcc-bench floor --duration 2          (no controller needed)
+//
+// Exit status: 0 every check passed; 1 a check failed (see the table);
+// 2 the target is unreachable or the arguments are unusable.
+#include "apps/lmcc-bench/bench_options.hpp"
+#include "apps/lmcc-bench/scenarios.hpp"
+#include "apps/lmcc-bench/zmq_io.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+
+namespace {
+
+using lmcc::bench::bench_options;
+
+struct endpoint_texts {
+  std::string pull = "127.0.0.1:8300";
+  std::string reply = "127.0.0.1:8400";
+  std::string http = "127.0.0.1:9000";
+};
+
+void add_flags(CLI::App& app, bench_options& o, endpoint_texts& ep, std::string& scenario_flag) {
+  const auto& names = lmcc::bench::scenario_names();
+  app.add_option("scenario", o.scenario, "scenario to run")->check(CLI::IsMember(names));
+  app.add_option("--scenario", scenario_flag, "scenario to run (same as the positional)")
+      ->check(CLI::IsMember(names));
+  app.add_option("--json", o.json_path, "write the report as JSON to FILE");
+
+  app.add_option("--pull", ep.pull, "controller PULL socket host:port")->capture_default_str();
+  app.add_option("--reply", ep.reply, "controller reply ROUTER host:port")->capture_default_str();
+  app.add_option("--http", ep.http, "controller HTTP API host:port")->capture_default_str();
+  app.add_option("--key-source", o.key_source, "where the key count is read")
+      ->check(CLI::IsMember({"auto", "key-stats", "metrics"}))
+      ->capture_default_str();
+
+  app.add_option("--workers", o.workers, "simulated LMCache instances")
+      ->check(CLI::Range(1U, 4096U))
+      ->capture_default_str();
+  app.add_option("--tp", o.tp, "TP ranks (workers) per instance")
+      ->check(CLI::Range(1U, 64U))
+      ->capture_default_str();
+  app.add_option("--instance-prefix", o.instance_prefix, "instance ids are <prefix>-<k>")
+      ->capture_default_str();
+  app.add_option("--location", o.location, "storage location in KV events")->capture_default_str();
+  app.add_option("--batch-ops", o.batch_ops, "ops per BatchedKVOperationMsg")
+      ->check(CLI::Range(1U, 100000U))
+      ->capture_default_str();
+  app.add_option("--msgs-per-multipart", o.msgs_per_multipart, "messages per PUSH multipart")
+      ->check(CLI::Range(1U, 1000U))
+      ->capture_default_str();
+  app.add_option("--evict-ratio", o.evict_ratio, "fraction of ops that evict the oldest key")
+      ->check(CLI::Range(0.0, 0.99))
+      ->capture_default_str();
+  app.add_option("--rate", o.rate, "total ops/s for ingest/memory (0 = as fast as possible)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--heartbeat-interval", o.heartbeat_interval_s,
+                 "seconds between heartbeats (0 = none)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_flag("--full-sync-on-request", o.full_sync_on_request,
+               "run a full sync when a heartbeat reply asks for one");
+
+  auto* none =
+      app.add_option("--none-hash", o.none_hash, "initial chunk-hash chain value (default 0)");
+  app.add_option("--python-hash-seed", o.python_hash_seed,
+                 "derive the initial hash from PYTHONHASHSEED as vLLM does")
+      ->excludes(none);
+  app.add_option("--chunk-size", o.chunk_size, "tokens per chunk")
+      ->check(CLI::Range(1U, 1U << 16))
+      ->capture_default_str();
+
+  app.add_option("--duration", o.duration_s, "seconds of the timed part")
+      ->check(CLI::Range(0.1, 86400.0))
+      ->capture_default_str();
+  app.add_option("--seed", o.seed, "seed of every random choice")->capture_default_str();
+  app.add_option("--prompts", o.prompts, "prompts admitted per instance")
+      ->check(CLI::Range(1U, 1000000U))
+      ->capture_default_str();
+  app.add_option("--prompt-chunks", o.prompt_chunks, "full chunks per prompt")
+      ->check(CLI::Range(1U, 4096U))
+      ->capture_default_str();
+  app.add_option("--requests", o.requests, "lookups per phase")
+      ->check(CLI::Range(1U, 100000000U))
+      ->capture_default_str();
+  app.add_option("--clients", o.clients, "concurrent lookup clients")
+      ->check(CLI::Range(1U, 1024U))
+      ->capture_default_str();
+  app.add_option("--ingest-fraction", o.ingest_fraction,
+                 "fraction of --peak-ops ingested during the loaded lookup phase (0 = skip)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  app.add_option("--peak-ops", o.peak_ops, "the controller's peak ingest ops/s")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--keys", o.full_sync_keys, "keys each worker resends in fullsync")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 32))
+      ->capture_default_str();
+  app.add_option("--full-sync-batch", o.full_sync_batch_keys, "keys per FullSyncBatchMsg")
+      ->check(CLI::Range(1U, 1000000U))
+      ->capture_default_str();
+  app.add_option("--poll-ms", o.full_sync_poll_ms, "ms between FullSyncStatusMsg polls")
+      ->check(CLI::Range(1U, 60000U))
+      ->capture_default_str();
+  app.add_option("--pid", o.pid, "controller pid (memory)");
+  app.add_option("--entries", o.entries, "entry counts for memory, e.g. 1000000,10000000")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--restart-cmd", o.restart_cmd, "shell command that restarts the controller");
+  app.add_option("--restart-sample", o.restart_sample, "lookups that must answer fully")
+      ->check(CLI::Range(1U, 100000U))
+      ->capture_default_str();
+  app.add_flag("--with-floor", o.with_floor, "ingest: measure generator -> sink first");
+  app.add_option("--settle-timeout", o.settle_timeout_s,
+                 "max seconds for the key count to reach the ground truth")
+      ->check(CLI::Range(0.1, 86400.0))
+      ->capture_default_str();
+  app.add_option("--request-timeout-ms", o.request_timeout_ms, "ZMQ/HTTP request timeout")
+      ->check(CLI::Range(10U, 600000U))
+      ->capture_default_str();
+  app.add_option("--register-timeout", o.register_timeout_s, "seconds to wait for RegisterRetMsg")
+      ->check(CLI::Range(0.1, 600.0))
+      ->capture_default_str();
+  app.add_flag("--keep-registered", o.keep_registered, "send no DeRegisterMsg at exit");
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  // Progress and warnings go to stderr; the report table alone to stdout.
+  auto logger = spdlog::stderr_color_st("lmcc-bench");
+  logger->set_pattern("[%H:%M:%S.%e] %^%l%$ %v");
+  spdlog::set_default_logger(logger);
+
+  CLI::App app{"lmcc-bench: an LMCache-protocol load generator (ZMQ + HTTP only)"};
+  bench_options o;
+  endpoint_texts ep;
+  std::string scenario_flag;
+  add_flags(app, o, ep, scenario_flag);
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    if (!scenario_flag.empty()) {
+      if (!o.scenario.empty() && o.scenario != scenario_flag)
+        throw std::invalid_argument("two different scenarios given");
+      o.scenario = scenario_flag;
+    }
+    if (o.scenario.empty())
+      throw std::invalid_argument("no scenario given (one of: ingest lookup p2p fullsync memory "
+                                  "restart floor)");
+    o.pull = lmcc::bench::parse_host_port(ep.pull);
+    o.reply = lmcc::bench::parse_host_port(ep.reply);
+    o.http = lmcc::bench::parse_host_port(ep.http);
+  } catch (const std::invalid_argument& e) {
+    fmt::print(stderr, "lmcc-bench: {}\n", e.what());
+    return 2;
+  }
+
+  lmcc::msg::chunk_hash_options hashing;
+  hashing.chunk_size = o.chunk_size;
+  if (o.none_hash)
+    hashing.none_hash = *o.none_hash;
+  else if (o.python_hash_seed)
+    hashing.none_hash = lmcc::msg::none_hash_from_python_hash_seed(*o.python_hash_seed);
+
+  zmq::context_t ctx{2};
+  lmcc::bench::scenario_env env{o, ctx, lmcc::msg::chunk_hasher{hashing}};
+  try {
+    const lmcc::bench::report r = lmcc::bench::run_scenario(env);
+    r.print(std::cout);
+    if (!o.json_path.empty())
+      r.write_json(o.json_path);
+    return r.passed() ? 0 : 1;
+  } catch (const lmcc::bench::unreachable_error& e) {
+    fmt::print(stderr, "lmcc-bench: {}\n", e.what());
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "lmcc-bench: {} failed: {}\n", o.scenario, e.what());
+  }
+  return 2;
+}

@@ -1,0 +1,141 @@
+// floor: the generator against a built-in sink that only receives and decodes
+// (PULL + decode_frame, the least a controller must do per frame). If the
+// generator pushes N ops/s into the sink, a controller measured below N is the
+// limit, not the generator. The sink also checks what the generator sends:
+// every frame decodes, and seq_nums run 0, 1, 2, ... per (worker, location).
+#include "apps/lmcc-bench/cluster.hpp"
+#include "apps/lmcc-bench/scenario_support.hpp"
+#include "apps/lmcc-bench/scenarios.hpp"
+#include "messages/codec_json.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <zmq_addon.hpp>
+
+#include <thread>
+#include <unordered_map>
+
+namespace lmcc::bench {
+namespace {
+
+using namespace std::chrono_literals;
+
+class decoding_sink {
+public:
+  explicit decoding_sink(zmq::context_t& ctx)
+    : socket_(make_socket(ctx, zmq::socket_type::pull, 100)) {
+    // A small receive queue, like the generator's send queue: the sink's rate
+    // is then what it decodes, not what ZMQ can buffer.
+    socket_.set(zmq::sockopt::rcvhwm, 32);
+    socket_.bind("tcp://127.0.0.1:*");
+    url_ = "tcp://127.0.0.1:" + std::to_string(bound_port(socket_));
+    thread_ = std::jthread{[this](std::stop_token stop) { loop(std::move(stop)); }};
+  }
+
+  const std::string& url() const { return url_; }
+
+  std::atomic<uint64_t> ops{0};
+  std::atomic<uint64_t> frames{0};
+  std::atomic<uint64_t> bytes{0};
+  std::atomic<uint64_t> decode_errors{0};
+  std::atomic<uint64_t> seq_gaps{0};
+
+private:
+  void loop(std::stop_token stop) {
+    std::unordered_map<std::string, int64_t> last_seq;
+    std::vector<zmq::message_t> parts;
+    while (!stop.stop_requested()) {
+      parts.clear();
+      if (!zmq::recv_multipart(socket_, std::back_inserter(parts)))
+        continue; // RCVTIMEO: look at the stop token again
+      for (const auto& part : parts) {
+        ++frames;
+        bytes += part.size();
+        auto decoded = msg::decode_frame(part.to_string_view());
+        if (!decoded) {
+          ++decode_errors;
+          continue;
+        }
+        auto* batch = std::get_if<msg::BatchedKVOperationMsg>(&*decoded);
+        if (batch == nullptr)
+          continue;
+        auto key = fmt::format("{}\x1f{}\x1f{}", batch->instance_id, batch->worker_id.to_string(),
+                               batch->location);
+        auto [it, fresh] = last_seq.try_emplace(std::move(key), -1);
+        for (const auto& op : batch->operations) {
+          const int64_t seq = op.seq_num.to_int64().value_or(-2);
+          if (seq != it->second + 1)
+            ++seq_gaps;
+          it->second = seq;
+        }
+        ops += batch->operations.size();
+      }
+    }
+  }
+
+  zmq::socket_t socket_;
+  std::string url_;
+  std::jthread thread_; // last: joins before the socket closes
+};
+
+} // namespace
+
+floor_result measure_floor(scenario_env& env, double duration_s) {
+  const auto& o = env.opts;
+  decoding_sink sink{env.ctx};
+  cluster c{env.ctx, o, sink.url(), false};
+  const auto t0 = steady::now();
+  const auto deadline = t0 + seconds_to_duration(duration_s);
+  auto drivers = c.start_all([&](simulated_worker& w, std::stop_token stop) {
+    (void)w.push_random(push_limits{.deadline = deadline, .stop = std::move(stop)});
+  });
+  progress_clock progress;
+  while (steady::now() < deadline) {
+    std::this_thread::sleep_for(100ms);
+    if (progress.due())
+      spdlog::info("floor t={:.1f}s sent={} received={} ops", seconds_since(t0),
+                   c.sum(&worker_counters::ops_sent), sink.ops.load());
+  }
+  drivers.stop();
+  floor_result r;
+  r.seconds = seconds_since(t0);
+  r.ops_sent = c.sum(&worker_counters::ops_sent);
+  // Let the sink drain what is still queued, but never wait more than 5 s.
+  const auto drain_deadline = steady::now() + 5s;
+  while (sink.ops.load() < r.ops_sent && steady::now() < drain_deadline)
+    std::this_thread::sleep_for(10ms);
+  const double received_s = seconds_since(t0);
+  r.ops_received = sink.ops.load();
+  r.frames = sink.frames.load();
+  r.bytes = sink.bytes.load();
+  r.decode_errors = sink.decode_errors.load();
+  r.seq_gaps = sink.seq_gaps.load();
+  r.sent_ops_per_s = static_cast<double>(r.ops_sent) / r.seconds;
+  r.received_ops_per_s = static_cast<double>(r.ops_received) / received_s;
+  return r;
+}
+
+report run_floor(scenario_env& env) {
+  const auto& o = env.opts;
+  report r{"floor"};
+  r.set_config(config_json(o));
+  const floor_result f = measure_floor(env, o.duration_s);
+  r.add("workers", "simulated workers (instances x tp)", static_cast<double>(o.workers * o.tp),
+        "workers");
+  r.add("seconds", "push duration", f.seconds, "s");
+  r.add("ops_sent", "ops sent", static_cast<double>(f.ops_sent), "ops");
+  r.add("generator_ops_per_s", "generator -> sink ops/s (sent)", f.sent_ops_per_s, "ops/s");
+  r.add("sink_ops_per_s", "sink decoded ops/s", f.received_ops_per_s, "ops/s");
+  r.add("frames", "frames decoded", static_cast<double>(f.frames), "frames");
+  r.add("mib_per_s", "wire bytes", static_cast<double>(f.bytes) / f.seconds / (1 << 20), "MiB/s");
+  r.check("generator made progress", f.ops_sent > 0, fmt::format("{} ops", f.ops_sent));
+  r.check("sink received every op", f.ops_received == f.ops_sent,
+          fmt::format("{} of {}", f.ops_received, f.ops_sent));
+  r.check("every frame decodes", f.decode_errors == 0,
+          fmt::format("{} decode errors", f.decode_errors));
+  r.check("seq_num runs 0,1,2,... per (worker, location)", f.seq_gaps == 0,
+          fmt::format("{} gaps", f.seq_gaps));
+  return r;
+}
+
+} // namespace lmcc::bench

@@ -1,0 +1,135 @@
+// memory: the controller's resident memory per index entry. The controller
+// must run on this host (--pid, read from /proc/<pid>/status VmRSS). The
+// workers admit unique random keys (no evictions) until the sum of their sets
+// reaches each --entries step; once the controller's key count equals it, the
+// RSS is read and compared with the RSS right after registration. An entry is
+// one (worker, key) pair: with --tp N each key is held by N workers.
+#include "apps/lmcc-bench/cluster.hpp"
+#include "apps/lmcc-bench/scenario_support.hpp"
+#include "apps/lmcc-bench/scenarios.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <fstream>
+#include <thread>
+
+namespace lmcc::bench {
+namespace {
+
+using namespace std::chrono_literals;
+
+/// Lets the controller's allocator and background threads settle first.
+constexpr auto rss_settle = 500ms;
+
+uint64_t vm_rss_kib(int pid) {
+  const std::string path = fmt::format("/proc/{}/status", pid);
+  std::ifstream status{path};
+  if (!status)
+    throw unreachable_error(fmt::format("cannot read {} — is the controller's --pid right?", path));
+  std::string line;
+  while (std::getline(status, line))
+    if (line.starts_with("VmRSS:"))
+      return std::stoull(line.substr(6));
+  throw std::runtime_error("no VmRSS line in " + path);
+}
+
+double mib(uint64_t kib) {
+  return static_cast<double>(kib) / 1024.0;
+}
+
+} // namespace
+
+report run_memory(scenario_env& env) {
+  if (!env.opts.pid)
+    throw std::invalid_argument("memory needs --pid <controller pid> (the controller must run "
+                                "on this host)");
+  // Admits only: an entry count is only reached exactly without evictions.
+  bench_options o = env.opts;
+  o.evict_ratio = 0;
+  const int pid = *o.pid;
+  report r{"memory"};
+  r.set_config(config_json(o));
+  controller_http api{o.http, o.key_source, o.instance_prefix, o.request_timeout_ms};
+  api.check_reachable();
+  cluster c{env.ctx, o, o.pull.tcp(), true};
+  c.register_all();
+  key_tracker keys{api};
+  std::this_thread::sleep_for(rss_settle);
+  const uint64_t rss0 = vm_rss_kib(pid);
+  r.add("rss_start_mib", "controller RSS after registration", mib(rss0), "MiB");
+
+  std::vector<uint64_t> steps = o.entries;
+  std::sort(steps.begin(), steps.end());
+  nlohmann::json series = nlohmann::json::array();
+  const double per_worker_rate = o.rate > 0 ? o.rate / static_cast<double>(c.size()) : 0;
+  for (uint64_t target : steps) {
+    const uint64_t have = c.truth_total();
+    if (target <= have)
+      continue;
+    const uint64_t need = target - have;
+    const auto t0 = steady::now();
+    const auto deadline = t0 + seconds_to_duration(o.duration_s);
+    std::vector<uint64_t> quota(c.size(), need / c.size());
+    for (size_t i = 0; i < need % c.size(); ++i)
+      ++quota[i];
+    std::vector<const simulated_worker*> order;
+    for (size_t i = 0; i < c.size(); ++i)
+      order.push_back(&c[i]);
+    auto loaders = c.start_all([&](simulated_worker& w, std::stop_token stop) {
+      const auto i = static_cast<size_t>(std::find(order.begin(), order.end(), &w) - order.begin());
+      (void)w.push_random(push_limits{.deadline = deadline,
+                                      .ops_per_s = per_worker_rate,
+                                      .max_ops = quota[i],
+                                      .stop = std::move(stop)});
+    });
+    progress_clock progress;
+    while (c.truth_total() < target && steady::now() < deadline) {
+      std::this_thread::sleep_for(50ms);
+      if (progress.due())
+        spdlog::info("memory: loading {} of {} entries ({:.0f} ops/s)", c.truth_total(), target,
+                     static_cast<double>(c.truth_total() - have) / seconds_since(t0));
+    }
+    loaders.stop();
+    const double push_s = seconds_since(t0);
+    const convergence conv = wait_for_truth(keys, c, o.settle_timeout_s, t0);
+    std::this_thread::sleep_for(rss_settle);
+    const uint64_t rss = vm_rss_kib(pid);
+    const double per_entry = (static_cast<double>(rss) - static_cast<double>(rss0)) * 1024.0 /
+                             static_cast<double>(conv.truth);
+    const std::string id = fmt::format("e{}", target);
+    r.add(id + "_entries", fmt::format("{} entries: entries loaded", target),
+          static_cast<double>(conv.truth), "entries");
+    r.add(id + "_load_ops_per_s", fmt::format("{} entries: load rate", target),
+          static_cast<double>(need) / std::max(push_s, conv.seconds), "ops/s");
+    r.add(id + "_rss_mib", fmt::format("{} entries: controller RSS", target), mib(rss), "MiB");
+    r.add(id + "_bytes_per_entry", fmt::format("{} entries: RSS growth per entry", target),
+          per_entry, "B");
+    r.check(fmt::format("{} entries loaded and counted by the controller", target),
+            conv.reached && conv.truth == target,
+            fmt::format("truth {} controller {} (push bound: --duration {:g} s)", conv.truth,
+                        conv.count, o.duration_s));
+    series.push_back({{"entries", conv.truth}, {"rss_kib", rss}, {"bytes_per_entry", per_entry}});
+    spdlog::info("memory: {} entries, RSS {:.1f} MiB, {:.1f} B/entry", conv.truth, mib(rss),
+                 per_entry);
+    if (!conv.reached)
+      break;
+  }
+  r.extra()["steps"] = std::move(series);
+  c.deregister_all();
+  // Deregistration frees the entries; show how much the controller gives back.
+  const auto drop_deadline = steady::now() + seconds_to_duration(o.settle_timeout_s);
+  while (steady::now() < drop_deadline) {
+    auto count = keys.count();
+    if (count && *count == 0)
+      break;
+    std::this_thread::sleep_for(50ms);
+  }
+  std::this_thread::sleep_for(rss_settle);
+  r.add("rss_after_deregister_mib", "controller RSS after DeRegisterMsg", mib(vm_rss_kib(pid)),
+        "MiB");
+  return r;
+}
+
+} // namespace lmcc::bench
