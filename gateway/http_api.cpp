@@ -609,6 +609,10 @@ private:
     server_.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
     server_.set_payload_max_length(options_.max_body_bytes);
     server_.set_tcp_nodelay(true);
+    // httplib keeps an idle keep-alive connection's thread for 5 s, and stop()
+    // waits for it: a router holding one open delayed shutdown by ~5 s. One
+    // second keeps connections reused under load and shutdown prompt.
+    server_.set_keep_alive_timeout(1);
     // SO_REUSEADDR only: httplib's default also sets SO_REUSEPORT, which would let a
     // second node bind the same port silently and steal half the connections.
     server_.set_socket_options([this](socket_t sock) {
