@@ -173,20 +173,20 @@ caf::result<msg::Msg> sync_status(self_ptr self, msg::FullSyncStatusMsg m) {
   auto sync_id = m.sync_id;
   self->request(st.workers.at(*num), st.cfg.options.internal_timeout, sync_status_atom::value,
                 std::move(m))
-    .then(
-      [self, rp](msg::Msg& reply) mutable {
-        if (auto* ret = std::get_if<msg::FullSyncStatusRetMsg>(&reply)) {
-          auto& reg = self->state.reg;
-          ret->global_progress = reg.global_progress();
-          ret->can_exit_freeze =
-            reg.can_exit_freeze(self->state.cfg.options.full_sync_completion_threshold);
-        }
-        rp.deliver(std::move(reply));
-      },
-      [rp, sync_id](caf::error& e) mutable {
-        rp.deliver(msg::Msg{
-          msg::ErrorMsg{"full sync status for " + sync_id + " failed: " + caf::to_string(e)}});
-      });
+      .then(
+          [self, rp](msg::Msg& reply) mutable {
+            if (auto* ret = std::get_if<msg::FullSyncStatusRetMsg>(&reply)) {
+              auto& reg = self->state.reg;
+              ret->global_progress = reg.global_progress();
+              ret->can_exit_freeze =
+                  reg.can_exit_freeze(self->state.cfg.options.full_sync_completion_threshold);
+            }
+            rp.deliver(std::move(reply));
+          },
+          [rp, sync_id](caf::error& e) mutable {
+            rp.deliver(msg::Msg{msg::ErrorMsg{"full sync status for " + sync_id +
+                                              " failed: " + caf::to_string(e)}});
+          });
   return rp;
 }
 
@@ -213,8 +213,8 @@ caf::result<msg::Msg> on_request(self_ptr self, msg::Msg& m) {
                 "found"}};
           return self->delegate(r->first, sync_start_atom::value, r->second, std::move(x));
         } else if constexpr (std::is_same_v<M, msg::FullSyncStatusMsg>) {
-        return sync_status(self, std::move(x));
-      } else if constexpr (std::is_same_v<M, msg::BatchedP2PLookupMsg> ||
+          return sync_status(self, std::move(x));
+        } else if constexpr (std::is_same_v<M, msg::BatchedP2PLookupMsg> ||
                              std::is_same_v<M, msg::LookupMsg>) {
           return self->delegate(next_lookup(self), request_atom::value, msg::Msg{std::move(x)});
         } else if constexpr (std::is_same_v<M, msg::QueryInstMsg>) {

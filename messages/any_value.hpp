@@ -29,8 +29,8 @@ using any_array = std::vector<any_value>;
 using any_map = std::vector<std::pair<any_value, any_value>>;
 
 struct any_value {
-  using variant_type = std::variant<std::monostate, bool, wire_int, double, std::string,
-                                    any_bytes, any_array, any_map>;
+  using variant_type = std::variant<std::monostate, bool, wire_int, double, std::string, any_bytes,
+                                    any_array, any_map>;
   variant_type value;
 
   // Defaulted below, not here: an implicit (constexpr) default constructor makes

@@ -84,8 +84,8 @@ uint64_t load_le64(const unsigned char* p) noexcept {
 }
 
 uint64_t siphash13(uint64_t k0, uint64_t k1, std::string_view data) noexcept {
-  sip_state s{k0 ^ 0x736f6d6570736575ULL, k1 ^ 0x646f72616e646f6dULL,
-              k0 ^ 0x6c7967656e657261ULL, k1 ^ 0x7465646279746573ULL};
+  sip_state s{k0 ^ 0x736f6d6570736575ULL, k1 ^ 0x646f72616e646f6dULL, k0 ^ 0x6c7967656e657261ULL,
+              k1 ^ 0x7465646279746573ULL};
   auto* in = reinterpret_cast<const unsigned char*>(data.data());
   size_t size = data.size();
   uint64_t b = static_cast<uint64_t>(size) << 56;

@@ -15,7 +15,7 @@ using ojson = nlohmann::ordered_json;
 
 std::string base64_encode(std::string_view in) {
   static constexpr char alphabet[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string out;
   out.reserve((in.size() + 2) / 3 * 4);
   size_t i = 0;
@@ -78,8 +78,7 @@ struct json_encoder {
   }
 
   template <class T>
-    requires internal::is_tuple_like<T>::value
-  static ojson to_json(const T& v) {
+  requires internal::is_tuple_like<T>::value static ojson to_json(const T& v) {
     ojson a = ojson::array();
     std::apply([&](const auto&... xs) { (a.push_back(to_json(xs)), ...); }, v);
     return a;
@@ -97,28 +96,26 @@ struct json_encoder {
   }
 
   template <class T>
-    requires internal::has_fields<T>
-  static ojson to_json(const T& v) {
-    return struct_to_json(v, "type");
-  }
+  requires internal::has_fields<T>
+  static ojson to_json(const T& v) { return struct_to_json(v, "type"); }
 
   static ojson to_json(const AnyCommand& c) {
-    return std::visit(
-      [](const auto& x) { return struct_to_json(x, HeartbeatCommand::tag_field); }, c);
+    return std::visit([](const auto& x) { return struct_to_json(x, HeartbeatCommand::tag_field); },
+                      c);
   }
 
   static ojson to_json(const any_value& v) {
     return std::visit(
-      [](const auto& x) -> ojson {
-        using X = std::decay_t<decltype(x)>;
-        if constexpr (std::is_same_v<X, std::monostate>)
-          return ojson(nullptr);
-        else if constexpr (std::is_same_v<X, any_bytes>)
-          return ojson(base64_encode(x.data));
-        else
-          return to_json(x);
-      },
-      v.value);
+        [](const auto& x) -> ojson {
+          using X = std::decay_t<decltype(x)>;
+          if constexpr (std::is_same_v<X, std::monostate>)
+            return ojson(nullptr);
+          else if constexpr (std::is_same_v<X, any_bytes>)
+            return ojson(base64_encode(x.data));
+          else
+            return to_json(x);
+        },
+        v.value);
   }
 };
 
@@ -129,15 +126,23 @@ struct json_adapter {
 
   static node_kind kind(const node& n) {
     switch (n.type()) {
-      case node::value_t::null: return node_kind::nil;
-      case node::value_t::boolean: return node_kind::boolean;
-      case node::value_t::number_integer:
-      case node::value_t::number_unsigned: return node_kind::integer;
-      case node::value_t::number_float: return node_kind::floating;
-      case node::value_t::string: return node_kind::string;
-      case node::value_t::array: return node_kind::array;
-      case node::value_t::object: return node_kind::object;
-      default: return node_kind::other;
+    case node::value_t::null:
+      return node_kind::nil;
+    case node::value_t::boolean:
+      return node_kind::boolean;
+    case node::value_t::number_integer:
+    case node::value_t::number_unsigned:
+      return node_kind::integer;
+    case node::value_t::number_float:
+      return node_kind::floating;
+    case node::value_t::string:
+      return node_kind::string;
+    case node::value_t::array:
+      return node_kind::array;
+    case node::value_t::object:
+      return node_kind::object;
+    default:
+      return node_kind::other;
     }
   }
   static bool get_bool(const node& n) { return n.get<bool>(); }
@@ -147,9 +152,7 @@ struct json_adapter {
     return wire_int{n.get<int64_t>()};
   }
   static double get_double(const node& n) { return n.get<double>(); }
-  static std::string_view get_string(const node& n) {
-    return n.get_ref<const std::string&>();
-  }
+  static std::string_view get_string(const node& n) { return n.get_ref<const std::string&>(); }
   static any_bytes get_bytes(const node&) { return {}; }
   static size_t size(const node& n) { return n.size(); }
   static const node& at(const node& n, size_t i) { return n[i]; }
@@ -174,23 +177,25 @@ struct limit_callback {
     using ev = ojson::parse_event_t;
     if ((event == ev::object_start || event == ev::array_start) &&
         static_cast<uint32_t>(depth) >= limits.max_depth)
-      throw internal::walk_failure{"Nesting deeper than the limit of " +
-                                     std::to_string(limits.max_depth),
-                                   {}, false};
+      throw internal::walk_failure{
+          "Nesting deeper than the limit of " + std::to_string(limits.max_depth), {}, false};
     if ((event == ev::key || event == ev::value) && parsed.is_string() &&
         parsed.get_ref<const std::string&>().size() > limits.max_string_bytes)
       throw internal::walk_failure{"String of " +
-                                     std::to_string(parsed.get_ref<const std::string&>().size()) +
-                                     " bytes exceeds the limit",
-                                   {}, false};
+                                       std::to_string(parsed.get_ref<const std::string&>().size()) +
+                                       " bytes exceeds the limit",
+                                   {},
+                                   false};
     if (event == ev::array_end && parsed.size() > limits.max_array_length)
       throw internal::walk_failure{"Array exceeds the limit of " +
-                                     std::to_string(limits.max_array_length) + " elements",
-                                   {}, false};
+                                       std::to_string(limits.max_array_length) + " elements",
+                                   {},
+                                   false};
     if (event == ev::object_end && parsed.size() > limits.max_map_length)
       throw internal::walk_failure{"Map exceeds the limit of " +
-                                     std::to_string(limits.max_map_length) + " entries",
-                                   {}, false};
+                                       std::to_string(limits.max_map_length) + " entries",
+                                   {},
+                                   false};
     return true;
   }
 };
@@ -199,7 +204,7 @@ struct limit_callback {
 
 std::string encode_json(const Msg& m) {
   return std::visit([](const auto& x) { return json_encoder::to_json(x); }, m)
-    .dump(-1, ' ', false, ojson::error_handler_t::replace);
+      .dump(-1, ' ', false, ojson::error_handler_t::replace);
 }
 
 expected<Msg> decode_json(std::string_view text, const decode_limits& limits) {

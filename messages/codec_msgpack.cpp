@@ -77,8 +77,7 @@ public:
   }
 
   template <class T>
-    requires internal::is_tuple_like<T>::value
-  void write(const T& v) {
+  requires internal::is_tuple_like<T>::value void write(const T& v) {
     pk_.pack_array(static_cast<uint32_t>(std::tuple_size_v<T>));
     std::apply([&](const auto&... xs) { (write(xs), ...); }, v);
   }
@@ -88,7 +87,7 @@ public:
   }
 
   template <class T>
-    requires internal::has_fields<T>
+  requires internal::has_fields<T>
   void write(const T& v) {
     if constexpr (internal::has_type_tag<T>)
       write_struct(v, "type");
@@ -215,17 +214,26 @@ struct msgpack_adapter {
 
   static node_kind kind(const node& n) {
     switch (n.type) {
-      case msgpack::type::NIL: return node_kind::nil;
-      case msgpack::type::BOOLEAN: return node_kind::boolean;
-      case msgpack::type::POSITIVE_INTEGER:
-      case msgpack::type::NEGATIVE_INTEGER: return node_kind::integer;
-      case msgpack::type::FLOAT32:
-      case msgpack::type::FLOAT64: return node_kind::floating;
-      case msgpack::type::STR: return node_kind::string;
-      case msgpack::type::BIN: return node_kind::bytes;
-      case msgpack::type::ARRAY: return node_kind::array;
-      case msgpack::type::MAP: return node_kind::object;
-      default: return node_kind::other;
+    case msgpack::type::NIL:
+      return node_kind::nil;
+    case msgpack::type::BOOLEAN:
+      return node_kind::boolean;
+    case msgpack::type::POSITIVE_INTEGER:
+    case msgpack::type::NEGATIVE_INTEGER:
+      return node_kind::integer;
+    case msgpack::type::FLOAT32:
+    case msgpack::type::FLOAT64:
+      return node_kind::floating;
+    case msgpack::type::STR:
+      return node_kind::string;
+    case msgpack::type::BIN:
+      return node_kind::bytes;
+    case msgpack::type::ARRAY:
+      return node_kind::array;
+    case msgpack::type::MAP:
+      return node_kind::object;
+    default:
+      return node_kind::other;
     }
   }
   static bool get_bool(const node& n) { return n.via.boolean; }
@@ -269,8 +277,8 @@ std::string encode_msgpack(const Msg& m) {
 
 expected<Msg> decode_msgpack(std::string_view frame, const decode_limits& limits) {
   if (frame.size() > limits.max_frame_bytes)
-    return codec_error{"Frame of " + std::to_string(frame.size()) +
-                       " bytes exceeds the limit of " + std::to_string(limits.max_frame_bytes)};
+    return codec_error{"Frame of " + std::to_string(frame.size()) + " bytes exceeds the limit of " +
+                       std::to_string(limits.max_frame_bytes)};
   limit_scan scan{limits, frame.size()};
   size_t offset = 0;
   bool parsed = msgpack::parse(frame.data(), frame.size(), offset, scan);
@@ -284,9 +292,8 @@ expected<Msg> decode_msgpack(std::string_view frame, const decode_limits& limits
     // Like msgspec: the first object is decoded and type-checked, and only then
     // are trailing bytes an error.
     size_t first_end = 0;
-    msgpack::object_handle tree = msgpack::unpack(frame.data(), offset, first_end,
-                                                  reference_everything, nullptr,
-                                                  msgpack::unpack_limit{});
+    msgpack::object_handle tree = msgpack::unpack(
+        frame.data(), offset, first_end, reference_everything, nullptr, msgpack::unpack_limit{});
     internal::walker<msgpack_adapter> walk{limits.max_depth};
     Msg result = walk.read_msg(tree.get());
     if (offset != frame.size())

@@ -26,7 +26,7 @@ struct codec_error {
 template <class T>
 class [[nodiscard]] expected {
 public:
-  expected(T value) : state_(std::in_place_index<0>, std::move(value)) {} // NOLINT
+  expected(T value) : state_(std::in_place_index<0>, std::move(value)) {}           // NOLINT
   expected(codec_error error) : state_(std::in_place_index<1>, std::move(error)) {} // NOLINT
 
   explicit operator bool() const noexcept { return state_.index() == 0; }

@@ -256,7 +256,8 @@ struct FullSyncEndMsg {
   }
   friend bool operator==(const FullSyncEndMsg&, const FullSyncEndMsg&) = default;
 };
-using worker_push_msg = std::variant<DeRegisterMsg, KVAdmitMsg, KVEvictMsg, BatchedKVOperationMsg, FullSyncBatchMsg, FullSyncEndMsg>;
+using worker_push_msg = std::variant<DeRegisterMsg, KVAdmitMsg, KVEvictMsg, BatchedKVOperationMsg,
+                                     FullSyncBatchMsg, FullSyncEndMsg>;
 
 // -- worker_request: Worker -> controller requests (DEALER -> ROUTER, sockets S2/S3) ---
 struct RegisterMsg {
@@ -348,7 +349,8 @@ struct FullSyncStatusMsg {
   }
   friend bool operator==(const FullSyncStatusMsg&, const FullSyncStatusMsg&) = default;
 };
-using worker_request_msg = std::variant<RegisterMsg, HeartbeatMsg, BatchedP2PLookupMsg, FullSyncStartMsg, FullSyncStatusMsg>;
+using worker_request_msg = std::variant<RegisterMsg, HeartbeatMsg, BatchedP2PLookupMsg,
+                                        FullSyncStartMsg, FullSyncStatusMsg>;
 
 // -- worker_reply: Controller -> worker replies to worker requests ---
 struct RegisterRetMsg {
@@ -429,7 +431,8 @@ struct ErrorMsg {
   }
   friend bool operator==(const ErrorMsg&, const ErrorMsg&) = default;
 };
-using worker_reply_msg = std::variant<RegisterRetMsg, HeartbeatRetMsg, BatchedP2PLookupRetMsg, FullSyncStartRetMsg, FullSyncStatusRetMsg, ErrorMsg>;
+using worker_reply_msg = std::variant<RegisterRetMsg, HeartbeatRetMsg, BatchedP2PLookupRetMsg,
+                                      FullSyncStartRetMsg, FullSyncStatusRetMsg, ErrorMsg>;
 
 // -- control: Controller -> worker commands (REQ -> REP, socket S4) ---
 struct ClearWorkerMsg {
@@ -535,7 +538,9 @@ struct CheckFinishWorkerMsg {
   }
   friend bool operator==(const CheckFinishWorkerMsg&, const CheckFinishWorkerMsg&) = default;
 };
-using control_msg = std::variant<ClearWorkerMsg, PinWorkerMsg, CompressWorkerMsg, DecompressWorkerMsg, MoveWorkerMsg, HealthWorkerMsg, CheckFinishWorkerMsg>;
+using control_msg =
+    std::variant<ClearWorkerMsg, PinWorkerMsg, CompressWorkerMsg, DecompressWorkerMsg,
+                 MoveWorkerMsg, HealthWorkerMsg, CheckFinishWorkerMsg>;
 
 // -- control_reply: Worker -> controller replies to commands -------
 struct ClearWorkerRetMsg {
@@ -615,7 +620,9 @@ struct CheckFinishWorkerRetMsg {
   }
   friend bool operator==(const CheckFinishWorkerRetMsg&, const CheckFinishWorkerRetMsg&) = default;
 };
-using control_reply_msg = std::variant<ClearWorkerRetMsg, PinWorkerRetMsg, CompressWorkerRetMsg, DecompressWorkerRetMsg, MoveWorkerRetMsg, HealthWorkerRetMsg, CheckFinishWorkerRetMsg>;
+using control_reply_msg =
+    std::variant<ClearWorkerRetMsg, PinWorkerRetMsg, CompressWorkerRetMsg, DecompressWorkerRetMsg,
+                 MoveWorkerRetMsg, HealthWorkerRetMsg, CheckFinishWorkerRetMsg>;
 
 // -- orchestration: Orchestrator -> controller (HTTP, or fire-and-forget on PULL) ---
 struct QueryInstMsg {
@@ -772,7 +779,9 @@ struct QueryWorkerInfoMsg {
   }
   friend bool operator==(const QueryWorkerInfoMsg&, const QueryWorkerInfoMsg&) = default;
 };
-using orchestration_msg = std::variant<QueryInstMsg, LookupMsg, ClearMsg, PinMsg, CompressMsg, DecompressMsg, MoveMsg, HealthMsg, CheckFinishMsg, QueryWorkerInfoMsg>;
+using orchestration_msg =
+    std::variant<QueryInstMsg, LookupMsg, ClearMsg, PinMsg, CompressMsg, DecompressMsg, MoveMsg,
+                 HealthMsg, CheckFinishMsg, QueryWorkerInfoMsg>;
 
 // -- orchestration_reply: Controller -> orchestrator replies -------
 struct QueryInstRetMsg {
@@ -903,10 +912,23 @@ struct QueryWorkerInfoRetMsg {
   }
   friend bool operator==(const QueryWorkerInfoRetMsg&, const QueryWorkerInfoRetMsg&) = default;
 };
-using orchestration_reply_msg = std::variant<QueryInstRetMsg, LookupRetMsg, ClearRetMsg, PinRetMsg, CompressRetMsg, DecompressRetMsg, MoveRetMsg, HealthRetMsg, CheckFinishRetMsg, QueryWorkerInfoRetMsg>;
+using orchestration_reply_msg =
+    std::variant<QueryInstRetMsg, LookupRetMsg, ClearRetMsg, PinRetMsg, CompressRetMsg,
+                 DecompressRetMsg, MoveRetMsg, HealthRetMsg, CheckFinishRetMsg,
+                 QueryWorkerInfoRetMsg>;
 
 /// message.py Msg: every concrete tagged class (51), the decoder's target.
-using Msg = std::variant<DeRegisterMsg, KVAdmitMsg, KVEvictMsg, BatchedKVOperationMsg, FullSyncBatchMsg, FullSyncEndMsg, RegisterMsg, HeartbeatMsg, BatchedP2PLookupMsg, FullSyncStartMsg, FullSyncStatusMsg, RegisterRetMsg, HeartbeatRetMsg, BatchedP2PLookupRetMsg, FullSyncStartRetMsg, FullSyncStatusRetMsg, ErrorMsg, ClearWorkerMsg, PinWorkerMsg, CompressWorkerMsg, DecompressWorkerMsg, MoveWorkerMsg, HealthWorkerMsg, CheckFinishWorkerMsg, ClearWorkerRetMsg, PinWorkerRetMsg, CompressWorkerRetMsg, DecompressWorkerRetMsg, MoveWorkerRetMsg, HealthWorkerRetMsg, CheckFinishWorkerRetMsg, QueryInstMsg, LookupMsg, ClearMsg, PinMsg, CompressMsg, DecompressMsg, MoveMsg, HealthMsg, CheckFinishMsg, QueryWorkerInfoMsg, QueryInstRetMsg, LookupRetMsg, ClearRetMsg, PinRetMsg, CompressRetMsg, DecompressRetMsg, MoveRetMsg, HealthRetMsg, CheckFinishRetMsg, QueryWorkerInfoRetMsg>;
+using Msg = std::variant<
+    DeRegisterMsg, KVAdmitMsg, KVEvictMsg, BatchedKVOperationMsg, FullSyncBatchMsg, FullSyncEndMsg,
+    RegisterMsg, HeartbeatMsg, BatchedP2PLookupMsg, FullSyncStartMsg, FullSyncStatusMsg,
+    RegisterRetMsg, HeartbeatRetMsg, BatchedP2PLookupRetMsg, FullSyncStartRetMsg,
+    FullSyncStatusRetMsg, ErrorMsg, ClearWorkerMsg, PinWorkerMsg, CompressWorkerMsg,
+    DecompressWorkerMsg, MoveWorkerMsg, HealthWorkerMsg, CheckFinishWorkerMsg, ClearWorkerRetMsg,
+    PinWorkerRetMsg, CompressWorkerRetMsg, DecompressWorkerRetMsg, MoveWorkerRetMsg,
+    HealthWorkerRetMsg, CheckFinishWorkerRetMsg, QueryInstMsg, LookupMsg, ClearMsg, PinMsg,
+    CompressMsg, DecompressMsg, MoveMsg, HealthMsg, CheckFinishMsg, QueryWorkerInfoMsg,
+    QueryInstRetMsg, LookupRetMsg, ClearRetMsg, PinRetMsg, CompressRetMsg, DecompressRetMsg,
+    MoveRetMsg, HealthRetMsg, CheckFinishRetMsg, QueryWorkerInfoRetMsg>;
 
 /// The tag (class name) of whatever `m` holds.
 std::string_view type_tag_of(const Msg& m) noexcept;

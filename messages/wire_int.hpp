@@ -30,8 +30,7 @@ public:
 
   // Implicit on purpose: every signed value is a valid wire_int.
   constexpr wire_int(int64_t value) noexcept // NOLINT(google-explicit-constructor)
-    : bits_(static_cast<uint64_t>(value)), negative_(value < 0) {
-  }
+    : bits_(static_cast<uint64_t>(value)), negative_(value < 0) {}
 
   static constexpr wire_int from_unsigned(uint64_t value) noexcept {
     wire_int result;
@@ -43,13 +42,9 @@ public:
   // -- properties ------------------------------------------------------------
 
   /// The 64-bit two's-complement pattern; what the index keys on.
-  constexpr uint64_t bits() const noexcept {
-    return bits_;
-  }
+  constexpr uint64_t bits() const noexcept { return bits_; }
 
-  constexpr bool is_negative() const noexcept {
-    return negative_;
-  }
+  constexpr bool is_negative() const noexcept { return negative_; }
 
   /// True when the value fits into int64_t (everything but 2^63 .. 2^64-1).
   constexpr bool fits_int64() const noexcept {
@@ -57,9 +52,7 @@ public:
   }
 
   /// The value as int64_t; REQUIRES: fits_int64().
-  constexpr int64_t as_int64() const noexcept {
-    return static_cast<int64_t>(bits_);
-  }
+  constexpr int64_t as_int64() const noexcept { return static_cast<int64_t>(bits_); }
 
   /// The value as int64_t, or nullopt when it does not fit.
   constexpr std::optional<int64_t> to_int64() const noexcept {
@@ -79,8 +72,7 @@ public:
     return a.bits_ == b.bits_ && a.negative_ == b.negative_;
   }
 
-  friend constexpr std::strong_ordering operator<=>(const wire_int& a,
-                                                    const wire_int& b) noexcept {
+  friend constexpr std::strong_ordering operator<=>(const wire_int& a, const wire_int& b) noexcept {
     if (a.negative_ != b.negative_)
       return a.negative_ ? std::strong_ordering::less : std::strong_ordering::greater;
     if (a.negative_)

@@ -13,7 +13,7 @@ namespace {
 
 std::string error_line(std::string_view why) {
   return nlohmann::json{{"error", std::string(why)}}.dump(-1, ' ', false,
-                                                        nlohmann::json::error_handler_t::replace);
+                                                          nlohmann::json::error_handler_t::replace);
 }
 
 std::optional<std::string> hex_to_bytes(std::string_view hex) {
@@ -78,7 +78,8 @@ int run_msg_encode(std::istream& in, std::ostream& out) {
   std::string line;
   while (std::getline(in, line)) {
     auto decoded = msg::decode_json(trim(line));
-    out << (decoded ? bytes_to_hex(msg::encode_msgpack(*decoded)) : error_line(decoded.error().message))
+    out << (decoded ? bytes_to_hex(msg::encode_msgpack(*decoded))
+                    : error_line(decoded.error().message))
         << '\n';
   }
   return 0;

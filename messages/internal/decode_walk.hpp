@@ -33,15 +33,24 @@ enum class node_kind { nil, boolean, integer, floating, string, bytes, array, ob
 /// msgspec's names for the kinds, as its errors print them.
 constexpr std::string_view kind_name(node_kind k) noexcept {
   switch (k) {
-    case node_kind::nil: return "None";
-    case node_kind::boolean: return "bool";
-    case node_kind::integer: return "int";
-    case node_kind::floating: return "float";
-    case node_kind::string: return "str";
-    case node_kind::bytes: return "bytes";
-    case node_kind::array: return "array";
-    case node_kind::object: return "object";
-    case node_kind::other: return "ext";
+  case node_kind::nil:
+    return "None";
+  case node_kind::boolean:
+    return "bool";
+  case node_kind::integer:
+    return "int";
+  case node_kind::floating:
+    return "float";
+  case node_kind::string:
+    return "str";
+  case node_kind::bytes:
+    return "bytes";
+  case node_kind::array:
+    return "array";
+  case node_kind::object:
+    return "object";
+  case node_kind::other:
+    return "ext";
   }
   return "?";
 }
@@ -86,10 +95,14 @@ template <class... Ts>
 struct is_variant<std::variant<Ts...>> : std::true_type {};
 
 template <class T>
-concept has_fields = requires(T& t) { T::fields(t, [](std::string_view, auto&, field_kind) {}); };
+concept has_fields = requires(T& t) {
+  T::fields(t, [](std::string_view, auto&, field_kind) {});
+};
 
 template <class T>
-concept has_type_tag = requires { T::type_tag; };
+concept has_type_tag = requires {
+  T::type_tag;
+};
 
 /// Adapter requirements (N = Adapter::node):
 ///   static node_kind kind(const N&);
@@ -160,34 +173,47 @@ public:
 
   void read(const node& n, any_value& out) {
     switch (Adapter::kind(n)) {
-      case node_kind::nil: out.value = std::monostate{}; return;
-      case node_kind::boolean: out.value = Adapter::get_bool(n); return;
-      case node_kind::integer: out.value = Adapter::get_int(n); return;
-      case node_kind::floating: out.value = Adapter::get_double(n); return;
-      case node_kind::string: out.value = std::string(Adapter::get_string(n)); return;
-      case node_kind::bytes: out.value = Adapter::get_bytes(n); return;
-      case node_kind::array: {
-        depth_guard guard{*this}; // containers count toward max_depth, scalars do not
-        any_array items(Adapter::size(n));
-        for (size_t i = 0; i < items.size(); ++i)
-          at_index(i, [&] { read(Adapter::at(n, i), items[i]); });
-        out.value = std::move(items);
-        return;
-      }
-      case node_kind::object: {
-        depth_guard guard{*this};
-        any_map entries;
-        entries.reserve(Adapter::size(n));
-        Adapter::for_each_entry(n, [&](const node& k, const node& v) {
-          std::pair<any_value, any_value> kv;
-          read(k, kv.first);
-          read(v, kv.second);
-          entries.push_back(std::move(kv));
-        });
-        out.value = std::move(entries);
-        return;
-      }
-      case node_kind::other: fail("Unsupported msgpack extension type");
+    case node_kind::nil:
+      out.value = std::monostate{};
+      return;
+    case node_kind::boolean:
+      out.value = Adapter::get_bool(n);
+      return;
+    case node_kind::integer:
+      out.value = Adapter::get_int(n);
+      return;
+    case node_kind::floating:
+      out.value = Adapter::get_double(n);
+      return;
+    case node_kind::string:
+      out.value = std::string(Adapter::get_string(n));
+      return;
+    case node_kind::bytes:
+      out.value = Adapter::get_bytes(n);
+      return;
+    case node_kind::array: {
+      depth_guard guard{*this}; // containers count toward max_depth, scalars do not
+      any_array items(Adapter::size(n));
+      for (size_t i = 0; i < items.size(); ++i)
+        at_index(i, [&] { read(Adapter::at(n, i), items[i]); });
+      out.value = std::move(items);
+      return;
+    }
+    case node_kind::object: {
+      depth_guard guard{*this};
+      any_map entries;
+      entries.reserve(Adapter::size(n));
+      Adapter::for_each_entry(n, [&](const node& k, const node& v) {
+        std::pair<any_value, any_value> kv;
+        read(k, kv.first);
+        read(v, kv.second);
+        entries.push_back(std::move(kv));
+      });
+      out.value = std::move(entries);
+      return;
+    }
+    case node_kind::other:
+      fail("Unsupported msgpack extension type");
     }
   }
 
@@ -205,8 +231,7 @@ public:
   }
 
   template <class T>
-    requires(is_vector<T>::value && !is_pair_vector<T>::value)
-  void read(const node& n, T& out) {
+  requires(is_vector<T>::value && !is_pair_vector<T>::value) void read(const node& n, T& out) {
     auto k = Adapter::kind(n);
     if (k != node_kind::array)
       fail_expected("array", k);
@@ -248,8 +273,7 @@ public:
   }
 
   template <class T>
-    requires is_tuple_like<T>::value
-  void read(const node& n, T& out) {
+  requires is_tuple_like<T>::value void read(const node& n, T& out) {
     constexpr size_t arity = std::tuple_size_v<T>;
     auto k = Adapter::kind(n);
     if (k != node_kind::array)
@@ -260,14 +284,15 @@ public:
     depth_guard guard{*this};
     [&]<size_t... Is>(std::index_sequence<Is...>) {
       (at_index(Is, [&] { read(Adapter::at(n, Is), std::get<Is>(out)); }), ...);
-    }(std::make_index_sequence<arity>{});
+    }
+    (std::make_index_sequence<arity>{});
   }
 
   // -- structs -------------------------------------------------------------------
 
   /// Untagged structs (KVOpEvent, WorkerInfo) and the field part of tagged ones.
   template <class T>
-    requires has_fields<T>
+  requires has_fields<T>
   void read(const node& n, T& out) {
     auto k = Adapter::kind(n);
     if (k != node_kind::object)
@@ -450,7 +475,8 @@ private:
         ((t.emplace(std::variant_alternative_t<Is, Msg>::type_tag,
                     &walker::read_tagged<std::variant_alternative_t<Is, Msg>>)),
          ...);
-      }(std::make_index_sequence<std::variant_size_v<Msg>>{});
+      }
+      (std::make_index_sequence<std::variant_size_v<Msg>>{});
       return t;
     }();
     return table;
