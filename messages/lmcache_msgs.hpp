@@ -390,7 +390,7 @@ struct FullSyncStartRetMsg {
   static constexpr std::string_view type_tag = "FullSyncStartRetMsg";
   static constexpr msg_family family = msg_family::worker_reply;
   std::string sync_id;
-  bool accepted;
+  bool accepted = false;
   std::optional<std::string> error_msg;
 
   template <class Self, class Visitor>
@@ -405,9 +405,9 @@ struct FullSyncStatusRetMsg {
   static constexpr std::string_view type_tag = "FullSyncStatusRetMsg";
   static constexpr msg_family family = msg_family::worker_reply;
   std::string sync_id;
-  bool is_complete;
-  double global_progress;
-  bool can_exit_freeze;
+  bool is_complete = false;
+  double global_progress = 0.0;
+  bool can_exit_freeze = false;
   std::vector<wire_int> missing_batches;
 
   template <class Self, class Visitor>

@@ -199,8 +199,13 @@ class Node:
             self.args = args
             self.returncode = None
             log = open(self.log_path, "wb")
+            # stdbuf works by LD_PRELOAD; under `make test-asan` ASan must stay first
+            # in the library list, so tell it not to insist on that.
+            env = dict(os.environ)
+            env["ASAN_OPTIONS"] = ":".join(
+                filter(None, [env.get("ASAN_OPTIONS", ""), "verify_asan_link_order=0"]))
             self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
-                                         cwd=self.workdir, stdin=subprocess.DEVNULL)
+                                         cwd=self.workdir, stdin=subprocess.DEVNULL, env=env)
             log.close()
             with _live_lock:
                 _live_nodes.append(self)
