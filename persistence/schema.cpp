@@ -20,7 +20,7 @@ uint64_t get_be(std::string_view in, size_t offset, int bytes) {
   return v;
 }
 
-constexpr uint32_t row_fields = 9;
+constexpr uint32_t row_fields = 10;
 
 void pack_wire_int(msgpack::packer<msgpack::sbuffer>& pk, const msg::wire_int& v) {
   // msgpack's signed/unsigned families carry the sign, as on the LMCache wire.
@@ -168,6 +168,10 @@ std::string encode_worker_row(const worker_row& row) {
   pk.pack_array(static_cast<uint32_t>(row.locations.size()));
   for (const auto& loc : row.locations)
     pk.pack(loc);
+  if (row.reset_pending)
+    pk.pack_true();
+  else
+    pk.pack_false();
   return std::string{buf.data(), buf.size()};
 }
 
@@ -221,6 +225,9 @@ expected<worker_row> decode_worker_row(uint32_t worker_num, std::string_view val
       return fail("location " + std::to_string(i) + " is not a string");
     row.locations.push_back(std::move(*loc));
   }
+  if (f[9].type != msgpack::type::BOOLEAN)
+    return fail("reset_pending is not a bool");
+  row.reset_pending = f[9].via.boolean;
   return row;
 }
 

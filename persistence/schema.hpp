@@ -33,19 +33,26 @@
 //   layout would make them a range delete at the price of doubling every write
 //   and the disk footprint.
 // - 'M' (seq watermark): "every op of this (worker, location) with seq_num <= N
-//   that routes to this shard is durable". Shards commit independently, so a
-//   restart takes, per (worker, location), the minimum over the shards and
-//   asks for a full sync only when the worker's next seq_num does not follow it.
+//   that routes to this shard is durable". Every incremental batch carries its
+//   last seq_num to every shard (also those it has no op for), and a shard
+//   commits it in the same write as its ops. Shards commit independently, so a
+//   restart takes, per (worker, location), the minimum over the shards (a
+//   missing shard counts as "nothing durable") and asks for a full sync only
+//   when the worker's next seq_num does not follow it. Two values are marks,
+//   not seq numbers: watermark_syncing (a full sync of the location started and
+//   has not ended: the location's entries are partial) and watermark_resynced
+//   (a full sync ended, no increment since: the next op re-initialises).
 //
 // Worker rows are msgpack arrays, position = field:
 //   [instance_id: str, worker_id: int, ip: str, port: int,
 //    peer_init_url: str | nil, registration_time: float64,
-//    last_heartbeat_time: float64, has_heartbeated: bool, locations: [str]]
+//    last_heartbeat_time: float64, has_heartbeated: bool, locations: [str],
+//    reset_pending: bool]
 // msgpack rather than JSON because its integer encoding keeps a wire_int's sign
 // by type exactly as the LMCache wire does (2^64-1 and -1 stay distinct), its
 // float64 is bit-exact without relying on shortest round-trip printing, a row is
 // about half the size, and messages/ already links msgpack-cxx. The decoder
-// requires exactly these nine fields; adding one bumps format_version.
+// requires exactly these ten fields; adding one bumps format_version.
 //
 //   std::string k = entry_key(slot, key_bits, holder);
 //   auto e = decode_entry_key(k);            // std::optional<entry>
@@ -110,6 +117,11 @@ struct worker_row {
   bool has_heartbeated = false;
   /// Location names by location index (first-seen order).
   std::vector<std::string> locations;
+  /// A re-registration's reset (drop every entry and watermark of the worker)
+  /// is spread over the shards: the row says so before it starts and stops
+  /// saying so once every shard has committed it. A restart that finds it set
+  /// finishes the reset itself (the worker keeps no entries, no watermarks).
+  bool reset_pending = false;
   friend bool operator==(const worker_row&, const worker_row&) = default;
 };
 
@@ -121,6 +133,12 @@ struct watermark {
   uint64_t seq = 0;
   friend bool operator==(const watermark&, const watermark&) = default;
 };
+
+/// Watermark marks (see 'M' above). A worker's seq_num counts up from 0, so
+/// these two patterns are never real seq numbers; a worker sending them anyway
+/// only costs itself a full sync after a restart.
+constexpr uint64_t watermark_syncing = UINT64_MAX;
+constexpr uint64_t watermark_resynced = UINT64_MAX - 1;
 
 // -- key codecs --------------------------------------------------------------------
 

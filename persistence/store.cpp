@@ -16,6 +16,7 @@
 #include <chrono>
 #include <filesystem>
 #include <mutex>
+#include <shared_mutex>
 #include <system_error>
 
 namespace lmcc::persistence {
@@ -156,6 +157,10 @@ void store::batch::put_watermark(const watermark& w) {
   ops_.push_back({op_kind::put_watermark, false, w.worker_num, w.location_index, w.shard, w.seq});
 }
 
+void store::batch::delete_watermark(uint32_t worker_num, uint32_t location_index, uint32_t shard) {
+  ops_.push_back({op_kind::delete_watermark, false, worker_num, location_index, shard, 0});
+}
+
 void store::batch::clear_holder(uint32_t worker_num, std::optional<uint32_t> location_index) {
   if (location_index && *location_index > 0xff)
     refuse("location index " + std::to_string(*location_index) + " exceeds 255");
@@ -175,8 +180,12 @@ struct store::impl {
   std::string node_id;
   std::unique_ptr<rocksdb::DB> db;
   rocksdb::WriteOptions write_options;
-  std::mutex write_mutex;
+  /// Exclusive for batches with clears (they read, then write what they read);
+  /// shared for the rest, so independent writers (one per KV shard) commit
+  /// concurrently and RocksDB groups their WAL writes.
+  std::shared_mutex write_mutex;
   std::atomic<uint64_t> writes{0};
+  bool created = false;
 
   ~impl() {
     if (!db)
@@ -276,6 +285,7 @@ expected<std::unique_ptr<store>> store::open(const store_options& options,
       return error{"open " + path + ": the store belongs to node '" + node_value + "', not '" +
                    node_id + "'"};
   }
+  p->created = created;
   uint64_t keys = 0;
   p->db->GetIntProperty("rocksdb.estimate-num-keys", &keys);
   spdlog::info("store-open path={} node={} created={} estimated_keys={} sync={} wal={} "
@@ -287,14 +297,22 @@ expected<std::unique_ptr<store>> store::open(const store_options& options,
 
 // -- commit --------------------------------------------------------------------------
 
-expected<void> store::commit(batch&& b) {
+expected<void> store::commit(const batch& b) {
   const std::string& path = impl_->options.path;
   if (b.invalid_)
     return error{"commit " + path + ": " + *b.invalid_};
   if (b.ops_.empty())
     return {};
   rocksdb::DB* db = impl_->db.get();
-  std::lock_guard lock{impl_->write_mutex};
+  const bool has_clears = std::any_of(b.ops_.begin(), b.ops_.end(), [](const batch::op& op) {
+    return op.kind == batch::op_kind::clear_holder || op.kind == batch::op_kind::clear_watermarks;
+  });
+  std::unique_lock exclusive{impl_->write_mutex, std::defer_lock};
+  std::shared_lock shared{impl_->write_mutex, std::defer_lock};
+  if (has_clears)
+    exclusive.lock();
+  else
+    shared.lock();
 
   // clear_holder needs the stored entries of its holders: one scan for all the
   // batch's clears, bucketed per clear op so the deletes keep their position.
@@ -349,13 +367,16 @@ expected<void> store::commit(batch&& b) {
       del(entry_key(op.a, op.key, op.b));
       break;
     case batch::op_kind::put_worker:
-      put(worker_key(op.a), std::move(b.rows_[op.b]));
+      put(worker_key(op.a), b.rows_[op.b]);
       break;
     case batch::op_kind::delete_worker:
       del(worker_key(op.a));
       break;
     case batch::op_kind::put_watermark:
       put(watermark_key(op.a, op.b, op.c), encode_u64(op.key));
+      break;
+    case batch::op_kind::delete_watermark:
+      del(watermark_key(op.a, op.b, op.c));
       break;
     case batch::op_kind::clear_holder: {
       for (auto& k : stored[next_clear++])
@@ -523,7 +544,7 @@ expected<snapshot_info> store::checkpoint(const std::string& dir) {
   {
     // No commit between the checkpoint and the read snapshot: both see the same
     // state, so the counts in the manifest are the checkpoint's.
-    std::lock_guard lock{impl_->write_mutex};
+    std::unique_lock lock{impl_->write_mutex};
     rocksdb::Checkpoint* raw = nullptr;
     auto s = rocksdb::Checkpoint::Create(db, &raw);
     std::unique_ptr<rocksdb::Checkpoint> cp{raw};
@@ -758,6 +779,10 @@ expected<uint64_t> store::disk_bytes() const {
   if (ec)
     return wrap("disk_bytes", path, ec);
   return total;
+}
+
+bool store::created() const noexcept {
+  return impl_->created;
 }
 
 uint64_t store::write_count() const noexcept {

@@ -27,10 +27,12 @@
 //   if (auto r = (*s)->commit(std::move(b)); !r) ...
 //   auto loaded = (*s)->load([&](uint32_t slot, uint64_t key, uint32_t h) { ... });
 //
-// Thread-safety: a store may be used from several threads; commits are
-// serialized by an internal mutex (clear_holder reads then writes), load,
-// checkpoint and disk_bytes run beside them. A batch is a plain value,
-// thread-compatible. The design has one writer per node, off the socket threads.
+// Thread-safety: a store may be used from several threads. Commits run
+// concurrently (RocksDB groups their WAL writes) except a batch with clears,
+// which reads then writes and so runs alone; load, checkpoint and disk_bytes run
+// beside them. A batch is a plain value, thread-compatible. In a node, each KV
+// shard actor commits its own slots and the directory its rows, all off the
+// socket threads.
 #pragma once
 
 #include "persistence/expected.hpp"
@@ -156,6 +158,9 @@ public:
     /// Sets one shard's watermark for a (worker, location).
     void put_watermark(const watermark& w);
 
+    /// Removes one shard's watermark for a (worker, location); a no-op when absent.
+    void delete_watermark(uint32_t worker_num, uint32_t location_index, uint32_t shard);
+
     /// Removes every entry of the worker's `location_index` (< 256), or of all
     /// its locations, including entries admitted earlier in this batch. Scans
     /// every stored entry at commit (see schema.hpp for the cost).
@@ -176,6 +181,7 @@ public:
       put_worker,
       delete_worker,
       put_watermark,
+      delete_watermark,
       clear_holder,
       clear_watermarks,
     };
@@ -220,7 +226,8 @@ public:
   // -- writing ---------------------------------------------------------------
 
   /// Applies the batch with exactly one RocksDB write (none when it is empty).
-  expected<void> commit(batch&& b);
+  /// The batch is left as it was, so a caller can retry it after a failure.
+  expected<void> commit(const batch& b);
 
   /// Flushes memtables to SST files (benchmarks measure disk bytes after it).
   expected<void> flush();
@@ -262,6 +269,10 @@ public:
 
   /// RocksDB writes issued so far (commits plus the format record at creation).
   uint64_t write_count() const noexcept;
+
+  /// True when open() created this DB (it held nothing before), false when it
+  /// opened one that existed (a restart or a restore).
+  bool created() const noexcept;
 
   const std::string& path() const noexcept;
   const std::string& node_id() const noexcept;

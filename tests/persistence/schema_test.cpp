@@ -51,6 +51,7 @@ TEST(persistence_schema, worker_rows_round_trip_and_keep_the_sign) {
   a.last_heartbeat_time = 0.1;
   a.has_heartbeated = true;
   a.locations = {"LocalCPUBackend", "", "disk:/nvme0"};
+  a.reset_pending = true;
 
   auto back = decode_worker_row(5, encode_worker_row(a));
   ASSERT_TRUE(back) << back.error().message;
