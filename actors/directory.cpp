@@ -22,6 +22,27 @@ lookup_actor next_lookup(self_ptr self) {
   return st.cfg.lookups[st.next_lookup++ % st.cfg.lookups.size()];
 }
 
+/// Spawns the actor of a registered (or restored) worker.
+void spawn_worker(self_ptr self, uint32_t worker_num, const std::string& instance_id,
+                  const msg::wire_int& worker_id, const restored_worker* restored) {
+  auto& st = self->state;
+  worker_config wc;
+  wc.worker_num = worker_num;
+  wc.instance_id = instance_id;
+  wc.worker_id = worker_id;
+  wc.shards = st.cfg.shards;
+  wc.slot_count = st.cfg.options.slot_count;
+  wc.full_sync_timeout_s = std::chrono::duration<double>(st.cfg.options.full_sync_timeout).count();
+  wc.directory = self;
+  wc.durable = st.cfg.store != nullptr;
+  if (restored) {
+    wc.restored = true;
+    wc.initial_last_seq = restored->last_seq;
+    wc.expected_next = restored->expected_next;
+  }
+  st.workers.emplace(worker_num, self->spawn(worker_main, std::move(wc)));
+}
+
 /// Registers (or re-registers) and makes sure the worker has its actor.
 uint32_t register_worker(self_ptr self, const std::string& instance_id,
                          const msg::wire_int& worker_id, const std::string& ip,
@@ -29,23 +50,18 @@ uint32_t register_worker(self_ptr self, const std::string& instance_id,
   auto& st = self->state;
   auto r = st.reg.register_worker(instance_id, worker_id, ip, port, peer_url, wall_now());
   if (r.is_new) {
-    worker_config wc;
-    wc.worker_num = r.worker_num;
-    wc.instance_id = instance_id;
-    wc.worker_id = worker_id;
-    wc.shards = st.cfg.shards;
-    wc.slot_count = st.cfg.options.slot_count;
-    wc.full_sync_timeout_s =
-        std::chrono::duration<double>(st.cfg.options.full_sync_timeout).count();
-    wc.directory = self;
-    st.workers.emplace(r.worker_num, self->spawn(worker_main, std::move(wc)));
+    spawn_worker(self, r.worker_num, instance_id, worker_id, nullptr);
+    st.persist_row(r.worker_num);
     spdlog::info("worker-registered instance={} worker={} ip={} port={} peer_init_url={} "
                  "worker_num={}",
                  instance_id, worker_id.to_string(), ip, port.to_string(),
                  peer_url.value_or("None"), r.worker_num);
     st.count("worker_registered");
   } else {
-    // LMCache clears the worker's KV state on a duplicate registration.
+    // LMCache clears the worker's KV state on a duplicate registration. The
+    // row says reset_pending until every shard has committed the clear.
+    ++st.pending_resets[r.worker_num];
+    st.persist_row(r.worker_num);
     self->send(st.workers.at(r.worker_num), reset_atom::value);
     st.reg.set_sync_state(r.worker_num, sync_phase::none, 0);
     spdlog::info("worker-reregistered instance={} worker={} ip={} port={} kv=cleared", instance_id,
@@ -54,6 +70,33 @@ uint32_t register_worker(self_ptr self, const std::string& instance_id,
   }
   publish_view(self);
   return r.worker_num;
+}
+
+/// Takes back the workers the node's store held (before any traffic).
+void restore_workers(self_ptr self) {
+  auto& st = self->state;
+  st.reg.set_need_full_sync_all(st.cfg.need_full_sync_all);
+  for (auto& rw : st.cfg.restored) {
+    const uint32_t num = rw.record.worker_num;
+    const std::string instance_id = rw.record.instance_id;
+    const msg::wire_int worker_id = rw.record.worker_id;
+    st.reg.restore_worker(rw.record);
+    spawn_worker(self, num, instance_id, worker_id, &rw);
+    if (!rw.resync_reason.empty()) {
+      st.reg.request_full_sync(num, rw.resync_reason);
+      spdlog::info("full-sync-needed-after-restart instance={} worker={} reason={}", instance_id,
+                   worker_id.to_string(), rw.resync_reason);
+    }
+    if (rw.reset_finished)
+      st.persist_row(num); // the reset is complete now: clear reset_pending
+  }
+  if (!st.cfg.restored.empty()) {
+    spdlog::info("directory-restored workers={} need_full_sync_all={}", st.cfg.restored.size(),
+                 st.cfg.need_full_sync_all);
+    publish_view(self);
+  }
+  st.cfg.restored.clear();
+  st.cfg.restored.shrink_to_fit();
 }
 
 void deregister_worker(self_ptr self, const std::string& instance_id,
@@ -65,6 +108,8 @@ void deregister_worker(self_ptr self, const std::string& instance_id,
                  worker_id.to_string(), why);
     return;
   }
+  st.persist_removal(rec->worker_num);
+  st.pending_resets.erase(rec->worker_num);
   if (auto it = st.workers.find(rec->worker_num); it != st.workers.end()) {
     self->send(it->second, retire_atom::value);
     st.workers.erase(it);
@@ -93,8 +138,11 @@ std::optional<std::pair<worker_actor, uint32_t>> route(self_ptr self,
                  worker_id.to_string(), location);
     return std::nullopt;
   }
-  if (st.reg.record(*num)->locations.size() != before)
+  if (st.reg.record(*num)->locations.size() != before) {
+    // Durable before any op of the location can reach a shard's disk.
+    st.persist_row(*num);
     publish_view(self);
+  }
   return std::make_pair(st.workers.at(*num), *loc);
 }
 
@@ -143,6 +191,8 @@ void on_push(self_ptr self, msg::Msg& m) {
 msg::Msg heartbeat(self_ptr self, const msg::HeartbeatMsg& m) {
   auto& st = self->state;
   msg::HeartbeatRetMsg ret;
+  auto known = st.reg.find(m.instance_id, m.worker_id);
+  bool first_heartbeat = known && !st.reg.record(*known)->has_heartbeated;
   if (!st.reg.heartbeat(m.instance_id, m.worker_id, wall_now())) {
     // Recovery path (spec 4.7.2): re-create the registration, ask for a full sync.
     register_worker(self, m.instance_id, m.worker_id, m.ip, m.port, m.peer_init_url);
@@ -150,7 +200,9 @@ msg::Msg heartbeat(self_ptr self, const msg::HeartbeatMsg& m) {
     ret.commands.emplace_back(msg::FullSyncCommand{"worker_re_registered", std::nullopt});
     return ret;
   }
-  auto [ask, reason] = st.reg.should_request_full_sync(*st.reg.find(m.instance_id, m.worker_id));
+  if (first_heartbeat)
+    st.persist_row(*known); // the reaper treats workers that heartbeat differently
+  auto [ask, reason] = st.reg.should_request_full_sync(*known);
   if (ask) {
     spdlog::info("full-sync-requested instance={} worker={} reason={}", m.instance_id,
                  m.worker_id.to_string(), reason);
@@ -275,6 +327,8 @@ caf::result<node_stats> collect_stats(self_ptr self) {
               g->stats.total_entries += s.entries;
               g->stats.total_keys += s.keys;
               g->stats.index_memory_bytes += s.memory_bytes;
+              g->stats.store_commits += s.commits;
+              g->stats.store_commit_failures += s.commit_failures;
               for (const auto& [h, n] : s.by_holder)
                 g->per_worker[worker_of(h)] += n;
               finish();
@@ -304,6 +358,29 @@ std::string directory_state::random_hex() {
   return out;
 }
 
+void directory_state::persist_row(uint32_t worker_num) {
+  if (!cfg.store)
+    return;
+  const auto* rec = reg.record(worker_num);
+  if (!rec)
+    return;
+  auto pending = pending_resets.find(worker_num);
+  persistence::store::batch b;
+  b.put_worker(to_row(*rec, pending != pending_resets.end() && pending->second > 0));
+  if (auto r = cfg.store->commit(b); !r)
+    spdlog::error("store-row-write-failed instance={} worker={} worker_num={} error={}",
+                  rec->instance_id, rec->worker_id.to_string(), worker_num, r.error().message);
+}
+
+void directory_state::persist_removal(uint32_t worker_num) {
+  if (!cfg.store)
+    return;
+  persistence::store::batch b;
+  b.delete_worker(worker_num);
+  if (auto r = cfg.store->commit(b); !r)
+    spdlog::error("store-row-delete-failed worker_num={} error={}", worker_num, r.error().message);
+}
+
 void directory_state::count(std::string_view event) const {
   if (cfg.hooks.count_event)
     cfg.hooks.count_event(event);
@@ -313,6 +390,14 @@ directory_actor::behavior_type
 directory_main(directory_actor::stateful_pointer<directory_state> self, directory_config cfg) {
   self->state.rng.seed(cfg.seed);
   self->state.cfg = std::move(cfg);
+  // Worker actors may hold pending shard requests (whose timeouts keep them
+  // referenced), so they do not end with the directory by themselves.
+  self->set_exit_handler([self](caf::exit_msg& m) {
+    for (const auto& [num, worker] : self->state.workers)
+      self->send_exit(worker, m.reason);
+    self->quit(m.reason);
+  });
+  restore_workers(self);
   if (self->state.cfg.options.health_check_interval_s > 0)
     self->send(self, tick_atom::value);
   return {
@@ -324,6 +409,22 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
         self->state.reg.set_sync_state(worker_num, phase, missing);
       },
       [self](seq_gap_atom, uint32_t, uint64_t n) { self->state.seq_discontinuities += n; },
+      [self](resync_atom, uint32_t worker_num, const std::string& reason) {
+        auto& st = self->state;
+        st.reg.request_full_sync(worker_num, reason);
+        st.count("full_sync_requested_" + reason);
+      },
+      [self](reset_done_atom, uint32_t worker_num, uint64_t erased) {
+        auto& st = self->state;
+        auto it = st.pending_resets.find(worker_num);
+        if (it == st.pending_resets.end())
+          return; // deregistered meanwhile
+        if (--it->second == 0) {
+          st.pending_resets.erase(it);
+          st.persist_row(worker_num);
+        }
+        spdlog::debug("worker-reset-durable worker_num={} entries_erased={}", worker_num, erased);
+      },
   };
 }
 

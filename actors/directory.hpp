@@ -18,7 +18,9 @@
 #include "actors/control_fanout.hpp"
 #include "actors/controller_options.hpp"
 #include "actors/lookup_actor.hpp"
+#include "actors/restore_plan.hpp"
 #include "actors/worker_actor.hpp"
+#include "persistence/store.hpp"
 
 #include <functional>
 #include <map>
@@ -49,6 +51,14 @@ struct directory_config {
   control_fanout_actor fanout;
   directory_hooks hooks;
   uint64_t seed = 0; ///< for worker_event_id suffixes
+  /// The node's store (null: in memory only). The directory writes worker rows
+  /// (registration, new location, first heartbeat, reset, deregistration).
+  std::shared_ptr<persistence::store> store;
+  /// Workers taken back from the store, in registration order.
+  std::vector<restored_worker> restored;
+  /// LMCache's need_full_sync_all at start: true on a node that starts empty,
+  /// false on one that restored its index.
+  bool need_full_sync_all = true;
 };
 
 struct directory_state {
@@ -58,11 +68,19 @@ struct directory_state {
   registry reg;
   std::map<uint32_t, worker_actor> workers;
   uint64_t seq_discontinuities = 0;
+  /// Resets sent to a worker's actor and not yet acknowledged by every shard;
+  /// its row says reset_pending while this is non-zero.
+  std::map<uint32_t, uint32_t> pending_resets;
   size_t next_lookup = 0;
   std::mt19937_64 rng;
 
   std::string random_hex();
   void count(std::string_view event) const;
+
+  /// Writes the worker's row (no-op without a store); failures are logged.
+  void persist_row(uint32_t worker_num);
+  /// Deletes the worker's row.
+  void persist_removal(uint32_t worker_num);
 };
 
 directory_actor::behavior_type

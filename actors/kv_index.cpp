@@ -71,7 +71,8 @@ bool kv_index::evict(uint64_t key, holder_id h) {
   return true;
 }
 
-uint64_t kv_index::erase_holders(const std::function<bool(holder_id)>& matches) {
+uint64_t kv_index::erase_holders(const std::function<bool(holder_id)>& matches,
+                                 const std::function<void(uint64_t key, holder_id)>& on_erased) {
   uint64_t removed = 0;
   for (auto it = map_.begin(); it != map_.end();) {
     holder_set& set = it->second;
@@ -80,6 +81,8 @@ uint64_t kv_index::erase_holders(const std::function<bool(holder_id)>& matches) 
       if (matches(h)) {
         ++removed;
         count(h, -1);
+        if (on_erased)
+          on_erased(it->first, h);
       } else {
         kept.push_back(h);
       }

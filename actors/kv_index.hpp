@@ -79,8 +79,10 @@ public:
   /// True when (key, h) was removed, false when it was not there.
   bool evict(uint64_t key, holder_id h);
 
-  /// Removes every entry whose holder matches; returns how many.
-  uint64_t erase_holders(const std::function<bool(holder_id)>& matches);
+  /// Removes every entry whose holder matches; returns how many. on_erased
+  /// (optional) sees each removed (key, holder), e.g. to delete it on disk.
+  uint64_t erase_holders(const std::function<bool(holder_id)>& matches,
+                         const std::function<void(uint64_t key, holder_id)>& on_erased = {});
 
   // -- queries ---------------------------------------------------------------
 

@@ -29,6 +29,7 @@ registry::registration registry::register_worker(const std::string& instance_id,
     rec.port = port;
     rec.peer_init_url = peer_init_url;
     rec.locations.clear();
+    rec.resync_reason.clear();
     return {*existing, false};
   }
   uint32_t num = next_worker_num_++;
@@ -50,6 +51,20 @@ registry::registration registry::register_worker(const std::string& instance_id,
   else
     inst->workers.push_back(num);
   return {num, true};
+}
+
+void registry::restore_worker(worker_record rec) {
+  uint32_t num = rec.worker_num;
+  next_worker_num_ = std::max(next_worker_num_, num + 1);
+  by_key_[std::make_pair(rec.instance_id, rec.worker_id)] = num;
+  auto inst = std::find_if(instances_.begin(), instances_.end(), [&](const instance_entry& e) {
+    return e.instance_id == rec.instance_id;
+  });
+  if (inst == instances_.end())
+    instances_.push_back(instance_entry{rec.instance_id, {num}});
+  else
+    inst->workers.push_back(num);
+  records_[num] = std::move(rec);
 }
 
 std::optional<worker_record> registry::remove(const std::string& instance_id,
@@ -194,6 +209,13 @@ void registry::set_sync_state(uint32_t worker_num, sync_phase phase, uint64_t mi
     return;
   it->second.sync = phase;
   it->second.missing_batches = missing_batches;
+  if (phase == sync_phase::syncing)
+    it->second.resync_reason.clear();
+}
+
+void registry::request_full_sync(uint32_t worker_num, std::string reason) {
+  if (auto it = records_.find(worker_num); it != records_.end())
+    it->second.resync_reason = std::move(reason);
 }
 
 double registry::global_progress() const {
@@ -221,6 +243,8 @@ std::pair<bool, std::string> registry::should_request_full_sync(uint32_t worker_
     return {true, "controller_restart"};
   if (rec->sync == sync_phase::failed)
     return {true, "sync_failed_retry"};
+  if (!rec->resync_reason.empty() && rec->sync != sync_phase::syncing)
+    return {true, rec->resync_reason};
   return {false, {}};
 }
 

@@ -46,6 +46,10 @@ struct worker_record {
   uint64_t missing_batches = 0;
   /// Location names by location index (first-seen order).
   std::vector<std::string> locations;
+  /// Why this worker, and only it, must full-sync at its next heartbeat (a seq
+  /// gap proven after a restart); empty when it need not. Cleared when its sync
+  /// starts or it re-registers.
+  std::string resync_reason;
 
   msg::WorkerInfo info() const;
   /// "ip:port" of the worker's REP socket (S4).
@@ -93,6 +97,11 @@ public:
   registration register_worker(const std::string& instance_id, const msg::wire_int& worker_id,
                                const std::string& ip, const msg::wire_int& port,
                                const std::optional<std::string>& peer_init_url, double now);
+
+  /// Puts back a worker restored from the node's store: same number, appended
+  /// to its instance in the order restores are made (worker_num order).
+  /// Later registrations get numbers above every restored one.
+  void restore_worker(worker_record rec);
 
   /// Removes the worker (and its instance when empty); the record, if any.
   std::optional<worker_record> remove(const std::string& instance_id,
@@ -143,11 +152,15 @@ public:
   /// controller stops asking every worker for a full sync.
   bool can_exit_freeze(double completion_threshold);
 
+  /// Asks this worker alone for a full sync at its next heartbeat.
+  void request_full_sync(uint32_t worker_num, std::string reason);
+
   /// Whether the heartbeat reply should carry a FullSyncCommand, and its reason.
   std::pair<bool, std::string> should_request_full_sync(uint32_t worker_num) const;
 
   /// Controls `controller_restart` requests: true at start (LMCache's
-  /// need_full_sync_all); a restore from persistence will clear it.
+  /// need_full_sync_all); a node that restored its index from its store
+  /// clears it, since it lost nothing it cannot prove per worker.
   void set_need_full_sync_all(bool v) noexcept { need_full_sync_all_ = v; }
   bool need_full_sync_all() const noexcept { return need_full_sync_all_; }
 

@@ -41,11 +41,15 @@ using seq_gap_atom = caf::atom_constant<caf::atom("seqgap")>;
 using reset_atom = caf::atom_constant<caf::atom("reset")>;
 using retire_atom = caf::atom_constant<caf::atom("retire")>;
 using tick_atom = caf::atom_constant<caf::atom("tick")>;
+using resync_atom = caf::atom_constant<caf::atom("resync")>;        ///< worker must full-sync
+using reset_done_atom = caf::atom_constant<caf::atom("resetdone")>; ///< reset durable everywhere
 
 // -- atoms: worker actors / lookups -> KV shards -----------------------------------
 using apply_atom = caf::atom_constant<caf::atom("apply")>;
 using erase_atom = caf::atom_constant<caf::atom("erase")>;
 using find_atom = caf::atom_constant<caf::atom("find")>;
+using mark_atom = caf::atom_constant<caf::atom("mark")>;   ///< set a seq watermark mark
+using flush_atom = caf::atom_constant<caf::atom("flush")>; ///< commit what is pending
 
 // -- atoms: directory -> lookup and control actors ----------------------------------
 using view_atom = caf::atom_constant<caf::atom("view")>;
@@ -57,6 +61,8 @@ struct shard_stats {
   uint64_t entries = 0;
   uint64_t keys = 0;
   uint64_t memory_bytes = 0;
+  uint64_t commits = 0;         ///< store writes this shard made
+  uint64_t commit_failures = 0; ///< of which failed (kept and retried)
   std::vector<std::pair<holder_id, uint64_t>> by_holder;
 };
 
@@ -77,6 +83,8 @@ struct node_stats {
   uint64_t workers_completed = 0;
   double global_progress = 0;
   uint64_t missing_batches_total = 0;
+  uint64_t store_commits = 0;
+  uint64_t store_commit_failures = 0;
 };
 
 using holder_lists = std::vector<kv_index::holder_list>;

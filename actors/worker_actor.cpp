@@ -16,15 +16,59 @@ uint32_t shard_of(uint64_t key, const worker_config& cfg) {
   return slot_of(key, cfg.slot_count) % static_cast<uint32_t>(cfg.shards.size());
 }
 
+/// Full-sync admits: only to the shards that have keys, no watermark.
 void send_to_shards(self_ptr self, holder_id h, std::vector<kv_op_list>& per_shard) {
   for (size_t i = 0; i < per_shard.size(); ++i)
     if (!per_shard[i].empty())
       self->send(self->state.cfg.shards[i], apply_atom::value, h, std::move(per_shard[i]));
 }
 
-void erase_everywhere(self_ptr self, int32_t location_index) {
-  for (const auto& shard : self->state.cfg.shards)
-    self->send(shard, erase_atom::value, self->state.cfg.worker_num, location_index);
+/// Incremental ops with the batch's last seq_num. With durable shards every
+/// shard gets the seq, also with no ops, so that every shard's watermark moves
+/// and a restart can take the minimum over all of them.
+void send_increments(self_ptr self, holder_id h, std::vector<kv_op_list>& per_shard,
+                     uint64_t last_seq) {
+  const bool every_shard = self->state.cfg.durable;
+  for (size_t i = 0; i < per_shard.size(); ++i)
+    if (every_shard || !per_shard[i].empty())
+      self->send(self->state.cfg.shards[i], apply_atom::value, h, std::move(per_shard[i]),
+                 last_seq);
+}
+
+/// Erases (worker, location) or, with -1, the whole worker on every shard, then
+/// sets `mark` as the location's watermark when given. `done` runs with the
+/// entries removed once every shard has committed its part.
+void erase_everywhere(self_ptr self, int32_t location_index, std::optional<uint64_t> mark,
+                      std::function<void(uint64_t erased)> done = {}) {
+  auto& st = self->state;
+  struct tally {
+    size_t waiting = 0;
+    uint64_t erased = 0;
+    std::function<void(uint64_t)> done;
+  };
+  auto t = std::make_shared<tally>(tally{st.cfg.shards.size(), 0, std::move(done)});
+  auto arrived = [t](uint64_t erased) {
+    t->erased += erased;
+    if (--t->waiting == 0 && t->done)
+      t->done(t->erased);
+  };
+  // An erase waits for a commit; a minute covers a slow disk, and a shard that
+  // does not answer at all only delays `done` (logged), it loses nothing.
+  constexpr auto erase_timeout = std::chrono::seconds(60);
+  auto on_error = [self, location_index](caf::error& e) {
+    spdlog::error("shard-erase-failed instance={} worker={} location={} error={}",
+                  self->state.cfg.instance_id, self->state.cfg.worker_id.to_string(),
+                  location_index, caf::to_string(e));
+  };
+  for (const auto& shard : st.cfg.shards) {
+    if (mark)
+      self->request(shard, erase_timeout, erase_atom::value, st.cfg.worker_num, location_index,
+                    *mark)
+          .then(arrived, on_error);
+    else
+      self->request(shard, erase_timeout, erase_atom::value, st.cfg.worker_num, location_index)
+          .then(arrived, on_error);
+  }
 }
 
 void report_sync(self_ptr self) {
@@ -55,7 +99,9 @@ msg::Msg start_sync(self_ptr self, uint32_t location_index, const msg::FullSyncS
   uint64_t total = m.total_keys.is_negative() ? 0 : m.total_keys.bits();
   st.session.emplace(m.sync_id, total, batches, wall_now());
   st.last_seq.erase(location_index);
-  erase_everywhere(self, static_cast<int32_t>(location_index));
+  st.sync_location_index = location_index;
+  st.checked_after_restore.insert(location_index); // the sync rebuilds it
+  erase_everywhere(self, static_cast<int32_t>(location_index), persistence::watermark_syncing);
   spdlog::info("full-sync-start instance={} worker={} location={} sync_id={} total_keys={} "
                "batches={}",
                st.cfg.instance_id, st.cfg.worker_id.to_string(), m.location, m.sync_id, total,
@@ -87,6 +133,10 @@ void sync_end(self_ptr self, const msg::FullSyncEndMsg& m) {
     return;
   uint64_t actual = m.actual_total_keys.is_negative() ? 0 : m.actual_total_keys.bits();
   bool counts_match = st.session->complete(actual, wall_now());
+  if (st.cfg.durable)
+    for (const auto& shard : st.cfg.shards)
+      self->send(shard, mark_atom::value, make_holder(st.cfg.worker_num, st.sync_location_index),
+                 persistence::watermark_resynced);
   if (counts_match)
     spdlog::info("full-sync-complete instance={} worker={} sync_id={} keys={}", st.cfg.instance_id,
                  st.cfg.worker_id.to_string(), m.sync_id, actual);
@@ -121,16 +171,36 @@ void apply_batch(self_ptr self, uint32_t location_index, const msg::BatchedKVOpe
     ++st.discarded_batches; // spec 4.8.5: increments are discarded while SYNCING
     return;
   }
+  if (auto expected = st.restore_expectation(location_index)) {
+    uint64_t first = m.operations.front().seq_num.bits();
+    if (first != *expected) {
+      spdlog::warn("seq-gap-after-restart instance={} worker={} location={} expected={} got={} "
+                   "action=full-sync-requested",
+                   st.cfg.instance_id, st.cfg.worker_id.to_string(), m.location, *expected, first);
+      self->send(st.cfg.directory, resync_atom::value, st.cfg.worker_num,
+                 std::string{"seq_gap_after_restart"});
+    }
+  }
   if (auto gap = st.check_seq(location_index, m.operations)) {
     spdlog::warn("seq-gap instance={} worker={} location={} expected={} got={}", st.cfg.instance_id,
                  st.cfg.worker_id.to_string(), m.location, gap->expected, gap->got);
     self->send(st.cfg.directory, seq_gap_atom::value, st.cfg.worker_num, uint64_t{1});
   }
   auto per_shard = st.split_by_shard(m.operations);
-  send_to_shards(self, make_holder(st.cfg.worker_num, location_index), per_shard);
+  send_increments(self, make_holder(st.cfg.worker_num, location_index), per_shard,
+                  m.operations.back().seq_num.bits());
 }
 
 } // namespace
+
+std::optional<uint64_t> worker_actor_state::restore_expectation(uint32_t location_index) {
+  if (!cfg.restored || !checked_after_restore.insert(location_index).second)
+    return std::nullopt;
+  auto it = cfg.expected_next.find(location_index);
+  if (it == cfg.expected_next.end())
+    return uint64_t{0}; // a location first reported after the restart starts at 0
+  return it->second;
+}
 
 std::optional<seq_gap> worker_actor_state::check_seq(uint32_t location_index,
                                                      const std::vector<msg::KVOpEvent>& ops) {
@@ -171,6 +241,7 @@ worker_actor_state::split_keys_by_shard(const std::vector<msg::wire_int>& keys) 
 worker_actor::behavior_type worker_main(worker_actor::stateful_pointer<worker_actor_state> self,
                                         worker_config cfg) {
   self->state.cfg = std::move(cfg);
+  self->state.last_seq = self->state.cfg.initial_last_seq;
   return {
       [self](batch_atom, uint32_t loc, const msg::BatchedKVOperationMsg& m) {
         apply_batch(self, loc, m);
@@ -185,13 +256,18 @@ worker_actor::behavior_type worker_main(worker_actor::stateful_pointer<worker_ac
       [self](sync_status_atom, const msg::FullSyncStatusMsg& m) { return sync_status(self, m); },
       [self](reset_atom) {
         // Re-registration (spec 4.7.1): the worker's KV state and trackers go.
-        self->state.last_seq.clear();
-        self->state.session.reset();
-        erase_everywhere(self, -1);
+        auto& st = self->state;
+        st.last_seq.clear();
+        st.session.reset();
+        st.cfg.restored = false; // a new incarnation: nothing to continue
+        erase_everywhere(self, -1, std::nullopt, [self](uint64_t erased) {
+          self->send(self->state.cfg.directory, reset_done_atom::value, self->state.cfg.worker_num,
+                     erased);
+        });
         report_sync(self);
       },
       [self](retire_atom) {
-        erase_everywhere(self, -1);
+        erase_everywhere(self, -1, std::nullopt);
         self->quit();
       },
       [self](tick_atom) {

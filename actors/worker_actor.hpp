@@ -20,6 +20,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 
 namespace lmcc::actors {
@@ -27,7 +28,9 @@ namespace lmcc::actors {
 /// The part of the directory a worker actor reports to.
 using directory_feedback_actor =
     caf::typed_actor<caf::reacts_to<sync_state_atom, uint32_t, sync_phase, uint64_t>,
-                     caf::reacts_to<seq_gap_atom, uint32_t, uint64_t>>;
+                     caf::reacts_to<seq_gap_atom, uint32_t, uint64_t>,
+                     caf::reacts_to<resync_atom, uint32_t, std::string>,
+                     caf::reacts_to<reset_done_atom, uint32_t, uint64_t>>;
 
 using worker_actor = caf::typed_actor<
     caf::reacts_to<batch_atom, uint32_t, msg::BatchedKVOperationMsg>,
@@ -45,6 +48,14 @@ struct worker_config {
   uint32_t slot_count = 4096;
   double full_sync_timeout_s = 300;
   directory_feedback_actor directory;
+  /// The shards persist: every incremental batch carries its last seq_num to
+  /// every shard (the watermark), not only to those it has ops for.
+  bool durable = false;
+  /// Restored from the store after a restart: the first op of each location
+  /// must continue what the store holds (restore_plan.hpp).
+  bool restored = false;
+  std::map<uint32_t, uint64_t> initial_last_seq;
+  std::map<uint32_t, std::optional<uint64_t>> expected_next;
 };
 
 /// What check_seq found in one batch: LMCache records the first gap only.
@@ -59,7 +70,14 @@ struct worker_actor_state {
   worker_config cfg;
   std::map<uint32_t, uint64_t> last_seq; ///< per location index (seq bit patterns)
   std::optional<full_sync_session> session;
+  uint32_t sync_location_index = 0; ///< the location the session rebuilds
   uint64_t discarded_batches = 0;
+  /// Locations whose first op after a restore has been checked.
+  std::set<uint32_t> checked_after_restore;
+
+  /// After a restore: the seq the first op of `location_index` must carry, or
+  /// nullopt when it need not be checked (already checked, resynced, or not restored).
+  std::optional<uint64_t> restore_expectation(uint32_t location_index);
 
   /// spec 4.3.2: updates the trackers from `ops` in order; the first gap, if any.
   std::optional<seq_gap> check_seq(uint32_t location_index, const std::vector<msg::KVOpEvent>& ops);
