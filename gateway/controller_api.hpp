@@ -48,6 +48,20 @@ struct controller_gauges {
   uint64_t full_sync_missing_batches_total = 0;
 };
 
+/// POST /admin/snapshot: a checkpoint of the node's store written to `dir`.
+struct snapshot_outcome {
+  int status = 200;  ///< 200, 409 (no store / loading) or 500 (the checkpoint failed)
+  std::string error; ///< why not, when status != 200
+  std::string dir;
+  uint64_t sequence = 0; ///< RocksDB sequence number of the checkpoint
+  uint64_t workers = 0;
+  uint64_t watermarks = 0;
+  uint64_t entries = 0;
+  uint64_t files = 0;
+  uint64_t bytes = 0;
+  double seconds = 0;
+};
+
 class controller_api {
 public:
   virtual ~controller_api() = default;
@@ -65,6 +79,10 @@ public:
 
   /// False while the node is still starting (loading its index); /readyz says 503.
   virtual bool ready() const = 0;
+
+  /// Writes a consistent checkpoint of the node's store plus its manifest into
+  /// `dir` (which must not exist, on the node's file system).
+  virtual std::future<snapshot_outcome> snapshot(const std::string& dir) = 0;
 };
 
 } // namespace lmcc::gateway

@@ -879,6 +879,27 @@ private:
                       "text/plain; version=0.0.4; charset=utf-8");
     });
 
+    // Admin: a consistent checkpoint of the node's store into `dir`, a path on
+    // the node's own file system that must not exist yet (lmcc snapshot).
+    post("/admin/snapshot", [this](const httplib::Request& req, httplib::Response& res) {
+      auto body = parse_object_body(req.body);
+      auto dir = require_string(body, "dir");
+      if (dir.empty())
+        throw request_error{422, "dir must not be empty"};
+      auto out = await(controller_.snapshot(dir));
+      if (out.status != 200)
+        throw request_error{out.status, out.error};
+      send_json(res, 200,
+                json{{"dir", out.dir},
+                     {"sequence", out.sequence},
+                     {"workers", out.workers},
+                     {"watermarks", out.watermarks},
+                     {"entries", out.entries},
+                     {"files", out.files},
+                     {"bytes", out.bytes},
+                     {"seconds", out.seconds}});
+    });
+
     get("/healthz", [](const httplib::Request&, httplib::Response& res) {
       send_json(res, 200, json{{"status", "ok"}});
     });
@@ -887,7 +908,7 @@ private:
       if (controller_.ready())
         send_json(res, 200, json{{"status", "ready"}});
       else
-        send_json(res, 503, json{{"status", "starting"}});
+        send_json(res, 503, json{{"status", "loading"}});
     });
 
     get("/threads",

@@ -3,8 +3,10 @@
 //   lmcc node [flags]              a controller node (LMCache's CLI flags)
 //   lmcc msg decode|encode         hex msgpack <-> msgspec JSON, one per line
 //   lmcc chunk-hashes [...]        token lists -> CPython-compatible chunk hashes
+//   lmcc snapshot --node H:P --out DIR   a node writes a checkpoint of its store
 #include "apps/lmcc/node_config.hpp"
 #include "apps/lmcc/node_runtime.hpp"
+#include "apps/lmcc/snapshot_command.hpp"
 #include "apps/lmcc/tool_commands.hpp"
 
 #include <CLI/CLI.hpp>
@@ -71,6 +73,21 @@ int main(int argc, char** argv) {
   hash_cmd->add_option("--chunk-size", chunk_size, "tokens per chunk")
       ->check(CLI::Range(1U, 1U << 20));
 
+  auto* snapshot_cmd = app.add_subcommand(
+      "snapshot", "ask a running node to write a checkpoint of its store (for --restore-from)");
+  std::string snapshot_node;
+  std::string snapshot_out;
+  int snapshot_timeout_s = 600;
+  snapshot_cmd->add_option("--node", snapshot_node, "the node's HTTP address")
+      ->required()
+      ->type_name("HOST:PORT");
+  snapshot_cmd
+      ->add_option("--out", snapshot_out, "directory to create on the node's host (must not exist)")
+      ->required()
+      ->type_name("DIR");
+  snapshot_cmd->add_option("--timeout", snapshot_timeout_s, "seconds to wait (default 600)")
+      ->check(CLI::Range(1, 86400));
+
   CLI11_PARSE(app, argc, argv);
   std::ios::sync_with_stdio(false);
 
@@ -89,6 +106,9 @@ int main(int argc, char** argv) {
     }
     return run_node(config->options);
   }
+  if (*snapshot_cmd)
+    return lmcc::apps::run_snapshot(snapshot_node, snapshot_out,
+                                    std::chrono::seconds(snapshot_timeout_s), std::cout, std::cerr);
   if (*decode_cmd)
     return lmcc::apps::run_msg_decode(std::cin, std::cout);
   if (*encode_cmd)

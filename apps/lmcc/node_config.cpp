@@ -319,6 +319,52 @@ refusal apply_data_dir(const json& v, resolve_state& s) {
   return parse_text(v, false, s.options.data_dir);
 }
 
+refusal parse_switch(const json& v, bool& out) {
+  std::string raw;
+  if (auto why = scalar_text(v, "on or off", raw))
+    return why;
+  std::string text{trim(raw)};
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (text == "on" || text == "true" || text == "1" || text == "yes") {
+    out = true;
+    return std::nullopt;
+  }
+  if (text == "off" || text == "false" || text == "0" || text == "no") {
+    out = false;
+    return std::nullopt;
+  }
+  return "expected on or off, got " + in_quotes(raw);
+}
+
+refusal apply_persistence(const json& v, resolve_state& s) {
+  return parse_switch(v, s.options.persistence);
+}
+
+refusal apply_persist_sync(const json& v, resolve_state& s) {
+  return parse_switch(v, s.options.store.sync);
+}
+
+refusal apply_rocksdb_block_cache(const json& v, resolve_state& s) {
+  uint64_t mib = 0;
+  if (auto why = parse_unsigned(v, 1, 1 << 20, mib))
+    return why;
+  s.options.store.block_cache_bytes = static_cast<size_t>(mib) << 20;
+  return std::nullopt;
+}
+
+refusal apply_rocksdb_write_buffer(const json& v, resolve_state& s) {
+  uint64_t mib = 0;
+  if (auto why = parse_unsigned(v, 1, 1 << 16, mib))
+    return why;
+  s.options.store.write_buffer_bytes = static_cast<size_t>(mib) << 20;
+  return std::nullopt;
+}
+
+refusal apply_restore_from(const json& v, resolve_state& s) {
+  return parse_text(v, true, s.options.restore_from);
+}
+
 refusal apply_log_level(const json& v, resolve_state& s) {
   std::string level;
   if (auto why = parse_text(v, false, level))
@@ -411,7 +457,7 @@ struct key_spec {
 };
 
 // In the order of the header's table; dump_config follows the same order.
-constexpr std::array<key_spec, 23> key_specs = {{
+constexpr std::array<key_spec, 28> key_specs = {{
     {"controller_host", apply_host},
     {"controller_port", apply_port},
     {"controller_monitor_ports", apply_monitor_ports},
@@ -423,6 +469,11 @@ constexpr std::array<key_spec, 23> key_specs = {{
     {"lmcc_shards", apply_shards},
     {"lmcc_slots", apply_slots},
     {"lmcc_data_dir", apply_data_dir},
+    {"lmcc_persistence", apply_persistence},
+    {"lmcc_persist_sync", apply_persist_sync},
+    {"lmcc_rocksdb_block_cache_mb", apply_rocksdb_block_cache},
+    {"lmcc_rocksdb_write_buffer_mb", apply_rocksdb_write_buffer},
+    {"lmcc_restore_from", apply_restore_from},
     {"lmcc_log_level", apply_log_level},
     {"lmcc_full_sync_timeout_s", apply_full_sync_timeout},
     {"lmcc_full_sync_completion_threshold", apply_completion_threshold},
@@ -547,7 +598,7 @@ struct cli_flag {
   const std::optional<std::string> node_config_inputs::*value;
 };
 
-constexpr std::array<cli_flag, 22> cli_flags = {{
+constexpr std::array<cli_flag, 27> cli_flags = {{
     {"--host", "controller_host", &node_config_inputs::host},
     {"--port", "controller_port", &node_config_inputs::port},
     {"--monitor-ports", "controller_monitor_ports", &node_config_inputs::monitor_ports},
@@ -560,6 +611,13 @@ constexpr std::array<cli_flag, 22> cli_flags = {{
     {"--shards", "lmcc_shards", &node_config_inputs::shards},
     {"--slots", "lmcc_slots", &node_config_inputs::slots},
     {"--data-dir", "lmcc_data_dir", &node_config_inputs::data_dir},
+    {"--persistence", "lmcc_persistence", &node_config_inputs::persistence},
+    {"--persist-sync", "lmcc_persist_sync", &node_config_inputs::persist_sync},
+    {"--rocksdb-block-cache-mb", "lmcc_rocksdb_block_cache_mb",
+     &node_config_inputs::rocksdb_block_cache_mb},
+    {"--rocksdb-write-buffer-mb", "lmcc_rocksdb_write_buffer_mb",
+     &node_config_inputs::rocksdb_write_buffer_mb},
+    {"--restore-from", "lmcc_restore_from", &node_config_inputs::restore_from},
     {"--log-level", "lmcc_log_level", &node_config_inputs::log_level},
     {"--full-sync-timeout", "lmcc_full_sync_timeout_s", &node_config_inputs::full_sync_timeout},
     {"--full-sync-completion-threshold", "lmcc_full_sync_completion_threshold",
@@ -710,6 +768,25 @@ void add_node_flags(CLI::App& node_cmd, node_config_inputs& inputs) {
        with_key("key-space slots, a power of two (default 4096)", "lmcc_slots"), "N");
   text("--data-dir", inputs.data_dir,
        with_key("directory for persistent state (default ./lmcc-data)", "lmcc_data_dir"), "DIR");
+  text("--persistence", inputs.persistence,
+       with_key("keep the index in RocksDB under --data-dir: on or off (default on)",
+                "lmcc_persistence"),
+       "on|off");
+  text("--persist-sync", inputs.persist_sync,
+       with_key("fsync the WAL on every commit: on or off (default off; a process crash "
+                "loses nothing either way)",
+                "lmcc_persist_sync"),
+       "on|off");
+  text("--rocksdb-block-cache-mb", inputs.rocksdb_block_cache_mb,
+       with_key("RocksDB block cache in MiB (default 32)", "lmcc_rocksdb_block_cache_mb"), "MIB");
+  text("--rocksdb-write-buffer-mb", inputs.rocksdb_write_buffer_mb,
+       with_key("RocksDB memtable size in MiB, two are kept (default 32)",
+                "lmcc_rocksdb_write_buffer_mb"),
+       "MIB");
+  text("--restore-from", inputs.restore_from,
+       with_key("boot from this snapshot (lmcc snapshot): verified, then it replaces --data-dir",
+                "lmcc_restore_from"),
+       "DIR");
   text(
       "--log-level", inputs.log_level,
       with_key("trace, debug, info, warn, error, critical or off (default info)", "lmcc_log_level"),
@@ -805,6 +882,14 @@ std::string dump_config(const node_options& options) {
   out << YAML::Key << "lmcc_shards" << YAML::Value << controller.shard_count;
   out << YAML::Key << "lmcc_slots" << YAML::Value << controller.slot_count;
   out << YAML::Key << "lmcc_data_dir" << YAML::Value << YAML::DoubleQuoted << options.data_dir;
+  out << YAML::Key << "lmcc_persistence" << YAML::Value << (options.persistence ? "on" : "off");
+  out << YAML::Key << "lmcc_persist_sync" << YAML::Value << (options.store.sync ? "on" : "off");
+  out << YAML::Key << "lmcc_rocksdb_block_cache_mb" << YAML::Value
+      << static_cast<uint64_t>(options.store.block_cache_bytes >> 20);
+  out << YAML::Key << "lmcc_rocksdb_write_buffer_mb" << YAML::Value
+      << static_cast<uint64_t>(options.store.write_buffer_bytes >> 20);
+  out << YAML::Key << "lmcc_restore_from" << YAML::Value << YAML::DoubleQuoted
+      << options.restore_from;
   out << YAML::Key << "lmcc_log_level" << YAML::Value << YAML::DoubleQuoted << options.log_level;
   out << YAML::Key << "lmcc_full_sync_timeout_s" << YAML::Value
       << seconds_text(controller.full_sync_timeout);

@@ -24,6 +24,11 @@
 //   lmcc_shards                         --shards                         8 (1..65536)
 //   lmcc_slots                          --slots                          4096 (a power of two)
 //   lmcc_data_dir                       --data-dir                       ./lmcc-data
+//   lmcc_persistence                    --persistence                    on (on/off)
+//   lmcc_persist_sync                   --persist-sync                   off (on/off)
+//   lmcc_rocksdb_block_cache_mb         --rocksdb-block-cache-mb         32 (1..1048576)
+//   lmcc_rocksdb_write_buffer_mb        --rocksdb-write-buffer-mb        32 (1..65536)
+//   lmcc_restore_from                   --restore-from                   "" (none)
 //   lmcc_log_level                      --log-level                      info (trace..off)
 //   lmcc_full_sync_timeout_s            --full-sync-timeout              300 s (> 0)
 //   lmcc_full_sync_completion_threshold --full-sync-completion-threshold 0.8 (0..1)
@@ -113,6 +118,11 @@ struct node_config_inputs {
   std::optional<std::string> shards;
   std::optional<std::string> slots;
   std::optional<std::string> data_dir;
+  std::optional<std::string> persistence;
+  std::optional<std::string> persist_sync;
+  std::optional<std::string> rocksdb_block_cache_mb;
+  std::optional<std::string> rocksdb_write_buffer_mb;
+  std::optional<std::string> restore_from;
   std::optional<std::string> log_level;
   std::optional<std::string> full_sync_timeout;
   std::optional<std::string> full_sync_completion_threshold;

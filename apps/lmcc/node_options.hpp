@@ -8,6 +8,7 @@
 
 #include "actors/controller_options.hpp"
 #include "gateway/gateway_options.hpp"
+#include "persistence/store.hpp"
 
 #include <string>
 
@@ -22,8 +23,22 @@ struct node_options {
   /// spdlog level: trace, debug, info, warn, error, critical, off. Default: "info"
   std::string log_level = "info";
 
-  /// Where the node keeps its RocksDB (persistence issue). Default: "./lmcc-data"
+  /// Where the node keeps its RocksDB. Default: "./lmcc-data"
   std::string data_dir = "./lmcc-data";
+
+  /// Keep the index, Directory and seq watermarks in RocksDB under data_dir,
+  /// so a restart does not need a full resync. Off: in memory only, and every
+  /// worker is asked for a full sync after a restart, as LMCache does.
+  /// Default: true
+  bool persistence = true;
+
+  /// RocksDB settings (sync policy, block cache, memtables); store.path is
+  /// set from data_dir at start.
+  persistence::store_options store;
+
+  /// A snapshot directory (lmcc snapshot) to boot from: verified, copied and
+  /// swapped in as data_dir before the node loads. Empty: none. Default: ""
+  std::string restore_from;
 
   /// CAF scheduler threads; 0 = the machine's core count. Default: 0
   uint32_t scheduler_threads = 0;

@@ -5,6 +5,7 @@
 #include "actors/kv_shard.hpp"
 #include "actors/lookup_actor.hpp"
 #include "actors/request_bridge.hpp"
+#include "apps/lmcc/node_restore.hpp"
 #include "gateway/control_channel.hpp"
 #include "gateway/http_api.hpp"
 #include "gateway/metrics.hpp"
@@ -63,6 +64,9 @@ public:
   actors::control_fanout_actor fanout_;
   actors::directory_actor directory_;
   actors::request_bridge_actor bridge_;
+  std::shared_ptr<persistence::store> store_;
+  /// The actors exist (after loading): API calls may reach them.
+  std::atomic<bool> serving_{false};
   std::atomic<bool> ready_{false};
   bool started_ = false;
 
@@ -74,10 +78,11 @@ public:
     return options_.control.request_timeout + options_.controller.internal_timeout;
   }
 
-  void spawn_actors(node_runtime& owner) {
+  void spawn_actors(node_state& state) {
     const auto& c = options_.controller;
-    for (uint32_t i = 0; i < c.shard_count; ++i)
-      shards_.push_back(system_.spawn(actors::kv_shard));
+    store_ = state.store;
+    for (auto& init : state.shards)
+      shards_.push_back(system_.spawn(actors::kv_shard, std::move(init)));
     for (uint32_t i = 0; i < std::max(1U, c.lookup_actors); ++i)
       lookups_.push_back(system_.spawn(
           actors::lookup_main,
@@ -101,9 +106,11 @@ public:
     dc.hooks.forget_control = [control](const std::string& endpoint) { control->forget(endpoint); };
     dc.hooks.count_event = [metrics](std::string_view e) { metrics->count_event(e); };
     dc.seed = std::random_device{}();
+    dc.store = state.store;
+    dc.restored = std::move(state.workers);
+    dc.need_full_sync_all = state.need_full_sync_all;
     directory_ = system_.spawn(actors::directory_main, std::move(dc));
     bridge_ = system_.spawn(actors::request_bridge_main, directory_);
-    (void)owner;
   }
 
   void request(msg::Msg m, std::chrono::milliseconds timeout, actors::reply_callback done) {
@@ -136,20 +143,26 @@ void node_runtime::start() {
   d.frontend_ = std::make_unique<gateway::zmq_frontend>(d.context_, d.options_.zmq, *this);
   d.http_ = std::make_unique<gateway::http_api>(d.options_.http, *this, d.metrics_,
                                                 d.frontend_->counters());
-  d.spawn_actors(*this);
-  d.started_ = true;
-  d.frontend_->start();
+  // HTTP first: /healthz answers and /readyz says 503 while the index loads.
   d.http_->start();
+  d.started_ = true;
+  auto state = load_node_state(d.options_);
+  d.spawn_actors(state);
+  d.serving_ = true;
+  // Workers' PUSH sockets hold their messages until this binds, so nothing
+  // they sent during the load is lost.
+  d.frontend_->start();
   d.ready_ = true;
   const auto& z = d.options_.zmq;
   auto port_or_off = [](const std::optional<uint16_t>& p) {
     return p ? std::to_string(*p) : std::string("off");
   };
   spdlog::info("node-ready node={} http=http://{}:{} pull=tcp://{}:{} reply={} heartbeat={} "
-               "shards={}",
+               "shards={} store={} entries={} load_seconds={:.3f}",
                d.options_.controller.node_id, d.options_.http.host, d.http_->port(), z.host,
                z.pull_port, port_or_off(z.reply_port), port_or_off(z.heartbeat_port),
-               d.options_.controller.shard_count);
+               d.options_.controller.shard_count, state.store ? state.store->path() : "off",
+               state.entries, state.seconds);
 }
 
 void node_runtime::stop() {
@@ -179,6 +192,8 @@ void node_runtime::stop() {
   d.directory_ = nullptr;
   d.bridge_ = nullptr;
   d.system_.await_all_actors_done();
+  d.serving_ = false;
+  d.store_.reset(); // the shards committed what they held when they exited
   spdlog::info("node-stopped node={}", d.options_.controller.node_id);
 }
 
@@ -188,6 +203,8 @@ uint16_t node_runtime::http_port() const {
 
 void node_runtime::on_push(msg::Msg m) {
   auto& d = *impl_;
+  if (!d.serving_)
+    return; // the front end starts after the load; only reached while stopping
   if (msg::family_of(m) == msg::msg_family::orchestration) {
     // Fire-and-forget orchestration (e.g. a ClearMsg pushed by an external
     // system): handled like the HTTP call, the reply is dropped.
@@ -213,6 +230,8 @@ void node_runtime::on_request(gateway::request_socket, msg::Msg m, gateway::repl
 
 std::future<msg::Msg> node_runtime::orchestrate(msg::Msg request) {
   auto& d = *impl_;
+  if (!d.serving_)
+    return ready_future(msg::Msg{msg::ErrorMsg{"the node is loading its index; see /readyz"}});
   auto promise = std::make_shared<std::promise<msg::Msg>>();
   auto future = promise->get_future();
   d.request(std::move(request), d.orchestration_timeout(),
@@ -221,6 +240,8 @@ std::future<msg::Msg> node_runtime::orchestrate(msg::Msg request) {
 }
 
 std::future<std::vector<gateway::worker_view>> node_runtime::workers() {
+  if (!impl_->serving_)
+    return ready_future(std::vector<gateway::worker_view>{});
   auto s = impl_->node_stats().get();
   std::vector<gateway::worker_view> out;
   if (s)
@@ -230,6 +251,8 @@ std::future<std::vector<gateway::worker_view>> node_runtime::workers() {
 }
 
 std::future<gateway::key_stats> node_runtime::stats() {
+  if (!impl_->serving_)
+    return ready_future(gateway::key_stats{});
   auto s = impl_->node_stats().get();
   gateway::key_stats out;
   if (!s)
@@ -249,8 +272,10 @@ std::future<gateway::key_stats> node_runtime::stats() {
 }
 
 std::future<gateway::controller_gauges> node_runtime::gauges() {
-  auto s = impl_->node_stats().get();
   gateway::controller_gauges g;
+  if (!impl_->serving_)
+    return ready_future(g);
+  auto s = impl_->node_stats().get();
   if (!s)
     return ready_future(g);
   g.kv_pool_keys_count = s->total_entries;
@@ -262,11 +287,49 @@ std::future<gateway::controller_gauges> node_runtime::gauges() {
   g.full_sync_missing_batches_total = s->missing_batches_total;
   impl_->metrics_.set_gauge("index_keys", static_cast<double>(s->total_keys));
   impl_->metrics_.set_gauge("index_memory_bytes", static_cast<double>(s->index_memory_bytes));
+  if (auto store = impl_->store_) {
+    impl_->metrics_.set_gauge("store_commits", static_cast<double>(s->store_commits));
+    impl_->metrics_.set_gauge("store_commit_failures",
+                              static_cast<double>(s->store_commit_failures));
+    if (auto bytes = store->disk_bytes())
+      impl_->metrics_.set_gauge("store_disk_bytes", static_cast<double>(*bytes));
+  }
   return ready_future(g);
 }
 
 bool node_runtime::ready() const {
   return impl_->ready_;
+}
+
+std::future<gateway::snapshot_outcome> node_runtime::snapshot(const std::string& dir) {
+  gateway::snapshot_outcome out;
+  auto store = impl_->store_;
+  if (!impl_->serving_ || !store) {
+    out.status = 409;
+    out.error = store ? "the node is loading its index" : "persistence is off on this node";
+    return ready_future(std::move(out));
+  }
+  auto start = std::chrono::steady_clock::now();
+  auto info = store->checkpoint(dir);
+  if (!info) {
+    out.status = 500;
+    out.error = info.error().message;
+    spdlog::error("snapshot-failed dir={} error={}", dir, out.error);
+    return ready_future(std::move(out));
+  }
+  out.dir = dir;
+  out.sequence = info->sequence;
+  out.workers = info->workers;
+  out.watermarks = info->watermarks;
+  out.entries = info->entries;
+  out.files = info->files.size();
+  for (const auto& f : info->files)
+    out.bytes += f.size;
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  spdlog::info("snapshot-written dir={} node={} entries={} workers={} files={} bytes={} "
+               "seconds={:.3f}",
+               dir, info->node_id, out.entries, out.workers, out.files, out.bytes, out.seconds);
+  return ready_future(std::move(out));
 }
 
 } // namespace lmcc::apps

@@ -1,5 +1,9 @@
 // node_runtime: one lmcc controller node, put together.
 //
+// Start-up: HTTP binds first (/readyz 503), then the store is opened (or
+// restored from a snapshot) and loaded (node_restore.hpp), then the actors are
+// spawned with what was loaded, then the ZMQ front end binds and /readyz turns 200.
+//
 // It owns, in construction order: the ZMQ context, the CAF actor system with
 // the node's actors (directory, KV shards, lookup actors, control fan-out,
 // request bridge), the control channel to the workers, the ZMQ front end and
@@ -48,6 +52,7 @@ public:
   std::future<gateway::key_stats> stats() override;
   std::future<gateway::controller_gauges> gauges() override;
   bool ready() const override;
+  std::future<gateway::snapshot_outcome> snapshot(const std::string& dir) override;
 
 private:
   class impl;

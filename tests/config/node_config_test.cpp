@@ -564,6 +564,35 @@ TEST(NodeConfig, LmccFlags) {
   EXPECT_EQ(o.controller.chunk_hashing.chunk_size, 16U);
 }
 
+TEST(NodeConfig, PersistenceFlags) {
+  auto defaults = resolve_ok({}).options;
+  EXPECT_TRUE(defaults.persistence);
+  EXPECT_FALSE(defaults.store.sync);
+  EXPECT_EQ(defaults.store.block_cache_bytes, size_t{32} << 20);
+  EXPECT_EQ(defaults.store.write_buffer_bytes, size_t{32} << 20);
+  EXPECT_EQ(defaults.restore_from, "");
+
+  auto o = resolve_ok({"--persistence", "off", "--persist-sync", "on", "--rocksdb-block-cache-mb",
+                       "64", "--rocksdb-write-buffer-mb", "8", "--restore-from", "/snap/1"})
+               .options;
+  EXPECT_FALSE(o.persistence);
+  EXPECT_TRUE(o.store.sync);
+  EXPECT_EQ(o.store.block_cache_bytes, size_t{64} << 20);
+  EXPECT_EQ(o.store.write_buffer_bytes, size_t{8} << 20);
+  EXPECT_EQ(o.restore_from, "/snap/1");
+
+  // YAML booleans and the environment work too.
+  temp_yaml file{"lmcc_persistence: false\nlmcc_persist_sync: true\n"};
+  auto y = resolve_ok({"--config", file.path()}, {{"LMCACHE_CONTROLLER_LMCC_PERSISTENCE", "on"}});
+  EXPECT_TRUE(y.options.persistence); // env over YAML
+  EXPECT_TRUE(y.options.store.sync);
+
+  auto error = resolve_error({"--persistence", "maybe"});
+  EXPECT_NE(error.find("expected on or off"), std::string::npos) << error;
+  error = resolve_error({"--rocksdb-block-cache-mb", "0"});
+  EXPECT_NE(error.find("lmcc_rocksdb_block_cache_mb"), std::string::npos) << error;
+}
+
 TEST(NodeConfig, ChunkHashInitialValue) {
   EXPECT_EQ(resolve_ok({"--none-hash", "-5"}).options.controller.chunk_hashing.none_hash, -5);
   EXPECT_EQ(resolve_ok({"--python-hash-seed", "123"}).options.controller.chunk_hashing.none_hash,
@@ -617,9 +646,11 @@ TEST(NodeConfig, DumpConfigParsesBackWithTheEffectiveValues) {
   EXPECT_EQ(y["lmcc_scheduler_threads"].as<int>(), 3);
   EXPECT_EQ(y["lmcc_slots"].as<int>(), 4096);
   EXPECT_EQ(y["lmcc_log_level"].as<std::string>(), "info");
-  for (const char* key : {"lmcc_shards", "lmcc_data_dir", "lmcc_full_sync_timeout_s",
-                          "lmcc_control_timeout_ms", "lmcc_max_frame_bytes", "lmcc_max_body_bytes",
-                          "lmcc_max_tokens", "lmcc_http_threads", "lmcc_chunk_size"})
+  for (const char* key :
+       {"lmcc_shards", "lmcc_data_dir", "lmcc_persistence", "lmcc_persist_sync",
+        "lmcc_rocksdb_block_cache_mb", "lmcc_rocksdb_write_buffer_mb", "lmcc_restore_from",
+        "lmcc_full_sync_timeout_s", "lmcc_control_timeout_ms", "lmcc_max_frame_bytes",
+        "lmcc_max_body_bytes", "lmcc_max_tokens", "lmcc_http_threads", "lmcc_chunk_size"})
     EXPECT_TRUE(y[key].IsScalar()) << key;
 
   // Fed back as --config it gives the same configuration.

@@ -83,6 +83,16 @@ public:
 
   bool ready() const override { return ready_; }
 
+  std::future<snapshot_outcome> snapshot(const std::string& dir) override {
+    std::lock_guard lock{mutex_};
+    snapshot_dirs_.push_back(dir);
+    std::promise<snapshot_outcome> p;
+    snapshot_outcome out = snapshot_reply_;
+    out.dir = dir;
+    p.set_value(out);
+    return p.get_future();
+  }
+
   // -- test controls ---------------------------------------------------------
 
   void set_reply(std::function<Msg(const Msg&)> f) {
@@ -102,8 +112,18 @@ public:
     return requests_.empty() ? Msg{} : requests_.back();
   }
   std::atomic<bool> ready_{true};
+  std::vector<std::string> snapshot_dirs() {
+    std::lock_guard lock{mutex_};
+    return snapshot_dirs_;
+  }
+  void set_snapshot_reply(snapshot_outcome out) {
+    std::lock_guard lock{mutex_};
+    snapshot_reply_ = std::move(out);
+  }
 
 private:
+  std::vector<std::string> snapshot_dirs_;
+  snapshot_outcome snapshot_reply_;
   static Msg canned(const Msg& request) {
     return std::visit(
         [](const auto& m) -> Msg {
@@ -635,7 +655,7 @@ TEST_F(http_api_test, healthz_and_readyz) {
   EXPECT_EQ(expect_json(get("/healthz"), 200), (json{{"status", "ok"}}));
   EXPECT_EQ(expect_json(get("/readyz"), 200), (json{{"status", "ready"}}));
   controller_.ready_ = false;
-  EXPECT_EQ(expect_json(get("/readyz"), 503), (json{{"status", "starting"}}));
+  EXPECT_EQ(expect_json(get("/readyz"), 503), (json{{"status", "loading"}}));
 }
 
 TEST_F(http_api_test, threads_lists_this_process_threads) {
@@ -672,6 +692,33 @@ TEST_F(http_api_test, env_shows_only_lmcache_and_lmcc_variables) {
   for (const auto& [name, value] : j.items())
     EXPECT_TRUE(name.starts_with("LMCACHE_") || name.starts_with("LMCC_")) << name;
   ::unsetenv("SECRET_TEST_TOKEN");
+}
+
+TEST_F(http_api_test, admin_snapshot_passes_the_dir_and_reports_the_checkpoint) {
+  snapshot_outcome ok;
+  ok.entries = 7;
+  ok.workers = 2;
+  ok.files = 5;
+  ok.bytes = 4096;
+  controller_.set_snapshot_reply(ok);
+  auto j = expect_json(post("/admin/snapshot", R"({"dir": "/tmp/snap-1"})"), 200);
+  EXPECT_EQ(j["dir"], "/tmp/snap-1");
+  EXPECT_EQ(j["entries"], 7);
+  EXPECT_EQ(j["workers"], 2);
+  EXPECT_EQ(j["files"], 5);
+  EXPECT_EQ(j["bytes"], 4096);
+  EXPECT_EQ(controller_.snapshot_dirs(), std::vector<std::string>{"/tmp/snap-1"});
+
+  // No dir, an empty one, or a refusal by the node: errors with the reason.
+  expect_json(post("/admin/snapshot", R"({})"), 422);
+  expect_json(post("/admin/snapshot", R"({"dir": ""})"), 422);
+  snapshot_outcome refused;
+  refused.status = 409;
+  refused.error = "persistence is off on this node";
+  controller_.set_snapshot_reply(refused);
+  EXPECT_EQ(expect_json(post("/admin/snapshot", R"({"dir": "/tmp/snap-2"})"), 409)["detail"],
+            "persistence is off on this node");
+  EXPECT_EQ(controller_.snapshot_dirs().size(), 2U);
 }
 
 TEST_F(http_api_test, root_unknown_paths_and_wrong_methods) {

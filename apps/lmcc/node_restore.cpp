@@ -1,0 +1,148 @@
+#include "apps/lmcc/node_restore.hpp"
+
+#include "actors/clock.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <set>
+#include <stdexcept>
+
+namespace lmcc::apps {
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+double seconds_since(clock_type::time_point start) {
+  return std::chrono::duration<double>(clock_type::now() - start).count();
+}
+
+std::shared_ptr<persistence::store> open_store(const node_options& options) {
+  persistence::store_options so = options.store;
+  so.path = options.data_dir;
+  const auto& node_id = options.controller.node_id;
+  if (!options.restore_from.empty()) {
+    spdlog::info("store-restore-start snapshot={} data_dir={} node={}", options.restore_from,
+                 options.data_dir, node_id);
+    auto restored = persistence::store::restore(options.restore_from, so, node_id);
+    if (!restored)
+      throw std::runtime_error("cannot restore from snapshot: " + restored.error().message);
+    return std::shared_ptr<persistence::store>(std::move(*restored));
+  }
+  auto opened = persistence::store::open(so, node_id);
+  if (!opened)
+    throw std::runtime_error("cannot open the data dir: " + opened.error().message);
+  return std::shared_ptr<persistence::store>(std::move(*opened));
+}
+
+/// Deletes what the plan drops, in commits of at most `chunk` ops.
+void commit_cleanup(persistence::store& store, node_state& state, const actors::restore_plan& plan,
+                    uint32_t slot_count) {
+  constexpr size_t chunk = 100'000;
+  persistence::store::batch b;
+  uint64_t entries = 0;
+  auto flush = [&](bool force) {
+    if (b.empty() || (!force && b.size() < chunk))
+      return;
+    if (auto r = store.commit(b); !r)
+      throw std::runtime_error("cannot clean up the data dir: " + r.error().message);
+    b = {};
+  };
+  std::set<uint32_t> kept;
+  for (const auto& w : plan.workers)
+    if (!w.reset_finished)
+      kept.insert(w.record.worker_num);
+  for (auto& shard : state.shards) {
+    bool any_dropped = false;
+    for (const auto& [holder, count] : shard->index.entries_by_holder())
+      any_dropped |= !kept.contains(actors::worker_of(holder));
+    if (!any_dropped)
+      continue;
+    entries += shard->index.erase_holders(
+        [&](actors::holder_id h) { return !kept.contains(actors::worker_of(h)); },
+        [&](uint64_t key, actors::holder_id h) {
+          b.evict(actors::slot_of(key, slot_count), key, h);
+          flush(false);
+        });
+  }
+  for (const auto& w : plan.stale_watermarks) {
+    b.delete_watermark(w.worker_num, w.location_index, w.shard);
+    flush(false);
+  }
+  flush(true);
+  if (entries > 0 || !plan.stale_watermarks.empty())
+    spdlog::info("store-cleanup entries_dropped={} watermarks_dropped={} (workers deregistered "
+                 "or reset when the node stopped)",
+                 entries, plan.stale_watermarks.size());
+}
+
+} // namespace
+
+node_state load_node_state(const node_options& options) {
+  const auto& c = options.controller;
+  node_state state;
+  for (uint32_t i = 0; i < c.shard_count; ++i) {
+    auto init = std::make_shared<actors::shard_init>();
+    init->durability.shard_index = i;
+    init->durability.slot_count = c.slot_count;
+    state.shards.push_back(std::move(init));
+  }
+  if (!options.persistence) {
+    if (!options.restore_from.empty())
+      throw std::runtime_error("--restore-from needs persistence on");
+    spdlog::info("store-off index=in-memory (a restart asks every worker for a full sync)");
+    return state;
+  }
+  if (c.slot_count > persistence::max_slot + 1)
+    throw std::runtime_error("--slots " + std::to_string(c.slot_count) +
+                             " exceeds what the store records (" +
+                             std::to_string(persistence::max_slot + 1) + ")");
+  auto start = clock_type::now();
+  state.store = open_store(options);
+  for (auto& shard : state.shards)
+    shard->durability.store = state.store;
+
+  uint64_t misplaced = 0;
+  auto loaded = state.store->load(
+      [&](uint32_t slot, uint64_t key, uint32_t holder) {
+        uint32_t expected = actors::slot_of(key, c.slot_count);
+        if (slot != expected) {
+          ++misplaced;
+          return;
+        }
+        state.shards[slot % c.shard_count]->index.admit(key, holder);
+      },
+      [&](const persistence::load_progress& p) {
+        spdlog::info("store-load-progress entries={} seconds={:.1f}", p.entries, p.seconds);
+      });
+  if (!loaded)
+    throw std::runtime_error("cannot load the data dir: " + loaded.error().message);
+  if (misplaced > 0)
+    throw std::runtime_error("the data dir " + options.data_dir +
+                             " was written with a different --slots (" + std::to_string(misplaced) +
+                             " entries do not fall in their slot for --slots " +
+                             std::to_string(c.slot_count) + "); start with the original --slots");
+
+  auto plan =
+      actors::plan_restore(loaded->workers, loaded->watermarks, c.shard_count, actors::wall_now());
+  commit_cleanup(*state.store, state, plan, c.slot_count);
+  for (uint32_t i = 0; i < c.shard_count; ++i)
+    state.shards[i]->watermarks = std::move(plan.shard_watermarks[i]);
+  size_t resync = 0;
+  for (const auto& w : plan.workers)
+    resync += w.resync_reason.empty() ? 0 : 1;
+  for (const auto& shard : state.shards)
+    state.entries += shard->index.entries();
+  state.workers = std::move(plan.workers);
+  // A node that starts on an empty store knows nothing of the workers, as
+  // LMCache after a restart; one that loaded its store asks only those with a gap.
+  state.need_full_sync_all = state.store->created();
+  state.seconds = seconds_since(start);
+  spdlog::info("store-loaded path={} workers={} entries={} watermarks={} workers_to_resync={} "
+               "need_full_sync_all={} seconds={:.3f}",
+               state.store->path(), state.workers.size(), state.entries, loaded->watermarks.size(),
+               resync, state.need_full_sync_all, state.seconds);
+  return state;
+}
+
+} // namespace lmcc::apps

@@ -1,0 +1,57 @@
+#include "apps/lmcc/snapshot_command.hpp"
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+
+namespace lmcc::apps {
+
+int run_snapshot(const std::string& node, const std::string& out_dir, std::chrono::seconds timeout,
+                 std::ostream& out, std::ostream& err) {
+  auto colon = node.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == node.size()) {
+    err << "lmcc snapshot: --node must be HOST:PORT, got '" << node << "'\n";
+    return 2;
+  }
+  // Relative paths mean the caller's working directory; the node resolves
+  // nothing itself (it may run elsewhere, with another cwd).
+  std::error_code ec;
+  std::string dir = std::filesystem::absolute(out_dir, ec).lexically_normal().string();
+  if (ec) {
+    err << "lmcc snapshot: bad --out '" << out_dir << "': " << ec.message() << "\n";
+    return 2;
+  }
+  httplib::Client client{"http://" + node};
+  client.set_connection_timeout(std::chrono::seconds(5));
+  client.set_read_timeout(timeout);
+  auto body = nlohmann::json{{"dir", dir}}.dump();
+  auto res = client.Post("/admin/snapshot", body, "application/json");
+  if (!res) {
+    err << "lmcc snapshot: cannot reach http://" << node << ": " << httplib::to_string(res.error())
+        << "\n";
+    return 2;
+  }
+  auto reply = nlohmann::json::parse(res->body, nullptr, false);
+  if (res->status != 200) {
+    std::string why = res->body;
+    if (!reply.is_discarded() && reply.contains("detail") && reply["detail"].is_string())
+      why = reply["detail"].get<std::string>();
+    err << "lmcc snapshot: the node refused (HTTP " << res->status << "): " << why << "\n";
+    return 1;
+  }
+  if (reply.is_discarded() || !reply.is_object()) {
+    err << "lmcc snapshot: unexpected reply: " << res->body << "\n";
+    return 1;
+  }
+  out << "snapshot-written dir=" << reply.value("dir", dir)
+      << " entries=" << reply.value("entries", uint64_t{0})
+      << " workers=" << reply.value("workers", uint64_t{0})
+      << " watermarks=" << reply.value("watermarks", uint64_t{0})
+      << " files=" << reply.value("files", uint64_t{0})
+      << " bytes=" << reply.value("bytes", uint64_t{0})
+      << " seconds=" << reply.value("seconds", 0.0) << "\n";
+  return 0;
+}
+
+} // namespace lmcc::apps
