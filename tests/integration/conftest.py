@@ -178,11 +178,16 @@ class Node:
 
     # -- lifecycle ---------------------------------------------------------------
 
-    def start(self) -> "Node":
+    def start(self, keep_ports: bool = False, expect_ready: bool = True) -> "Node":
+        """Starts the process (new free ports unless keep_ports: a restart on the
+        same addresses, which the workers' sockets reconnect to). With
+        expect_ready=False it returns once the process has exited or is ready."""
         assert BINARY.exists(), f"lmcc binary not found at {BINARY} (set LMCC_BINARY)"
         for attempt in range(3):
-            self.http_port, self.pull_port, self.reply_port, self.heartbeat_port = free_ports(4)
-            self.log_path = self.workdir / f"node-{self.http_port}.log"
+            if not keep_ports:
+                self.http_port, self.pull_port, self.reply_port, self.heartbeat_port = free_ports(4)
+            self.starts = getattr(self, "starts", 0) + 1
+            self.log_path = self.workdir / f"node-{self.http_port}-{self.starts}.log"
             ports = json.dumps({"pull": self.pull_port, "reply": self.reply_port,
                                 "heartbeat": self.heartbeat_port})
             # stdbuf: spdlog writes to stdout, which is block-buffered into a file;
@@ -221,7 +226,9 @@ class Node:
             self.returncode = self.proc.returncode
             with _live_lock:
                 _live_nodes.remove(self)
-            if attempt == 2 or "cannot bind" not in self.log_text():
+            if not expect_ready:
+                return self
+            if attempt == 2 or keep_ports or "cannot bind" not in self.log_text():
                 raise AssertionError(f"node exited with {self.returncode} during start-up:\n"
                                      f"{self.log_tail()}")
         raise AssertionError("unreachable")
@@ -251,6 +258,18 @@ class Node:
         self.returncode = self.proc.returncode
         self._forget()
         return self.returncode
+
+    def restart(self, *extra_args: str, hard: bool = False,
+                expect_ready: bool = True) -> "Node":
+        """Stops the node (SIGTERM, or SIGKILL when hard) and starts it again on the
+        same ports and data dir, with extra_args replacing the test's own flags."""
+        if hard:
+            self.kill()
+        else:
+            assert self.stop() == 0, self.log_tail()
+        if extra_args:
+            self.extra_args = tuple(extra_args)
+        return self.start(keep_ports=True, expect_ready=expect_ready)
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
