@@ -1,6 +1,7 @@
 #include "actors/directory.hpp"
 
 #include "actors/clock.hpp"
+#include "actors/drain.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -405,6 +406,12 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
       [self](request_atom, msg::Msg& m) { return on_request(self, m); },
       [self](stats_atom) { return collect_stats(self); },
       [self](tick_atom) { reap(self); },
+      [self](drain_atom) -> caf::result<bool> {
+        std::vector<worker_actor> workers;
+        for (const auto& [num, worker] : self->state.workers)
+          workers.push_back(worker);
+        return drain_all(self, workers);
+      },
       [self](sync_state_atom, uint32_t worker_num, sync_phase phase, uint64_t missing) {
         self->state.reg.set_sync_state(worker_num, phase, missing);
       },

@@ -32,7 +32,9 @@ namespace lmcc::actors {
 
 using directory_actor = directory_feedback_actor::extend<
     caf::reacts_to<push_atom, msg::Msg>, caf::replies_to<request_atom, msg::Msg>::with<msg::Msg>,
-    caf::replies_to<stats_atom>::with<node_stats>, caf::reacts_to<tick_atom>>;
+    caf::replies_to<stats_atom>::with<node_stats>, caf::reacts_to<tick_atom>,
+    // Answers once every batch it received so far is committed by the shards.
+    caf::replies_to<drain_atom>::with<bool>>;
 
 /// Hooks into the rest of the node, so that actors stay free of sockets.
 struct directory_hooks {

@@ -149,6 +149,10 @@ kv_shard_actor::behavior_type kv_shard(kv_shard_actor::stateful_pointer<kv_shard
         self->state.flush_scheduled = false;
         self->state.commit();
       },
+      [self](drain_atom) {
+        self->state.commit();
+        return !self->state.pending.has_value();
+      },
       [self](find_atom, const key_list& keys) { return self->state.find(keys); },
       [self](stats_atom) { return self->state.stats(); },
   };

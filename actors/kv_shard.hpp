@@ -46,7 +46,10 @@ using kv_shard_actor = caf::typed_actor<
     caf::replies_to<erase_atom, uint32_t, int32_t>::with<uint64_t>,
     // The same, then sets the location's watermark to `mark` (a full-sync start).
     caf::replies_to<erase_atom, uint32_t, int32_t, uint64_t>::with<uint64_t>,
-    caf::reacts_to<flush_atom>, caf::replies_to<find_atom, key_list>::with<holder_lists>,
+    caf::reacts_to<flush_atom>,
+    // Commits what is pending; answers once it is on disk (a clean stop).
+    caf::replies_to<drain_atom>::with<bool>,
+    caf::replies_to<find_atom, key_list>::with<holder_lists>,
     caf::replies_to<stats_atom>::with<shard_stats>>;
 
 /// How a shard keeps its slots on disk; a null store keeps it in memory only.

@@ -50,6 +50,7 @@ using erase_atom = caf::atom_constant<caf::atom("erase")>;
 using find_atom = caf::atom_constant<caf::atom("find")>;
 using mark_atom = caf::atom_constant<caf::atom("mark")>;   ///< set a seq watermark mark
 using flush_atom = caf::atom_constant<caf::atom("flush")>; ///< commit what is pending
+using drain_atom = caf::atom_constant<caf::atom("drain")>; ///< everything sent so far is committed
 
 // -- atoms: directory -> lookup and control actors ----------------------------------
 using view_atom = caf::atom_constant<caf::atom("view")>;

@@ -1,6 +1,7 @@
 #include "actors/worker_actor.hpp"
 
 #include "actors/clock.hpp"
+#include "actors/drain.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -270,6 +271,7 @@ worker_actor::behavior_type worker_main(worker_actor::stateful_pointer<worker_ac
         erase_everywhere(self, -1, std::nullopt);
         self->quit();
       },
+      [self](drain_atom) -> caf::result<bool> { return drain_all(self, self->state.cfg.shards); },
       [self](tick_atom) {
         auto& st = self->state;
         if (!st.syncing())

@@ -38,7 +38,9 @@ using worker_actor = caf::typed_actor<
     caf::reacts_to<sync_batch_atom, uint32_t, msg::FullSyncBatchMsg>,
     caf::reacts_to<sync_end_atom, msg::FullSyncEndMsg>,
     caf::replies_to<sync_status_atom, msg::FullSyncStatusMsg>::with<msg::Msg>,
-    caf::reacts_to<reset_atom>, caf::reacts_to<retire_atom>, caf::reacts_to<tick_atom>>;
+    caf::reacts_to<reset_atom>, caf::reacts_to<retire_atom>, caf::reacts_to<tick_atom>,
+    // Answers once every shard has committed what this worker sent before.
+    caf::replies_to<drain_atom>::with<bool>>;
 
 struct worker_config {
   uint32_t worker_num = 0;

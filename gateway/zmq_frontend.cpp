@@ -574,9 +574,27 @@ public:
         spdlog::error("pull-loop-error socket=pull error={}", e.what());
       }
     }
+    hand_over_queued();
   }
 
 private:
+  /// On stop: what ZMQ has already taken off the wire is, for the workers,
+  /// sent; handing it over lets the node's drain commit it instead of making
+  /// every busy worker resync after a clean restart. Bounded in time, since
+  /// workers may keep sending while the socket is open.
+  void hand_over_queued() {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    uint64_t handed = 0;
+    try {
+      while (std::chrono::steady_clock::now() < deadline && receive_one())
+        ++handed;
+    } catch (const std::exception& e) {
+      spdlog::warn("pull-final-drain-error error={}", e.what());
+    }
+    if (handed > 0)
+      spdlog::info("pull-final-drain frames_handed_over={}", handed);
+  }
+
   /// Receives and handles one multipart; false when there was none.
   bool receive_one() {
     zmq::message_t frame;

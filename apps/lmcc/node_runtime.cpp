@@ -113,6 +113,22 @@ public:
     bridge_ = system_.spawn(actors::request_bridge_main, directory_);
   }
 
+  /// Commits every batch the directory has received (a clean stop loses none),
+  /// bounded by the internal timeout.
+  void drain() {
+    if (!store_ || !directory_)
+      return;
+    auto start = std::chrono::steady_clock::now();
+    caf::scoped_actor self{system_};
+    bool ok = false;
+    self->request(directory_, options_.controller.internal_timeout, actors::drain_atom::value)
+        .receive(
+            [&](bool all) { ok = all; },
+            [&](caf::error& e) { spdlog::warn("node-drain-failed error={}", caf::to_string(e)); });
+    spdlog::info("node-drained committed={} seconds={:.3f}", ok,
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+
   void request(msg::Msg m, std::chrono::milliseconds timeout, actors::reply_callback done) {
     caf::anon_send(bridge_, actors::request_atom::value, std::move(m),
                    static_cast<uint32_t>(timeout.count()), std::move(done));
@@ -177,6 +193,7 @@ void node_runtime::stop() {
   d.frontend_->stop();
   // Fails queued worker commands; their callbacks still reach the live fan-out.
   d.control_.reset();
+  d.drain();
   auto exit_all = [&](auto& handles) {
     for (auto& h : handles)
       caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
