@@ -446,16 +446,14 @@ expected<void> store::compact() {
 
 // -- load ------------------------------------------------------------------------------
 
-expected<load_result> store::load(const entry_fn& on_entry, const progress_fn& on_progress,
-                                  uint64_t progress_every) const {
-  const std::string& path = impl_->options.path;
-  rocksdb::DB* db = impl_->db.get();
-  auto start = clock_type::now();
-  auto snap = take_snapshot(db);
+namespace {
+
+/// The worker rows and watermarks as of `snap`.
+expected<load_result> load_directory_at(rocksdb::DB* db, const rocksdb::Snapshot* snap,
+                                        const std::string& path) {
   load_result result;
   std::optional<error> bad;
-
-  auto ws = scan(db, snap.get(), prefix_of(worker_prefix), prefix_end(worker_prefix),
+  auto ws = scan(db, snap, prefix_of(worker_prefix), prefix_end(worker_prefix),
                  [&](std::string_view k, std::string_view v) {
                    auto num = decode_worker_key(k);
                    if (!num) {
@@ -475,7 +473,7 @@ expected<load_result> store::load(const entry_fn& on_entry, const progress_fn& o
   if (bad)
     return *bad;
 
-  auto ms = scan(db, snap.get(), prefix_of(watermark_prefix), prefix_end(watermark_prefix),
+  auto ms = scan(db, snap, prefix_of(watermark_prefix), prefix_end(watermark_prefix),
                  [&](std::string_view k, std::string_view v) {
                    auto w = decode_watermark_key(k);
                    auto seq = decode_u64(v);
@@ -491,6 +489,71 @@ expected<load_result> store::load(const entry_fn& on_entry, const progress_fn& o
     return wrap("load", path, ms);
   if (bad)
     return *bad;
+  return result;
+}
+
+} // namespace
+
+expected<load_result> store::load_directory() const {
+  auto snap = take_snapshot(impl_->db.get());
+  return load_directory_at(impl_->db.get(), snap.get(), impl_->options.path);
+}
+
+expected<uint64_t> store::load_slots(const std::vector<uint32_t>& slots,
+                                     const entry_fn& on_entry) const {
+  const std::string& path = impl_->options.path;
+  uint64_t entries = 0;
+  std::optional<error> bad;
+  for (uint32_t slot : slots) {
+    if (slot > max_slot)
+      return error{"load " + path + ": slot " + std::to_string(slot) + " exceeds " +
+                   std::to_string(max_slot)};
+    std::string lo = entry_key(slot, 0, 0).substr(0, 3);
+    std::string hi = prefix_successor(lo);
+    auto s = scan(impl_->db.get(), nullptr, lo, hi, [&](std::string_view k, std::string_view) {
+      auto e = decode_entry_key(k);
+      if (!e) {
+        bad = error{"load " + path + ": malformed entry key in slot " + std::to_string(slot)};
+        return false;
+      }
+      on_entry(e->slot, e->key, e->holder);
+      ++entries;
+      return true;
+    });
+    if (!s.ok())
+      return wrap("load", path, s);
+    if (bad)
+      return *bad;
+  }
+  return entries;
+}
+
+expected<std::optional<entry>> store::first_entry_from(uint32_t slot) const {
+  if (slot > max_slot)
+    return std::optional<entry>{};
+  std::optional<entry> first;
+  std::string lo = entry_key(slot, 0, 0).substr(0, 3);
+  auto s = scan(impl_->db.get(), nullptr, lo, prefix_end(entry_prefix),
+                [&](std::string_view k, std::string_view) {
+                  first = decode_entry_key(k);
+                  return false;
+                });
+  if (!s.ok())
+    return wrap("load", impl_->options.path, s);
+  return first;
+}
+
+expected<load_result> store::load(const entry_fn& on_entry, const progress_fn& on_progress,
+                                  uint64_t progress_every) const {
+  const std::string& path = impl_->options.path;
+  rocksdb::DB* db = impl_->db.get();
+  auto start = clock_type::now();
+  auto snap = take_snapshot(db);
+  auto dir = load_directory_at(db, snap.get(), path);
+  if (!dir)
+    return dir.error();
+  load_result result = std::move(*dir);
+  std::optional<error> bad;
 
   auto progress = [&] {
     return load_progress{result.workers.size(), result.watermarks.size(), result.entries,

@@ -243,6 +243,20 @@ public:
   expected<load_result> load(const entry_fn& on_entry, const progress_fn& on_progress = {},
                              uint64_t progress_every = 1'000'000) const;
 
+  /// The worker rows and watermarks only (load_result::entries stays 0).
+  expected<load_result> load_directory() const;
+
+  /// Streams the entries of the listed slots (each <= max_slot), slot by slot
+  /// in list order, through on_entry; the number streamed. Threads given
+  /// disjoint slot lists may call it concurrently, which is how a node loads
+  /// its index on several cores. Reads the latest state (no snapshot): meant
+  /// for start-up, before anything writes.
+  expected<uint64_t> load_slots(const std::vector<uint32_t>& slots, const entry_fn& on_entry) const;
+
+  /// The first entry stored at or after `slot`, if any (finds entries beyond
+  /// a smaller --slots than the data was written with).
+  expected<std::optional<entry>> first_entry_from(uint32_t slot) const;
+
   // -- snapshots ---------------------------------------------------------------
 
   /// Writes a checkpoint and its manifest into `dir`, which must not exist;

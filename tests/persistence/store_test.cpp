@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 #include <rocksdb/db.h>
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <thread>
+#include <tuple>
 
 using namespace lmcc::persistence;
 using namespace lmcc::persistence::test;
@@ -225,6 +227,58 @@ TEST(persistence_store, concurrent_writers_each_land_whole) {
   ASSERT_EQ(c.watermarks.size(), writers);
   for (const auto& wm : c.watermarks)
     EXPECT_EQ(wm.seq, commits - 1) << wm.worker_num;
+}
+
+TEST(persistence_store, slots_load_apart_and_in_parallel_like_the_whole) {
+  temp_dir tmp;
+  auto s = must_open(tmp.sub("db"));
+  ASSERT_TRUE(s);
+  store::batch b;
+  for (uint64_t k = 0; k < 5000; ++k)
+    b.admit(static_cast<uint32_t>(k % 97), k * 2654435761ULL, holder(1 + k % 3, 0));
+  b.put_worker(sample_worker(1, "a", 0));
+  b.put_watermark({1, 0, 0, 9});
+  ASSERT_TRUE(s->commit(b));
+  auto whole = read_all(*s);
+
+  // Two threads, disjoint slot lists (even and odd slots), as a node loads.
+  std::vector<entry> parts[2];
+  std::vector<std::thread> threads;
+  for (uint32_t t = 0; t < 2; ++t)
+    threads.emplace_back([&, t] {
+      std::vector<uint32_t> slots;
+      for (uint32_t slot = t; slot < 97; slot += 2)
+        slots.push_back(slot);
+      auto n = s->load_slots(slots, [&](uint32_t slot, uint64_t key, uint32_t h) {
+        parts[t].push_back({slot, key, h});
+      });
+      ASSERT_TRUE(n);
+      EXPECT_EQ(*n, parts[t].size());
+    });
+  for (auto& th : threads)
+    th.join();
+  std::vector<entry> merged = parts[0];
+  merged.insert(merged.end(), parts[1].begin(), parts[1].end());
+  std::sort(merged.begin(), merged.end(), [](const entry& x, const entry& y) {
+    return std::tie(x.slot, x.key, x.holder) < std::tie(y.slot, y.key, y.holder);
+  });
+  EXPECT_EQ(merged, whole.entries);
+
+  auto dir = s->load_directory();
+  ASSERT_TRUE(dir);
+  EXPECT_EQ(dir->workers, whole.workers);
+  EXPECT_EQ(dir->watermarks, whole.watermarks);
+  EXPECT_EQ(dir->entries, 0U);
+
+  // first_entry_from finds entries beyond a slot count, or none.
+  auto beyond = s->first_entry_from(96);
+  ASSERT_TRUE(beyond);
+  ASSERT_TRUE(beyond->has_value());
+  EXPECT_EQ((*beyond)->slot, 96U);
+  auto none = s->first_entry_from(97);
+  ASSERT_TRUE(none);
+  EXPECT_FALSE(none->has_value());
+  EXPECT_FALSE(s->load_slots({max_slot + 1}, [](uint32_t, uint64_t, uint32_t) {}));
 }
 
 TEST(persistence_store, one_rocksdb_write_per_commit) {
