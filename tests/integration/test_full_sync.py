@@ -273,4 +273,8 @@ def test_status_reply_is_self_consistent_right_after_end(node_factory, make_work
         if triple not in ((True, 1.0, True), (False, 0.0, False)):
             bad.append((sync_id, triple))
             break
+        # End travels the PUSH socket, the next Start the DEALER one: like a real
+        # worker, poll until complete before starting another sync.
+        wait_until(lambda: w.full_sync_status(sync_id)["is_complete"],
+                   message=f"{sync_id} complete")
     assert bad == []
