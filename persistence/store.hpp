@@ -232,6 +232,11 @@ public:
   /// Flushes memtables to SST files (benchmarks measure disk bytes after it).
   expected<void> flush();
 
+  /// Pauses (false) or resumes (true) RocksDB's background flushes and
+  /// compactions; a node pauses them while it loads, so they do not compete
+  /// with the load for the cores.
+  expected<void> set_background_work(bool on);
+
   /// Compacts the whole key range (drops tombstones; for disk measurements).
   expected<void> compact();
 
@@ -280,6 +285,9 @@ public:
 
   /// Bytes of the DB's files (SSTs, WAL, MANIFEST, OPTIONS; not info logs).
   expected<uint64_t> disk_bytes() const;
+
+  /// RocksDB's estimate of the keys stored (all kinds; a sizing hint only).
+  uint64_t estimated_keys() const noexcept;
 
   /// RocksDB writes issued so far (commits plus the format record at creation).
   uint64_t write_count() const noexcept;

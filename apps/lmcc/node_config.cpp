@@ -345,20 +345,21 @@ refusal apply_persist_sync(const json& v, resolve_state& s) {
   return parse_switch(v, s.options.store.sync);
 }
 
-refusal apply_rocksdb_block_cache(const json& v, resolve_state& s) {
+/// A size in MiB (1..max_mib) into bytes.
+refusal parse_mib(const json& v, int64_t max_mib, size_t& bytes) {
   uint64_t mib = 0;
-  if (auto why = parse_unsigned(v, 1, 1 << 20, mib))
+  if (auto why = parse_unsigned(v, 1, max_mib, mib))
     return why;
-  s.options.store.block_cache_bytes = static_cast<size_t>(mib) << 20;
+  bytes = static_cast<size_t>(mib) << 20;
   return std::nullopt;
 }
 
+refusal apply_rocksdb_block_cache(const json& v, resolve_state& s) {
+  return parse_mib(v, int64_t{1} << 20, s.options.store.block_cache_bytes);
+}
+
 refusal apply_rocksdb_write_buffer(const json& v, resolve_state& s) {
-  uint64_t mib = 0;
-  if (auto why = parse_unsigned(v, 1, 1 << 16, mib))
-    return why;
-  s.options.store.write_buffer_bytes = static_cast<size_t>(mib) << 20;
-  return std::nullopt;
+  return parse_mib(v, int64_t{1} << 16, s.options.store.write_buffer_bytes);
 }
 
 refusal apply_restore_from(const json& v, resolve_state& s) {

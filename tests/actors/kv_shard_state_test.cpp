@@ -1,28 +1,14 @@
 // kv_shard_state with a real store: what a shard writes to disk for its ops,
 // watermarks and erases, read back with store::load. No actor system.
 #include "actors/kv_shard.hpp"
+#include "tests/persistence/test_util.hpp"
 
 #include <gtest/gtest.h>
-
-#include <cstdlib>
-#include <filesystem>
 
 namespace lmcc::actors {
 namespace {
 
-struct temp_dir {
-  std::string path;
-  temp_dir() {
-    std::string tmpl = "/tmp/lmcc-shard-XXXXXX";
-    if (::mkdtemp(tmpl.data()) == nullptr)
-      throw std::runtime_error("mkdtemp failed");
-    path = tmpl;
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
+using persistence::test::temp_dir;
 
 struct disk {
   std::vector<persistence::entry> entries;
@@ -44,7 +30,7 @@ class kv_shard_state_test : public ::testing::Test {
 protected:
   void SetUp() override {
     persistence::store_options o;
-    o.path = tmp.path + "/db";
+    o.path = tmp.sub("db");
     o.block_cache_bytes = size_t{4} << 20;
     o.write_buffer_bytes = size_t{4} << 20;
     auto s = persistence::store::open(o, "n1");
