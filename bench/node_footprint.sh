@@ -9,12 +9,15 @@ build=${1:-build}
 repeats=${2:-5}
 py=/usr/bin/python3
 free_port() { $py -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+data=$(mktemp -d /tmp/lmcc-footprint.XXXXXX)
+trap 'rm -rf "$data"' EXIT
 starts=(); cpus=(); rss=()
 for i in $(seq "$repeats"); do
   http=$(free_port); pull=$(free_port); reply=$(free_port); hb=$(free_port)
   t0=$(date +%s%N)
   "$build/lmcc" node --host 127.0.0.1 --port "$http" --log-level warn \
-    --monitor-ports "{\"pull\":$pull,\"reply\":$reply,\"heartbeat\":$hb}" &
+    --monitor-ports "{\"pull\":$pull,\"reply\":$reply,\"heartbeat\":$hb}" \
+    --data-dir "$data/run-$i" &
   pid=$!
   until curl -sf "http://127.0.0.1:$http/readyz" >/dev/null; do sleep 0.005; done
   t1=$(date +%s%N)

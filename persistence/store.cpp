@@ -436,10 +436,10 @@ expected<void> store::flush() {
   return {};
 }
 
-expected<void> store::set_background_work(bool on) {
-  auto s = on ? impl_->db->ContinueBackgroundWork() : impl_->db->PauseBackgroundWork();
+expected<void> store::set_auto_compactions(bool on) {
+  auto s = impl_->db->SetOptions({{"disable_auto_compactions", on ? "false" : "true"}});
   if (!s.ok())
-    return wrap(on ? "resume background work" : "pause background work", impl_->options.path, s);
+    return wrap(on ? "enable compactions" : "disable compactions", impl_->options.path, s);
   return {};
 }
 

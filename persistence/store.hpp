@@ -232,10 +232,11 @@ public:
   /// Flushes memtables to SST files (benchmarks measure disk bytes after it).
   expected<void> flush();
 
-  /// Pauses (false) or resumes (true) RocksDB's background flushes and
-  /// compactions; a node pauses them while it loads, so they do not compete
-  /// with the load for the cores.
-  expected<void> set_background_work(bool on);
+  /// Turns RocksDB's automatic compactions off (false) or back on (true); a
+  /// node turns them off while it loads, so that no new compaction competes
+  /// with the load for the cores (one already running finishes; waiting for
+  /// it, as PauseBackgroundWork would, cost seconds after a large ingest).
+  expected<void> set_auto_compactions(bool on);
 
   /// Compacts the whole key range (drops tombstones; for disk measurements).
   expected<void> compact();

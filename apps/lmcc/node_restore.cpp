@@ -79,19 +79,19 @@ void commit_cleanup(persistence::store& store, node_state& state, const actors::
                  entries, plan.stale_watermarks.size());
 }
 
-/// Pauses the store's background work for its lifetime.
-class background_pause {
+/// Holds the store's automatic compactions off for its lifetime.
+class compaction_pause {
 public:
-  explicit background_pause(persistence::store& store) : store_(store) {
-    if (auto r = store_.set_background_work(false); !r)
-      spdlog::warn("store-pause-failed error={}", r.error().message);
+  explicit compaction_pause(persistence::store& store) : store_(store) {
+    if (auto r = store_.set_auto_compactions(false); !r)
+      spdlog::warn("store-compactions-off-failed error={}", r.error().message);
   }
-  ~background_pause() {
-    if (auto r = store_.set_background_work(true); !r)
-      spdlog::error("store-resume-failed error={}", r.error().message);
+  ~compaction_pause() {
+    if (auto r = store_.set_auto_compactions(true); !r)
+      spdlog::error("store-compactions-on-failed error={}", r.error().message);
   }
-  background_pause(const background_pause&) = delete;
-  background_pause& operator=(const background_pause&) = delete;
+  compaction_pause(const compaction_pause&) = delete;
+  compaction_pause& operator=(const compaction_pause&) = delete;
 
 private:
   persistence::store& store_;
@@ -182,9 +182,8 @@ node_state load_node_state(const node_options& options) {
   {
     // Compactions left over from before the stop wait until the index is in
     // memory: on a small machine they took half the cores from the load
-    // (10 M entries: 7 s -> 4 s). Resumed on every path, also when the load
-    // fails (closing the store flushes, which needs background work).
-    background_pause pause{*state.store};
+    // (10 M entries: 7 s -> 4 s). Back on along every path, also a failed load.
+    compaction_pause pause{*state.store};
     load_index(*state.store, state, c.shard_count, c.slot_count, options.data_dir);
   }
 

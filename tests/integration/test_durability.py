@@ -104,6 +104,10 @@ def test_clean_restart_keeps_everything_and_asks_no_full_sync(node_factory, make
     assert commands(a) == [] and commands(b) == []
     assert node.gauge("kv_op_seq_discontinuity_count") == 0
     assert node.gauge("kv_pool_keys_count") == a.key_count() + b.key_count()
+    # The control channel to a restored worker works: its address came from the store.
+    r = node.post("/clear", {"instance_id": b.instance_id, "location": DISK})
+    assert r.status == 200, r
+    assert len(b.control.requests("ClearWorkerMsg")) == 1
 
 
 def test_deregistered_worker_stays_gone_and_reregistered_worker_stays_reset(node_factory,
