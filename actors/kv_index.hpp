@@ -79,10 +79,6 @@ public:
   /// True when (key, h) was removed, false when it was not there.
   bool evict(uint64_t key, holder_id h);
 
-  /// Makes room for `keys` distinct keys (a restart knows roughly how many it
-  /// will load; growing the table step by step would rehash it ~log2(n) times).
-  void reserve(size_t keys) { map_.reserve(keys); }
-
   /// Removes every entry whose holder matches; returns how many. on_erased
   /// (optional) sees each removed (key, holder), e.g. to delete it on disk.
   uint64_t erase_holders(const std::function<bool(holder_id)>& matches,

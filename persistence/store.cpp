@@ -862,12 +862,6 @@ expected<uint64_t> store::disk_bytes() const {
   return total;
 }
 
-uint64_t store::estimated_keys() const noexcept {
-  uint64_t keys = 0;
-  impl_->db->GetIntProperty("rocksdb.estimate-num-keys", &keys);
-  return keys;
-}
-
 bool store::created() const noexcept {
   return impl_->created;
 }

@@ -287,9 +287,6 @@ public:
   /// Bytes of the DB's files (SSTs, WAL, MANIFEST, OPTIONS; not info logs).
   expected<uint64_t> disk_bytes() const;
 
-  /// RocksDB's estimate of the keys stored (all kinds; a sizing hint only).
-  uint64_t estimated_keys() const noexcept;
-
   /// RocksDB writes issued so far (commits plus the format record at creation).
   uint64_t write_count() const noexcept;
 

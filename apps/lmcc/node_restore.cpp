@@ -105,10 +105,6 @@ void load_index(const persistence::store& store, node_state& state, uint32_t sha
                 uint32_t slot_count, const std::string& data_dir) {
   const uint32_t threads =
       std::clamp<uint32_t>(std::thread::hardware_concurrency(), 1, std::min(shard_count, 8U));
-  // Every shard gets an even share of the keys (slots spread them uniformly).
-  const uint64_t per_shard = store.estimated_keys() / shard_count;
-  for (auto& shard : state.shards)
-    shard->index.reserve(static_cast<size_t>(per_shard + per_shard / 16));
   std::vector<std::vector<uint32_t>> slots(threads);
   for (uint32_t slot = 0; slot < slot_count; ++slot)
     slots[(slot % shard_count) % threads].push_back(slot);
