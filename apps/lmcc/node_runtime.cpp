@@ -56,7 +56,10 @@ public:
   caf::actor_system_config config_;
   caf::actor_system system_;
   gateway::node_metrics metrics_;
-  std::unique_ptr<gateway::control_channel> control_;
+  /// Shared so that actors reach it through weak pointers: a directory still
+  /// working through its mailbox while the node stops (a deregistration, the
+  /// reaper) must find it gone, not freed.
+  std::shared_ptr<gateway::control_channel> control_;
   std::unique_ptr<gateway::zmq_frontend> frontend_;
   std::unique_ptr<gateway::http_api> http_;
   std::vector<actors::kv_shard_actor> shards_;
@@ -87,12 +90,16 @@ public:
       lookups_.push_back(system_.spawn(
           actors::lookup_main,
           actors::lookup_config{shards_, c.slot_count, c.chunk_hashing, c.internal_timeout}));
-    auto* control = control_.get();
-    fanout_ = system_.spawn(actors::control_fanout_main,
-                            actors::control_send_fn{[control](const std::string& endpoint,
-                                                              msg::Msg command, auto done) {
-                              control->send(endpoint, std::move(command), std::move(done));
-                            }});
+    std::weak_ptr<gateway::control_channel> control = control_;
+    fanout_ = system_.spawn(
+        actors::control_fanout_main,
+        actors::control_send_fn{
+            [control](const std::string& endpoint, msg::Msg command, auto done) {
+              if (auto channel = control.lock())
+                channel->send(endpoint, std::move(command), std::move(done));
+              else
+                done(msg::codec_error{"the node is stopping: no command is sent to " + endpoint});
+            }});
     actors::directory_config dc;
     dc.options = c;
     dc.shards = shards_;
@@ -103,7 +110,10 @@ public:
     dc.hooks.heartbeat_url_for = [frontend](const std::string& ip) {
       return frontend->heartbeat_url_for(ip);
     };
-    dc.hooks.forget_control = [control](const std::string& endpoint) { control->forget(endpoint); };
+    dc.hooks.forget_control = [control](const std::string& endpoint) {
+      if (auto channel = control.lock())
+        channel->forget(endpoint);
+    };
     dc.hooks.count_event = [metrics](std::string_view e) { metrics->count_event(e); };
     dc.seed = std::random_device{}();
     dc.store = state.store;
@@ -155,7 +165,7 @@ node_runtime::~node_runtime() {
 
 void node_runtime::start() {
   auto& d = *impl_;
-  d.control_ = std::make_unique<gateway::control_channel>(d.context_, d.options_.control);
+  d.control_ = std::make_shared<gateway::control_channel>(d.context_, d.options_.control);
   d.frontend_ = std::make_unique<gateway::zmq_frontend>(d.context_, d.options_.zmq, *this);
   d.http_ = std::make_unique<gateway::http_api>(d.options_.http, *this, d.metrics_,
                                                 d.frontend_->counters());

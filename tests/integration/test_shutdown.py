@@ -48,3 +48,21 @@ def test_sigint_stops_cleanly(node_factory):
     assert node.proc.wait(timeout=5) == 0
     node.returncode = 0
     assert "node-signal signal=SIGINT" in node.log_text()
+
+
+def test_sigterm_while_a_backlog_of_batches_and_deregistrations_is_queued(node_factory,
+                                                                         make_worker):
+    # The stop drains the directory's mailbox; deregistrations still queued there
+    # run after the control channel is gone and must find it gone, not freed
+    # (a use-after-free crashed the node here once).
+    node = node_factory()
+    workers = [make_worker(node, unique("stop-backlog"), i) for i in range(4)]
+    for w in workers:
+        w.register()
+    for b in range(60):
+        for w in workers:
+            base = (w.worker_id + 1) * 10_000_000 + b * 2000
+            w.push(w.ops_message([("admit", k) for k in range(base, base + 2000)]))
+    for w in workers:
+        w.deregister()
+    assert node.stop() == 0, node.log_tail()
