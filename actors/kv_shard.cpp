@@ -27,9 +27,10 @@ void kv_shard_state::apply(holder_id h, const kv_op_list& ops) {
 void kv_shard_state::set_watermark(holder_id h, uint64_t value) {
   if (!durable() || watermarks_frozen)
     return;
+  // Written once per commit, not once per message: under load a commit covers
+  // many messages of the same holder and only the last value matters.
   watermarks[h] = value;
-  batch().put_watermark(
-      persistence::watermark{worker_of(h), location_of(h), durability.shard_index, value});
+  dirty_watermarks.insert(h);
 }
 
 uint64_t kv_shard_state::erase(uint32_t worker_num, int32_t location_index) {
@@ -46,6 +47,7 @@ uint64_t kv_shard_state::erase(uint32_t worker_num, int32_t location_index) {
   for (auto it = watermarks.begin(); it != watermarks.end();) {
     if (matches(it->first)) {
       b.delete_watermark(worker_of(it->first), location_of(it->first), durability.shard_index);
+      dirty_watermarks.erase(it->first);
       it = watermarks.erase(it);
     } else {
       ++it;
@@ -55,6 +57,11 @@ uint64_t kv_shard_state::erase(uint32_t worker_num, int32_t location_index) {
 }
 
 void kv_shard_state::commit() {
+  // The watermarks go last, in the same write as the ops they cover.
+  for (holder_id h : dirty_watermarks)
+    batch().put_watermark(persistence::watermark{worker_of(h), location_of(h),
+                                                 durability.shard_index, watermarks.at(h)});
+  dirty_watermarks.clear();
   if (!pending || pending->empty())
     return;
   size_t ops = pending->size();

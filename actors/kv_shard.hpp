@@ -31,6 +31,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 
 namespace lmcc::actors {
 
@@ -78,6 +79,8 @@ struct kv_shard_state {
   shard_durability durability;
   /// This shard's watermark per holder as last written (mirrors the store).
   std::map<holder_id, uint64_t> watermarks;
+  /// Holders whose watermark changed since the last commit (written by commit()).
+  std::set<holder_id> dirty_watermarks;
   std::optional<persistence::store::batch> pending;
   bool flush_scheduled = false;
   /// Set when pending ops had to be dropped: watermarks no longer move.
@@ -90,7 +93,7 @@ struct kv_shard_state {
   /// Applies ops in memory and, when durable, appends them to `pending`.
   void apply(holder_id h, const kv_op_list& ops);
 
-  /// Records the holder's watermark (in memory and pending).
+  /// Records the holder's watermark; the next commit writes it.
   void set_watermark(holder_id h, uint64_t value);
 
   /// Removes (worker, location) or, with location -1, all of the worker's
