@@ -53,8 +53,9 @@ namespace lmcc::persistence {
 /// max_write_buffer_number (memtables).
 struct store_options {
   /// Directory of the node's RocksDB; created with its parents when missing.
-  // Default: "lmcc-data" (relative to the working directory).
-  std::string path = "lmcc-data";
+  /// `lmcc node` sets it from lmcc_data_dir, whose default this is.
+  // Default: "./lmcc-data" (relative to the working directory).
+  std::string path = "./lmcc-data";
 
   /// fsync the WAL on every commit. false relies on the WAL reaching the page
   /// cache: a process crash (kill -9) loses nothing, a machine crash may lose
