@@ -92,6 +92,10 @@ int main(int argc, char** argv) {
   std::ios::sync_with_stdio(false);
 
   if (*node_cmd) {
+    if (node_inputs.print_options_markdown) {
+      std::cout << lmcc::apps::options_markdown();
+      return 0;
+    }
     node_inputs.extra_args = node_cmd->remaining();
     auto config = lmcc::apps::resolve_node_options(node_inputs, lmcc::apps::process_environment());
     if (!config) {
