@@ -272,6 +272,23 @@ TEST(NodeOptionTable, DumpConfigHasEveryDumpedOptionInTableOrder) {
   EXPECT_EQ(expected.size() + 4, node_option_table().size());
 }
 
+TEST(NodeOptionTable, TheReadmeOptionsTableIsTheGeneratedOne) {
+  std::ifstream in(std::string(LMCC_SOURCE_DIR) + "/README.md");
+  ASSERT_TRUE(in) << LMCC_SOURCE_DIR "/README.md";
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string readme = text.str();
+  const std::string begin = "<!-- options-table: begin -->\n";
+  const std::string end = "<!-- options-table: end -->";
+  auto from = readme.find(begin);
+  auto to = readme.find(end);
+  ASSERT_NE(from, std::string::npos);
+  ASSERT_NE(to, std::string::npos);
+  from += begin.size();
+  EXPECT_EQ(readme.substr(from, to - from), options_markdown())
+      << "regenerate it: build/lmcc node --print-options-markdown";
+}
+
 TEST(NodeOptionTable, MarkdownHasOneRowPerOption) {
   std::string md = options_markdown();
   EXPECT_EQ(std::count(md.begin(), md.end(), '\n'), 2 + std::ssize(node_option_table()));
