@@ -62,16 +62,20 @@ int main(int argc, char** argv) {
 
   auto* hash_cmd = app.add_subcommand(
       "chunk-hashes", "stdin: JSON array of token ids per line; stdout: [[start,end,hash],...]");
+  // Defaults are chunk_hash_options' initializers, as for `lmcc node`.
+  lmcc::msg::chunk_hash_options hashing;
   std::optional<int64_t> none_hash;
   std::optional<uint32_t> python_hash_seed;
-  uint32_t chunk_size = 256;
-  auto* none_opt = hash_cmd->add_option("--none-hash", none_hash, "initial chain hash (default 0)");
+  auto* none_opt = hash_cmd->add_option("--none-hash", none_hash,
+                                        "initial chain hash (default " +
+                                            std::to_string(hashing.none_hash) + ")");
   hash_cmd
       ->add_option("--python-hash-seed", python_hash_seed,
                    "derive the initial hash from PYTHONHASHSEED as vLLM does")
       ->excludes(none_opt);
-  hash_cmd->add_option("--chunk-size", chunk_size, "tokens per chunk")
-      ->check(CLI::Range(1U, 1U << 20));
+  hash_cmd->add_option("--chunk-size", hashing.chunk_size, "tokens per chunk")
+      ->check(CLI::Range(1U, 1U << 20))
+      ->capture_default_str();
 
   auto* snapshot_cmd = app.add_subcommand(
       "snapshot", "ask a running node to write a checkpoint of its store (for --restore-from)");
@@ -118,13 +122,11 @@ int main(int argc, char** argv) {
   if (*encode_cmd)
     return lmcc::apps::run_msg_encode(std::cin, std::cout);
   if (*hash_cmd) {
-    lmcc::msg::chunk_hash_options options;
-    options.chunk_size = chunk_size;
     if (none_hash)
-      options.none_hash = *none_hash;
+      hashing.none_hash = *none_hash;
     if (python_hash_seed)
-      options.none_hash = lmcc::msg::none_hash_from_python_hash_seed(*python_hash_seed);
-    return lmcc::apps::run_chunk_hashes(options, std::cin, std::cout);
+      hashing.none_hash = lmcc::msg::none_hash_from_python_hash_seed(*python_hash_seed);
+    return lmcc::apps::run_chunk_hashes(hashing, std::cin, std::cout);
   }
   return 0;
 }
