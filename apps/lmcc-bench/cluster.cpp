@@ -153,6 +153,12 @@ std::vector<instance_info> cluster::instance_infos() const {
 }
 
 void cluster::deregister_all() {
+  // Every heartbeat stops (and its last reply is in) before any DeRegisterMsg:
+  // a later beat would register the worker again.
+  for (auto& w : workers_)
+    w->request_service_stop();
+  for (auto& w : workers_)
+    w->stop_service();
   for (size_t i = 0; i < registered_; ++i)
     workers_[i]->deregister();
   registered_ = 0;

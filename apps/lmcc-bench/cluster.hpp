@@ -4,8 +4,9 @@
 // Instance k is "<prefix>-k"; its ranks 0..tp-1 are its workers. Workers are
 // registered in order (instance-major), so the controller's registration
 // order, which seed-era lookups depend on, is deterministic. On destruction
-// every registered worker sends DeRegisterMsg (unless --keep-registered), so
-// repeated runs start from a clean controller state.
+// every registered worker stops heartbeating and then sends DeRegisterMsg
+// (unless --keep-registered), so repeated runs start from a clean controller
+// state.
 //
 //   cluster c{ctx, opts, opts.pull.tcp(), true};
 //   c.register_all();
@@ -84,7 +85,8 @@ public:
   /// The ground truth of who holds what, per instance (peer URLs by rank).
   std::vector<instance_info> instance_infos() const;
 
-  /// DeRegisterMsg for every registered worker (also done by the destructor).
+  /// Stops every worker's heartbeats, then DeRegisterMsg for every registered
+  /// worker (also done by the destructor).
   void deregister_all();
 
 private:
