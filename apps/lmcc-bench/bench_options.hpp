@@ -121,8 +121,9 @@ struct bench_options {
   /// Interval between FullSyncStatusMsg polls, ms. Default: 10
   uint32_t full_sync_poll_ms = 10;
 
-  /// Controller pid for `memory` (reads /proc/<pid>/status).
-  std::optional<int> pid;
+  /// The controller's processes on this host (several for a cluster): CPU time
+  /// from /proc/<pid>/stat and RSS from /proc/<pid>/status, summed.
+  std::vector<int> pids;
 
   /// Entry counts at which `memory` samples the RSS. Default: 1000000, 10000000
   std::vector<uint64_t> entries{1000000, 10000000};

@@ -112,7 +112,9 @@ void add_flags(CLI::App& app, bench_options& o, endpoint_texts& ep, std::string&
   app.add_option("--poll-ms", o.full_sync_poll_ms, "ms between FullSyncStatusMsg polls")
       ->check(CLI::Range(1U, 60000U))
       ->capture_default_str();
-  app.add_option("--pid", o.pid, "controller pid (memory)");
+  app.add_option("--pid", o.pids,
+                 "controller pid(s) on this host, e.g. 1,2,3 (summed): CPU per op, RSS")
+      ->delimiter(',');
   app.add_option("--entries", o.entries, "entry counts for memory, e.g. 1000000,10000000")
       ->delimiter(',')
       ->capture_default_str();
