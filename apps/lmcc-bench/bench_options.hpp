@@ -49,6 +49,10 @@ struct bench_options {
   /// Where the key count is read: auto (key-stats, else /metrics), key-stats, metrics.
   std::string key_source = "auto";
 
+  /// Timeout of each key-count sample, ms: a busy controller costs a counted
+  /// miss, never a stalled run. Default: 500
+  uint32_t sample_timeout_ms = 500;
+
   // -- the simulated cluster ---------------------------------------------------
 
   /// Simulated LMCache instances ("<prefix>-<k>"); each runs `tp` workers.

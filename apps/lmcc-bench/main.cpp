@@ -130,6 +130,10 @@ void add_flags(CLI::App& app, bench_options& o, endpoint_texts& ep, std::string&
   app.add_option("--request-timeout-ms", o.request_timeout_ms, "ZMQ/HTTP request timeout")
       ->check(CLI::Range(10U, 600000U))
       ->capture_default_str();
+  app.add_option("--sample-timeout-ms", o.sample_timeout_ms,
+                 "timeout of each key-count read (a late one is counted as a miss)")
+      ->check(CLI::Range(10U, 600000U))
+      ->capture_default_str();
   app.add_option("--register-timeout", o.register_timeout_s, "seconds to wait for RegisterRetMsg")
       ->check(CLI::Range(0.1, 600.0))
       ->capture_default_str();

@@ -24,16 +24,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-/// Increments a counter when it goes out of scope.
-struct finish_mark {
-  explicit finish_mark(std::atomic<size_t>& c) : count(c) {}
-  finish_mark(const finish_mark&) = delete;
-  finish_mark& operator=(const finish_mark&) = delete;
-  ~finish_mark() { ++count; }
-
-  std::atomic<size_t>& count;
-};
-
 struct timed_sync {
   full_sync_result result;
   steady::time_point start;
@@ -50,7 +40,7 @@ report run_fullsync(scenario_env& env) {
   api.check_reachable();
   cluster c{env.ctx, o, o.pull.tcp(), true};
   c.register_all();
-  key_tracker keys{api};
+  key_tracker keys{api, o};
   for (size_t i = 0; i < c.size(); ++i)
     c[i].preload(o.full_sync_keys);
 

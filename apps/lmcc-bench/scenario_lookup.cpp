@@ -211,7 +211,7 @@ report run_lookup_kind(scenario_env& env, lookup_kind kind) {
   api.check_reachable();
   cluster c{env.ctx, o, o.pull.tcp(), true};
   c.register_all();
-  key_tracker keys{api};
+  key_tracker keys{api, o};
   const prompt_corpus corpus{o.seed, o.workers, o.prompts, o.prompt_chunks, env.hasher};
   const auto t0 = steady::now();
   c.admit_prompts(corpus, t0 + seconds_to_duration(o.settle_timeout_s));

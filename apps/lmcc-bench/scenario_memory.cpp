@@ -49,7 +49,7 @@ report run_memory(scenario_env& env) {
   api.check_reachable();
   cluster c{env.ctx, o, o.pull.tcp(), true};
   c.register_all();
-  key_tracker keys{api};
+  key_tracker keys{api, o};
   std::this_thread::sleep_for(rss_settle);
   const uint64_t rss0 = rss_now(node);
   r.add("rss_start_mib", "controller RSS after registration", kib_to_mib(rss0), "MiB");
