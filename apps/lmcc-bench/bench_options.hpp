@@ -95,6 +95,13 @@ struct bench_options {
   /// Run length of the timed part of a scenario, seconds. Default: 10
   double duration_s = 10;
 
+  /// ingest/flood: push exactly this many ops in total instead of pushing for
+  /// --duration (0 = use --duration): equal work for every controller.
+  uint64_t ops = 0;
+
+  /// Longest push of an --ops run, s (the run fails if it is not done by then).
+  double push_timeout_s = 900;
+
   /// Seed of every random choice (keys, tokens, query mix). Default: 1
   uint64_t seed = 1;
 
@@ -128,6 +135,10 @@ struct bench_options {
   /// The controller's processes on this host (several for a cluster): CPU time
   /// from /proc/<pid>/stat and RSS from /proc/<pid>/status, summed.
   std::vector<int> pids;
+
+  /// Seconds after convergence whose controller CPU (flushes, compactions) is
+  /// also charged to the load. Default: 5
+  double post_seconds = 5;
 
   /// Entry counts at which `memory` samples the RSS. Default: 1000000, 10000000
   std::vector<uint64_t> entries{1000000, 10000000};

@@ -62,6 +62,13 @@ void cluster::register_all() {
   }
 }
 
+size_t cluster::index_of(const simulated_worker& w) const {
+  for (size_t i = 0; i < workers_.size(); ++i)
+    if (workers_[i].get() == &w)
+      return i;
+  throw std::logic_error("worker not in this cluster");
+}
+
 uint64_t cluster::truth_total() const {
   return std::accumulate(workers_.begin(), workers_.end(), uint64_t{0},
                          [](uint64_t s, const auto& w) { return s + w->truth_size(); });

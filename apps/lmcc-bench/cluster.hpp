@@ -44,6 +44,9 @@ public:
   simulated_worker& operator[](size_t i) { return *workers_[i]; }
   const simulated_worker& operator[](size_t i) const { return *workers_[i]; }
 
+  /// The position of `w` in this cluster (instance-major registration order).
+  size_t index_of(const simulated_worker& w) const;
+
   /// Sum of the workers' ground-truth set sizes.
   uint64_t truth_total() const;
 

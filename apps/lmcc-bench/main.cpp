@@ -4,6 +4,7 @@
 //
 //   lmcc-bench ingest --workers 4 --duration 10 --json ingest.json
 //   lmcc-bench lookup --pull 127.0.0.1:8300 --reply 127.0.0.1:8400 --http 127.0.0.1:9000
+//   lmcc-bench ingest --ops 20000000 --pid $(pgrep -d, -x lmcc)
 //   lmcc-bench floor --duration 2          (no controller needed)
 //
 // Exit status: 0 every check passed; 1 a check failed (see the table);
@@ -83,6 +84,12 @@ void add_flags(CLI::App& app, bench_options& o, endpoint_texts& ep, std::string&
   app.add_option("--duration", o.duration_s, "seconds of the timed part")
       ->check(CLI::Range(0.1, 86400.0))
       ->capture_default_str();
+  app.add_option("--ops", o.ops,
+                 "ingest/flood: push exactly N ops in total instead of for --duration (0 = off)")
+      ->capture_default_str();
+  app.add_option("--push-timeout", o.push_timeout_s, "longest push of an --ops run, s")
+      ->check(CLI::Range(1.0, 86400.0))
+      ->capture_default_str();
   app.add_option("--seed", o.seed, "seed of every random choice")->capture_default_str();
   app.add_option("--prompts", o.prompts, "prompts admitted per instance")
       ->check(CLI::Range(1U, 1000000U))
@@ -115,6 +122,10 @@ void add_flags(CLI::App& app, bench_options& o, endpoint_texts& ep, std::string&
   app.add_option("--pid", o.pids,
                  "controller pid(s) on this host, e.g. 1,2,3 (summed): CPU per op, RSS")
       ->delimiter(',');
+  app.add_option("--post-seconds", o.post_seconds,
+                 "controller CPU is also counted this long after convergence")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
   app.add_option("--entries", o.entries, "entry counts for memory, e.g. 1000000,10000000")
       ->delimiter(',')
       ->capture_default_str();

@@ -69,11 +69,8 @@ report run_memory(scenario_env& env) {
     for (size_t i = 0; i < need % c.size(); ++i)
       ++quota[i];
     const auto cpu0 = node.cpu_seconds();
-    std::vector<const simulated_worker*> order;
-    for (size_t i = 0; i < c.size(); ++i)
-      order.push_back(&c[i]);
     auto loaders = c.start_all([&](simulated_worker& w, std::stop_token stop) {
-      const auto i = static_cast<size_t>(std::find(order.begin(), order.end(), &w) - order.begin());
+      const size_t i = c.index_of(w);
       (void)w.push_random(push_limits{.deadline = deadline,
                                       .ops_per_s = per_worker_rate,
                                       .max_ops = quota[i],

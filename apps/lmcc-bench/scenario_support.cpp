@@ -190,6 +190,7 @@ nlohmann::json config_json(const bench_options& o) {
   j["msgs_per_multipart"] = o.msgs_per_multipart;
   j["evict_ratio"] = o.evict_ratio;
   j["rate"] = o.rate;
+  j["ops"] = o.ops;
   j["heartbeat_interval_s"] = o.heartbeat_interval_s;
   j["full_sync_on_request"] = o.full_sync_on_request;
   j["none_hash"] = o.none_hash ? nlohmann::json(*o.none_hash) : nlohmann::json();
@@ -208,6 +209,7 @@ nlohmann::json config_json(const bench_options& o) {
   j["entries"] = o.entries;
   j["restart_cmd"] = o.restart_cmd;
   j["pids"] = o.pids;
+  j["post_seconds"] = o.post_seconds;
   j["sample_timeout_ms"] = o.sample_timeout_ms;
   j["request_timeout_ms"] = o.request_timeout_ms;
   return j;

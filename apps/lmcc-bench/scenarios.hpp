@@ -1,7 +1,7 @@
 // scenarios: the measurements lmcc-bench can run, selected by name. Each one
 // returns a report (table + JSON) whose checks decide the exit status.
 //
-//   ingest    sustained applied ops/s; final key count == ground truth
+//   ingest    applied ops/s (--ops N: equal work), CPU us/op; key count == truth
 //   lookup    HTTP /lookup latency percentiles, idle and under ingest; hits checked
 //   p2p       BatchedP2PLookupMsg latency, idle and under ingest; answers checked
 //   fullsync  keys/s of full syncs (FullSyncStartMsg -> can_exit_freeze)
