@@ -26,6 +26,20 @@ struct host_port {
 /// Parses `host:port` (the port after the last colon); throws std::invalid_argument.
 host_port parse_host_port(const std::string& text);
 
+/// One controller node's public endpoints.
+struct node_endpoints {
+  host_port pull;
+  host_port reply;
+  host_port http;
+};
+
+/// Parses `host:PULL/REPLY/HTTP` (e.g. `127.0.0.1:8300/8400/9000`); throws
+/// std::invalid_argument.
+node_endpoints parse_node_endpoints(const std::string& text);
+
+/// What a socket or client is for, when choosing the node it talks to.
+enum class node_role : uint64_t { push = 1, reply = 2, lookup = 3, p2p = 4 };
+
 struct bench_options {
   // -- what to run -------------------------------------------------------------
 
@@ -48,6 +62,11 @@ struct bench_options {
 
   /// Where the key count is read: auto (key-stats, else /metrics), key-stats, metrics.
   std::string key_source = "auto";
+
+  /// The nodes of a cluster (--nodes); when empty, the one node above. Workers'
+  /// sockets and lookup clients are spread over them; key counts come from the
+  /// first (every node answers for the whole cluster).
+  std::vector<node_endpoints> nodes;
 
   /// Timeout of each key-count sample, ms: a busy controller costs a counted
   /// miss, never a stalled run. Default: 500
@@ -166,5 +185,12 @@ struct bench_options {
   /// Keep the workers registered at exit (no DeRegisterMsg).
   bool keep_registered = false;
 };
+
+/// The node that socket or client number `index` of `role` talks to: the
+/// nodes in a rotation that starts at a --seed-chosen node per role, so the
+/// spread is even and the same for a seed, and a worker's PUSH and DEALER may
+/// reach different nodes (as behind a Kubernetes Service). Without --nodes,
+/// the one node of --pull/--reply/--http.
+node_endpoints pick_node(const bench_options& o, node_role role, size_t index);
 
 } // namespace lmcc::bench

@@ -6,9 +6,10 @@
 // order, which seed-era lookups depend on, is deterministic. On destruction
 // every registered worker stops heartbeating and then sends DeRegisterMsg
 // (unless --keep-registered), so repeated runs start from a clean controller
-// state.
+// state. With --nodes, worker i's PUSH and DEALER reach the nodes
+// pick_node(push, i) and pick_node(reply, i).
 //
-//   cluster c{ctx, opts, opts.pull.tcp(), true};
+//   cluster c{ctx, opts};          // against the controller node(s) of opts
 //   c.register_all();
 //   c.run_all([&](simulated_worker& w, std::stop_token) { w.push_random(...); });
 //
@@ -31,8 +32,9 @@ namespace lmcc::bench {
 
 class cluster {
 public:
-  cluster(zmq::context_t& ctx, const bench_options& opts, std::string push_url,
-          bool with_controller);
+  /// Workers of the controller(s) in `opts`; with `sink_url`, workers that
+  /// only push there (no controller: no registration, no DEALER).
+  cluster(zmq::context_t& ctx, const bench_options& opts, const std::string& sink_url = {});
   ~cluster();
   cluster(const cluster&) = delete;
   cluster& operator=(const cluster&) = delete;

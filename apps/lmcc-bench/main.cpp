@@ -5,6 +5,7 @@
 //   lmcc-bench ingest --workers 4 --duration 10 --json ingest.json
 //   lmcc-bench lookup --pull 127.0.0.1:8300 --reply 127.0.0.1:8400 --http 127.0.0.1:9000
 //   lmcc-bench ingest --ops 20000000 --pid $(pgrep -d, -x lmcc)
+//   lmcc-bench ingest --nodes 127.0.0.1:8300/8400/9000,127.0.0.1:8301/8401/9001
 //   lmcc-bench floor --duration 2          (no controller needed)
 //
 // Exit status: 0 every check passed; 1 a check failed (see the table);
@@ -28,6 +29,7 @@ struct endpoint_texts {
   std::string pull = "127.0.0.1:8300";
   std::string reply = "127.0.0.1:8400";
   std::string http = "127.0.0.1:9000";
+  std::vector<std::string> nodes;
 };
 
 void add_flags(CLI::App& app, bench_options& o, endpoint_texts& ep, std::string& scenario_flag) {
@@ -40,6 +42,10 @@ void add_flags(CLI::App& app, bench_options& o, endpoint_texts& ep, std::string&
   app.add_option("--pull", ep.pull, "controller PULL socket host:port")->capture_default_str();
   app.add_option("--reply", ep.reply, "controller reply ROUTER host:port")->capture_default_str();
   app.add_option("--http", ep.http, "controller HTTP API host:port")->capture_default_str();
+  app.add_option("--nodes", ep.nodes,
+                 "a cluster's nodes as host:PULL/REPLY/HTTP,... (replaces --pull/--reply/--http; "
+                 "key counts are read from the first)")
+      ->delimiter(',');
   app.add_option("--key-source", o.key_source, "where the key count is read")
       ->check(CLI::IsMember({"auto", "key-stats", "metrics"}))
       ->capture_default_str();
@@ -178,6 +184,13 @@ int main(int argc, char** argv) {
     o.pull = lmcc::bench::parse_host_port(ep.pull);
     o.reply = lmcc::bench::parse_host_port(ep.reply);
     o.http = lmcc::bench::parse_host_port(ep.http);
+    for (const auto& text : ep.nodes)
+      o.nodes.push_back(lmcc::bench::parse_node_endpoints(text));
+    if (!o.nodes.empty()) { // the first node is the one every single-node read uses
+      o.pull = o.nodes[0].pull;
+      o.reply = o.nodes[0].reply;
+      o.http = o.nodes[0].http;
+    }
   } catch (const std::invalid_argument& e) {
     fmt::print(stderr, "lmcc-bench: {}\n", e.what());
     return 2;

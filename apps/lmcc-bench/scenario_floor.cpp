@@ -85,7 +85,7 @@ private:
 floor_result measure_floor(scenario_env& env, double duration_s) {
   const auto& o = env.opts;
   decoding_sink sink{env.ctx};
-  cluster c{env.ctx, o, sink.url(), false};
+  cluster c{env.ctx, o, sink.url()};
   const auto t0 = steady::now();
   const auto deadline = t0 + seconds_to_duration(duration_s);
   auto drivers = c.start_all([&](simulated_worker& w, std::stop_token stop) {

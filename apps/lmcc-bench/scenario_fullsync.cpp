@@ -39,7 +39,8 @@ report run_fullsync(scenario_env& env) {
   const process_set node{o.pids};
   controller_http api{o.http, o.key_source, o.instance_prefix, o.request_timeout_ms};
   api.check_reachable();
-  cluster c{env.ctx, o, o.pull.tcp(), true};
+  check_other_nodes_reachable(o);
+  cluster c{env.ctx, o};
   c.register_all();
   key_tracker keys{api, o};
   for (size_t i = 0; i < c.size(); ++i)

@@ -34,7 +34,8 @@ report run_ingest(scenario_env& env) {
   const process_set node{o.pids};
   controller_http api{o.http, o.key_source, o.instance_prefix, o.request_timeout_ms};
   api.check_reachable();
-  cluster c{env.ctx, o, o.pull.tcp(), true};
+  check_other_nodes_reachable(o);
+  cluster c{env.ctx, o};
   c.register_all();
   key_tracker keys{api, o};
   const auto seq0 = api.metric(seq_metric);

@@ -10,6 +10,7 @@
 // the whole --duration, as many queries as the clients manage, while the
 // workers ingest --ingest-fraction x --peak-ops random ops/s, so that every
 // query of it is measured under load and the load is not cut short.
+// With --nodes, client i asks node pick_node(lookup or p2p, i).
 #include "apps/lmcc-bench/cluster.hpp"
 #include "apps/lmcc-bench/lookup_clients.hpp"
 #include "apps/lmcc-bench/scenario_support.hpp"
@@ -67,9 +68,10 @@ void run_client(const phase_setup& s, uint32_t client, uint64_t requests,
   std::optional<controller_http> api;
   std::optional<p2p_client> p2p;
   if (s.kind == lookup_kind::http)
-    api.emplace(o.http, o.key_source, o.instance_prefix, o.request_timeout_ms);
+    api.emplace(pick_node(o, node_role::lookup, client).http, o.key_source, o.instance_prefix,
+                o.request_timeout_ms);
   else
-    p2p.emplace(s.env->ctx, o.reply.tcp(), o.request_timeout_ms,
+    p2p.emplace(s.env->ctx, pick_node(o, node_role::p2p, client).reply.tcp(), o.request_timeout_ms,
                 fmt::format("bench-p2p-client-{}", client));
   phase_result local;
   for (uint64_t i = 0; i < requests && steady::now() < deadline; ++i) {
@@ -217,7 +219,8 @@ report run_lookup_kind(scenario_env& env, lookup_kind kind) {
   r.set_config(config_json(o));
   controller_http api{o.http, o.key_source, o.instance_prefix, o.request_timeout_ms};
   api.check_reachable();
-  cluster c{env.ctx, o, o.pull.tcp(), true};
+  check_other_nodes_reachable(o);
+  cluster c{env.ctx, o};
   c.register_all();
   key_tracker keys{api, o};
   const prompt_corpus corpus{o.seed, o.workers, o.prompts, o.prompt_chunks, env.hasher};

@@ -47,7 +47,8 @@ report run_memory(scenario_env& env) {
   r.set_config(config_json(o));
   controller_http api{o.http, o.key_source, o.instance_prefix, o.request_timeout_ms};
   api.check_reachable();
-  cluster c{env.ctx, o, o.pull.tcp(), true};
+  check_other_nodes_reachable(o);
+  cluster c{env.ctx, o};
   c.register_all();
   key_tracker keys{api, o};
   std::this_thread::sleep_for(rss_settle);

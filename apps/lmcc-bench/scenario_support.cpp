@@ -177,11 +177,22 @@ bool progress_clock::due() {
   return true;
 }
 
+void check_other_nodes_reachable(const bench_options& o) {
+  for (size_t i = 1; i < o.nodes.size(); ++i) {
+    controller_http api{o.nodes[i].http, o.key_source, o.instance_prefix, o.request_timeout_ms};
+    api.check_reachable();
+  }
+}
+
 nlohmann::json config_json(const bench_options& o) {
   nlohmann::json j;
   j["pull"] = o.pull.str();
   j["reply"] = o.reply.str();
   j["http"] = o.http.str();
+  nlohmann::json nodes = nlohmann::json::array();
+  for (const auto& n : o.nodes)
+    nodes.push_back({{"pull", n.pull.str()}, {"reply", n.reply.str()}, {"http", n.http.str()}});
+  j["nodes"] = std::move(nodes);
   j["workers"] = o.workers;
   j["tp"] = o.tp;
   j["instance_prefix"] = o.instance_prefix;

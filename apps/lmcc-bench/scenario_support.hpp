@@ -150,6 +150,10 @@ private:
   steady::time_point next_ = steady::now() + std::chrono::seconds(2);
 };
 
+/// Checks that the HTTP API of every --nodes node after the first (which the
+/// scenario's own client checks) answers; throws unreachable_error.
+void check_other_nodes_reachable(const bench_options& o);
+
 /// The run's options, as JSON.
 nlohmann::json config_json(const bench_options& o);
 
