@@ -43,7 +43,7 @@ enum class node_role : uint64_t { push = 1, reply = 2, lookup = 3, p2p = 4 };
 struct bench_options {
   // -- what to run -------------------------------------------------------------
 
-  /// ingest | lookup | p2p | fullsync | memory | restart | floor
+  /// ingest | lookup | p2p | fullsync | memory | restart | flood | floor
   std::string scenario;
 
   /// Where to write the scenario's JSON report (empty: nowhere).
@@ -170,6 +170,23 @@ struct bench_options {
 
   /// Also measure generator->sink ops/s before `ingest`.
   bool with_floor = false;
+
+  // -- flood: probes next to an unthrottled ingest --------------------------------
+
+  /// HTTP /lookup requests per second. Default: 20
+  double flood_lookup_rate = 20;
+
+  /// BatchedP2PLookupMsg requests per second. Default: 20
+  double flood_p2p_rate = 20;
+
+  /// HeartbeatMsg requests per second. Default: 10
+  double flood_heartbeat_rate = 10;
+
+  /// Each probe request's timeout, ms; a later reply counts as unanswered. Default: 1000
+  uint32_t flood_timeout_ms = 1000;
+
+  /// Seconds the RSS may settle after deregistration before it is judged. Default: 5
+  double rss_settle_s = 5;
 
   // -- timeouts ----------------------------------------------------------------
 

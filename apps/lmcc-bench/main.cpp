@@ -5,7 +5,7 @@
 //   lmcc-bench ingest --workers 4 --duration 10 --json ingest.json
 //   lmcc-bench lookup --pull 127.0.0.1:8300 --reply 127.0.0.1:8400 --http 127.0.0.1:9000
 //   lmcc-bench ingest --ops 20000000 --pid $(pgrep -d, -x lmcc)
-//   lmcc-bench ingest --nodes 127.0.0.1:8300/8400/9000,127.0.0.1:8301/8401/9001
+//   lmcc-bench flood --duration 30 --pid 1234 --nodes 127.0.0.1:8300/8400/9000,...
 //   lmcc-bench floor --duration 2          (no controller needed)
 //
 // Exit status: 0 every check passed; 1 a check failed (see the table);
@@ -151,6 +151,23 @@ void add_flags(CLI::App& app, bench_options& o, endpoint_texts& ep, std::string&
                  "timeout of each key-count read (a late one is counted as a miss)")
       ->check(CLI::Range(10U, 600000U))
       ->capture_default_str();
+  app.add_option("--lookup-rate", o.flood_lookup_rate, "flood: HTTP /lookup requests per s")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--p2p-rate", o.flood_p2p_rate, "flood: BatchedP2PLookupMsg requests per s")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--heartbeat-rate", o.flood_heartbeat_rate, "flood: HeartbeatMsg requests per s")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--probe-timeout-ms", o.flood_timeout_ms,
+                 "flood: each probe request's timeout (later = unanswered)")
+      ->check(CLI::Range(10U, 600000U))
+      ->capture_default_str();
+  app.add_option("--rss-settle", o.rss_settle_s,
+                 "flood: seconds the RSS may settle after deregistration")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
   app.add_option("--register-timeout", o.register_timeout_s, "seconds to wait for RegisterRetMsg")
       ->check(CLI::Range(0.1, 600.0))
       ->capture_default_str();
@@ -180,7 +197,7 @@ int main(int argc, char** argv) {
     }
     if (o.scenario.empty())
       throw std::invalid_argument("no scenario given (one of: ingest lookup p2p fullsync memory "
-                                  "restart floor)");
+                                  "restart flood floor)");
     o.pull = lmcc::bench::parse_host_port(ep.pull);
     o.reply = lmcc::bench::parse_host_port(ep.reply);
     o.http = lmcc::bench::parse_host_port(ep.http);

@@ -223,6 +223,11 @@ nlohmann::json config_json(const bench_options& o) {
   j["post_seconds"] = o.post_seconds;
   j["sample_timeout_ms"] = o.sample_timeout_ms;
   j["request_timeout_ms"] = o.request_timeout_ms;
+  j["flood"] = {{"lookup_rate", o.flood_lookup_rate},
+                {"p2p_rate", o.flood_p2p_rate},
+                {"heartbeat_rate", o.flood_heartbeat_rate},
+                {"timeout_ms", o.flood_timeout_ms},
+                {"rss_settle_s", o.rss_settle_s}};
   return j;
 }
 
