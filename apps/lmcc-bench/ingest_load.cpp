@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <array>
 #include <thread>
 
 namespace lmcc::bench {
@@ -12,6 +13,12 @@ namespace {
 using namespace std::chrono_literals;
 
 constexpr auto sample_interval = 200ms;
+
+/// The worker counters a load reports, as of its start: a scenario may have
+/// sent other ops before (flood's prompts), which are not the load's.
+constexpr std::array<const std::atomic<uint64_t> worker_counters::*, 6> counted{
+    &worker_counters::ops_sent, &worker_counters::admits,     &worker_counters::evicts,
+    &worker_counters::batches,  &worker_counters::multiparts, &worker_counters::send_stalls};
 
 /// Net key growth per second over the samples after the first 20% of the push
 /// (the warm-up), for the controller's count and for the ground truth.
@@ -50,6 +57,8 @@ void ingest_load::push() {
   std::vector<double> finished_at(c.size(), 0);
   std::atomic<size_t> finished{0};
 
+  for (size_t k = 0; k < counted.size(); ++k)
+    at_start_[k] = c.sum(counted[k]);
   cpu_.start = node_->cpu_seconds();
   t0_ = steady::now();
   sampler_.emplace(*keys_, c, *node_, t0_);
@@ -89,7 +98,7 @@ void ingest_load::push() {
   push_s_ = *std::max_element(finished_at.begin(), finished_at.end());
   if (push_s_ <= 0)
     push_s_ = push_end_read_s_; // a driver threw: stop() would have rethrown
-  sent_ = c.sum(&worker_counters::ops_sent);
+  sent_ = pushed(c, 0);
   for (auto it = sampler_->series().rbegin(); it != sampler_->series().rend(); ++it)
     if (it->count) {
       lag_at_end_ = it->truth - std::min(it->truth, *it->count);
@@ -107,6 +116,10 @@ void ingest_load::converge() {
   cpu_.converged = conv_.reached ? conv_.cpu_s : std::nullopt;
 }
 
+uint64_t ingest_load::pushed(const cluster& c, size_t counter) const {
+  return c.sum(counted[counter]) - at_start_[counter];
+}
+
 void ingest_load::post_window() {
   if (conv_.reached)
     cpu_.post = cpu_after_post_window(*node_, opts_->post_seconds);
@@ -118,14 +131,12 @@ void ingest_load::add_to(report& r) const {
   r.add("workers", "simulated workers (instances x tp)", static_cast<double>(c.size()), "workers");
   r.add("push_seconds", "push duration", push_s_, "s");
   r.add("ops_sent", "ops sent", static_cast<double>(sent_), "ops");
-  r.add("admits", "  admits", static_cast<double>(c.sum(&worker_counters::admits)), "ops");
-  r.add("evicts", "  evicts", static_cast<double>(c.sum(&worker_counters::evicts)), "ops");
-  r.add("batches", "BatchedKVOperationMsg sent",
-        static_cast<double>(c.sum(&worker_counters::batches)), "msgs");
-  r.add("multiparts", "PUSH multiparts sent",
-        static_cast<double>(c.sum(&worker_counters::multiparts)), "msgs");
-  r.add("send_stalls", "PUSH stalls (200 ms backpressure)",
-        static_cast<double>(c.sum(&worker_counters::send_stalls)), "stalls");
+  r.add("admits", "  admits", static_cast<double>(pushed(c, 1)), "ops");
+  r.add("evicts", "  evicts", static_cast<double>(pushed(c, 2)), "ops");
+  r.add("batches", "BatchedKVOperationMsg sent", static_cast<double>(pushed(c, 3)), "msgs");
+  r.add("multiparts", "PUSH multiparts sent", static_cast<double>(pushed(c, 4)), "msgs");
+  r.add("send_stalls", "PUSH stalls (200 ms backpressure)", static_cast<double>(pushed(c, 5)),
+        "stalls");
   r.add("sent_ops_per_s", "generator ops/s (sent)", static_cast<double>(sent_) / push_s_, "ops/s");
   if (conv_.reached) {
     r.add("converge_seconds", "time until key count == truth", conv_.seconds, "s");
@@ -136,18 +147,20 @@ void ingest_load::add_to(report& r) const {
   r.add("controller_keys_per_s", "controller key growth while pushing (after warm-up)",
         count_growth, "keys/s");
   r.add("truth_keys_per_s", "ground-truth key growth (after warm-up)", truth_growth, "keys/s");
-  if (conv_.reached && conv_.seconds > push_s_ + 0.1 && conv_.seconds > last_push_sample_t_)
-    // From the push's last answered sample to convergence: mostly the backlog
-    // the controller still had when the push stopped, applied with the
-    // generator idle (the controller's rate with the whole machine).
-    r.add("drain_keys_per_s", "controller key growth from the last push sample to convergence",
-          static_cast<double>(conv_.truth - std::min(conv_.truth, count_at_last_push_sample_)) /
-              (conv_.seconds - last_push_sample_t_),
-          "keys/s");
-  r.add("last_push_sample_s", "last answered key-count sample of the push, at", last_push_sample_t_,
-        "s");
-  r.add("lag_at_push_end", "controller lag at that sample", static_cast<double>(lag_at_end_),
-        "keys");
+  if (last_push_sample_t_ > 0) {
+    if (conv_.reached && conv_.seconds > push_s_ + 0.1 && conv_.seconds > last_push_sample_t_)
+      // From the push's last answered sample to convergence: mostly the
+      // backlog the controller still had when the push stopped, applied with
+      // the generator idle (the controller's rate with the whole machine).
+      r.add("drain_keys_per_s", "controller key growth from the last push sample to convergence",
+            static_cast<double>(conv_.truth - std::min(conv_.truth, count_at_last_push_sample_)) /
+                (conv_.seconds - last_push_sample_t_),
+            "keys/s");
+    r.add("last_push_sample_s", "last answered key-count sample of the push, at",
+          last_push_sample_t_, "s");
+    r.add("lag_at_push_end", "controller lag at that sample", static_cast<double>(lag_at_end_),
+          "keys");
+  }
   r.add("max_lag", "max controller lag while pushing", static_cast<double>(max_lag_), "keys");
   report_cpu(r, cpu_, conv_.reached ? sent_ : 0, push_end_read_s_, o.post_seconds);
   if (o.ops > 0)

@@ -23,6 +23,7 @@
 #include "apps/lmcc-bench/report.hpp"
 #include "apps/lmcc-bench/scenario_support.hpp"
 
+#include <array>
 #include <optional>
 
 namespace lmcc::bench {
@@ -52,6 +53,9 @@ public:
   const key_sampler& sampler() const { return *sampler_; }
 
 private:
+  /// Counter `counter` of ingest_load.cpp's `counted` list since the push began.
+  uint64_t pushed(const cluster& c, size_t counter) const;
+
   cluster* cluster_;
   const bench_options* opts_;
   const process_set* node_;
@@ -60,6 +64,7 @@ private:
   std::optional<key_sampler> sampler_; // made when the push starts: its clock is t0_
   double push_s_ = 0;
   uint64_t sent_ = 0;
+  std::array<uint64_t, 6> at_start_{};
   uint64_t max_lag_ = 0;
   uint64_t lag_at_end_ = 0;
   double last_push_sample_t_ = 0;
