@@ -20,9 +20,11 @@ constexpr std::array<const std::atomic<uint64_t> worker_counters::*, 6> counted{
     &worker_counters::ops_sent, &worker_counters::admits,     &worker_counters::evicts,
     &worker_counters::batches,  &worker_counters::multiparts, &worker_counters::send_stalls};
 
-/// Net key growth per second over the samples after the first 20% of the push
-/// (the warm-up), for the controller's count and for the ground truth.
-std::pair<double, double> steady_growth(const std::vector<key_sample>& samples, double push_s) {
+/// Net key growth per second over the answered samples after the first 20% of
+/// the push (the warm-up), for the controller's count and for the ground truth;
+/// nullopt when fewer than two samples were answered then.
+std::optional<std::pair<double, double>> steady_growth(const std::vector<key_sample>& samples,
+                                                       double push_s) {
   const key_sample* first = nullptr;
   const key_sample* last = nullptr;
   for (const auto& s : samples) {
@@ -33,10 +35,10 @@ std::pair<double, double> steady_growth(const std::vector<key_sample>& samples, 
     last = &s;
   }
   if (first == nullptr || last == nullptr || last->t <= first->t)
-    return {0, 0};
+    return std::nullopt;
   const double dt = last->t - first->t;
-  return {(static_cast<double>(*last->count) - static_cast<double>(*first->count)) / dt,
-          (static_cast<double>(last->truth) - static_cast<double>(first->truth)) / dt};
+  return std::pair{(static_cast<double>(*last->count) - static_cast<double>(*first->count)) / dt,
+                   (static_cast<double>(last->truth) - static_cast<double>(first->truth)) / dt};
 }
 
 } // namespace
@@ -143,10 +145,12 @@ void ingest_load::add_to(report& r) const {
     r.add("applied_ops_per_s", "applied ops/s (sent / time to converge)",
           static_cast<double>(sent_) / conv_.seconds, "ops/s");
   }
-  const auto [count_growth, truth_growth] = steady_growth(sampler_->series(), push_s_);
-  r.add("controller_keys_per_s", "controller key growth while pushing (after warm-up)",
-        count_growth, "keys/s");
-  r.add("truth_keys_per_s", "ground-truth key growth (after warm-up)", truth_growth, "keys/s");
+  if (const auto growth = steady_growth(sampler_->series(), push_s_)) {
+    r.add("controller_keys_per_s", "controller key growth while pushing (after warm-up)",
+          growth->first, "keys/s");
+    r.add("truth_keys_per_s", "ground-truth key growth (after warm-up)", growth->second, "keys/s");
+  } // else too few key-count reads answered during the push to say
+
   if (last_push_sample_t_ > 0) {
     if (conv_.reached && conv_.seconds > push_s_ + 0.1 && conv_.seconds > last_push_sample_t_)
       // From the push's last answered sample to convergence: mostly the
