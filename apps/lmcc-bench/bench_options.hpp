@@ -26,10 +26,24 @@ struct host_port {
 /// Parses `host:port` (the port after the last colon); throws std::invalid_argument.
 host_port parse_host_port(const std::string& text);
 
+/// One controller node's public endpoints.
+struct node_endpoints {
+  host_port pull;
+  host_port reply;
+  host_port http;
+};
+
+/// Parses `host:PULL/REPLY/HTTP` (e.g. `127.0.0.1:8300/8400/9000`); throws
+/// std::invalid_argument.
+node_endpoints parse_node_endpoints(const std::string& text);
+
+/// What a socket or client is for, when choosing the node it talks to.
+enum class node_role : uint64_t { push = 1, reply = 2, lookup = 3, p2p = 4 };
+
 struct bench_options {
   // -- what to run -------------------------------------------------------------
 
-  /// ingest | lookup | p2p | fullsync | memory | restart | floor
+  /// ingest | lookup | p2p | fullsync | memory | restart | flood | floor
   std::string scenario;
 
   /// Where to write the scenario's JSON report (empty: nowhere).
@@ -48,6 +62,15 @@ struct bench_options {
 
   /// Where the key count is read: auto (key-stats, else /metrics), key-stats, metrics.
   std::string key_source = "auto";
+
+  /// The nodes of a cluster (--nodes); when empty, the one node above. Workers'
+  /// sockets and lookup clients are spread over them; key counts come from the
+  /// first (every node answers for the whole cluster).
+  std::vector<node_endpoints> nodes;
+
+  /// Timeout of each key-count sample, ms: a busy controller costs a counted
+  /// miss, never a stalled run. Default: 500
+  uint32_t sample_timeout_ms = 500;
 
   // -- the simulated cluster ---------------------------------------------------
 
@@ -91,6 +114,13 @@ struct bench_options {
   /// Run length of the timed part of a scenario, seconds. Default: 10
   double duration_s = 10;
 
+  /// ingest/flood: push exactly this many ops in total instead of pushing for
+  /// --duration (0 = use --duration): equal work for every controller.
+  uint64_t ops = 0;
+
+  /// Longest push of an --ops run, s (the run fails if it is not done by then).
+  double push_timeout_s = 900;
+
   /// Seed of every random choice (keys, tokens, query mix). Default: 1
   uint64_t seed = 1;
 
@@ -121,8 +151,13 @@ struct bench_options {
   /// Interval between FullSyncStatusMsg polls, ms. Default: 10
   uint32_t full_sync_poll_ms = 10;
 
-  /// Controller pid for `memory` (reads /proc/<pid>/status).
-  std::optional<int> pid;
+  /// The controller's processes on this host (several for a cluster): CPU time
+  /// from /proc/<pid>/stat and RSS from /proc/<pid>/status, summed.
+  std::vector<int> pids;
+
+  /// Seconds after convergence whose controller CPU (flushes, compactions) is
+  /// also charged to the load. Default: 5
+  double post_seconds = 5;
 
   /// Entry counts at which `memory` samples the RSS. Default: 1000000, 10000000
   std::vector<uint64_t> entries{1000000, 10000000};
@@ -135,6 +170,23 @@ struct bench_options {
 
   /// Also measure generator->sink ops/s before `ingest`.
   bool with_floor = false;
+
+  // -- flood: probes next to an unthrottled ingest --------------------------------
+
+  /// HTTP /lookup requests per second. Default: 20
+  double flood_lookup_rate = 20;
+
+  /// BatchedP2PLookupMsg requests per second. Default: 20
+  double flood_p2p_rate = 20;
+
+  /// HeartbeatMsg requests per second. Default: 10
+  double flood_heartbeat_rate = 10;
+
+  /// Each probe request's timeout, ms; a later reply counts as unanswered. Default: 1000
+  uint32_t flood_timeout_ms = 1000;
+
+  /// Seconds the RSS may settle after deregistration before it is judged. Default: 5
+  double rss_settle_s = 5;
 
   // -- timeouts ----------------------------------------------------------------
 
@@ -150,5 +202,12 @@ struct bench_options {
   /// Keep the workers registered at exit (no DeRegisterMsg).
   bool keep_registered = false;
 };
+
+/// The node that socket or client number `index` of `role` talks to: the
+/// nodes in a rotation that starts at a --seed-chosen node per role, so the
+/// spread is even and the same for a seed, and a worker's PUSH and DEALER may
+/// reach different nodes (as behind a Kubernetes Service). Without --nodes,
+/// the one node of --pull/--reply/--http.
+node_endpoints pick_node(const bench_options& o, node_role role, size_t index);
 
 } // namespace lmcc::bench

@@ -8,11 +8,8 @@
 namespace lmcc::bench {
 namespace {
 
-worker_config make_worker_config(const bench_options& o, std::string push_url,
-                                 bool with_controller) {
+worker_config make_worker_config(const bench_options& o) {
   worker_config c;
-  c.push_url = std::move(push_url);
-  c.reply_url = with_controller ? o.reply.tcp() : std::string{};
   c.location = o.location;
   c.batch_ops = o.batch_ops;
   c.msgs_per_multipart = o.msgs_per_multipart;
@@ -36,17 +33,25 @@ void rethrow_first(const std::vector<std::exception_ptr>& errors) {
 
 } // namespace
 
-cluster::cluster(zmq::context_t& ctx, const bench_options& opts, std::string push_url,
-                 bool with_controller)
+cluster::cluster(zmq::context_t& ctx, const bench_options& opts, const std::string& sink_url)
   : opts_(&opts) {
-  const auto config = make_worker_config(opts, std::move(push_url), with_controller);
+  const auto common = make_worker_config(opts);
   for (uint32_t k = 0; k < opts.workers; ++k)
-    for (uint32_t rank = 0; rank < opts.tp; ++rank)
+    for (uint32_t rank = 0; rank < opts.tp; ++rank) {
+      worker_config config = common;
+      const size_t index = workers_.size();
+      if (sink_url.empty()) {
+        config.push_url = pick_node(opts, node_role::push, index).pull.tcp();
+        config.reply_url = pick_node(opts, node_role::reply, index).reply.tcp();
+      } else {
+        config.push_url = sink_url;
+      }
       workers_.push_back(std::make_unique<simulated_worker>(
           ctx,
           worker_identity{opts.instance_prefix + "-" + std::to_string(k),
                           static_cast<int64_t>(rank), k},
-          config));
+          std::move(config)));
+    }
 }
 
 cluster::~cluster() {
@@ -60,6 +65,13 @@ void cluster::register_all() {
     ++registered_;
     w->start_service();
   }
+}
+
+size_t cluster::index_of(const simulated_worker& w) const {
+  for (size_t i = 0; i < workers_.size(); ++i)
+    if (workers_[i].get() == &w)
+      return i;
+  throw std::logic_error("worker not in this cluster");
 }
 
 uint64_t cluster::truth_total() const {
@@ -153,6 +165,12 @@ std::vector<instance_info> cluster::instance_infos() const {
 }
 
 void cluster::deregister_all() {
+  // Every heartbeat stops (and its last reply is in) before any DeRegisterMsg:
+  // a later beat would register the worker again.
+  for (auto& w : workers_)
+    w->request_service_stop();
+  for (auto& w : workers_)
+    w->stop_service();
   for (size_t i = 0; i < registered_; ++i)
     workers_[i]->deregister();
   registered_ = 0;

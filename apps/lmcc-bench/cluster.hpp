@@ -4,10 +4,12 @@
 // Instance k is "<prefix>-k"; its ranks 0..tp-1 are its workers. Workers are
 // registered in order (instance-major), so the controller's registration
 // order, which seed-era lookups depend on, is deterministic. On destruction
-// every registered worker sends DeRegisterMsg (unless --keep-registered), so
-// repeated runs start from a clean controller state.
+// every registered worker stops heartbeating and then sends DeRegisterMsg
+// (unless --keep-registered), so repeated runs start from a clean controller
+// state. With --nodes, worker i's PUSH and DEALER reach the nodes
+// pick_node(push, i) and pick_node(reply, i).
 //
-//   cluster c{ctx, opts, opts.pull.tcp(), true};
+//   cluster c{ctx, opts};          // against the controller node(s) of opts
 //   c.register_all();
 //   c.run_all([&](simulated_worker& w, std::stop_token) { w.push_random(...); });
 //
@@ -30,8 +32,9 @@ namespace lmcc::bench {
 
 class cluster {
 public:
-  cluster(zmq::context_t& ctx, const bench_options& opts, std::string push_url,
-          bool with_controller);
+  /// Workers of the controller(s) in `opts`; with `sink_url`, workers that
+  /// only push there (no controller: no registration, no DEALER).
+  cluster(zmq::context_t& ctx, const bench_options& opts, const std::string& sink_url = {});
   ~cluster();
   cluster(const cluster&) = delete;
   cluster& operator=(const cluster&) = delete;
@@ -42,6 +45,9 @@ public:
   size_t size() const { return workers_.size(); }
   simulated_worker& operator[](size_t i) { return *workers_[i]; }
   const simulated_worker& operator[](size_t i) const { return *workers_[i]; }
+
+  /// The position of `w` in this cluster (instance-major registration order).
+  size_t index_of(const simulated_worker& w) const;
 
   /// Sum of the workers' ground-truth set sizes.
   uint64_t truth_total() const;
@@ -84,7 +90,8 @@ public:
   /// The ground truth of who holds what, per instance (peer URLs by rank).
   std::vector<instance_info> instance_infos() const;
 
-  /// DeRegisterMsg for every registered worker (also done by the destructor).
+  /// Stops every worker's heartbeats, then DeRegisterMsg for every registered
+  /// worker (also done by the destructor).
   void deregister_all();
 
 private:

@@ -20,6 +20,7 @@ lookup_verdict http_lookup(controller_http& api, const lookup_query& query,
   auto result = api.lookup(query.tokens);
   v.latency_us = micros_since(t0);
   if (!result.ok) {
+    v.no_reply = result.status == 0; // no HTTP response at all
     v.detail = result.error;
     return v;
   }
@@ -58,6 +59,7 @@ lookup_verdict p2p_client::lookup(const lookup_query& query, int64_t asker_rank,
   auto result = channel_.request(request);
   v.latency_us = micros_since(t0);
   if (result.status != request_status::ok) {
+    v.no_reply = result.status != request_status::bad_reply;
     v.detail = result.status == request_status::bad_reply ? result.error : "no reply (timeout)";
     return v;
   }

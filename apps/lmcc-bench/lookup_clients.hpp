@@ -29,6 +29,7 @@ struct instance_info {
 
 struct lookup_verdict {
   bool answered = false; ///< a well-formed reply arrived
+  bool no_reply = false; ///< nothing arrived within the timeout (or no connection)
   bool correct = false;
   bool tp_exact = true;
   double latency_us = 0;

@@ -4,6 +4,8 @@
 //
 //   lmcc-bench ingest --workers 4 --duration 10 --json ingest.json
 //   lmcc-bench lookup --pull 127.0.0.1:8300 --reply 127.0.0.1:8400 --http 127.0.0.1:9000
+//   lmcc-bench ingest --ops 20000000 --pid $(pgrep -d, -x lmcc)
+//   lmcc-bench flood --duration 30 --pid 1234 --nodes 127.0.0.1:8300/8400/9000,...
 //   lmcc-bench floor --duration 2          (no controller needed)
 //
 // Exit status: 0 every check passed; 1 a check failed (see the table);
@@ -27,6 +29,7 @@ struct endpoint_texts {
   std::string pull = "127.0.0.1:8300";
   std::string reply = "127.0.0.1:8400";
   std::string http = "127.0.0.1:9000";
+  std::vector<std::string> nodes;
 };
 
 void add_flags(CLI::App& app, bench_options& o, endpoint_texts& ep, std::string& scenario_flag) {
@@ -39,6 +42,10 @@ void add_flags(CLI::App& app, bench_options& o, endpoint_texts& ep, std::string&
   app.add_option("--pull", ep.pull, "controller PULL socket host:port")->capture_default_str();
   app.add_option("--reply", ep.reply, "controller reply ROUTER host:port")->capture_default_str();
   app.add_option("--http", ep.http, "controller HTTP API host:port")->capture_default_str();
+  app.add_option("--nodes", ep.nodes,
+                 "a cluster's nodes as host:PULL/REPLY/HTTP,... (replaces --pull/--reply/--http; "
+                 "key counts are read from the first)")
+      ->delimiter(',');
   app.add_option("--key-source", o.key_source, "where the key count is read")
       ->check(CLI::IsMember({"auto", "key-stats", "metrics"}))
       ->capture_default_str();
@@ -83,6 +90,12 @@ void add_flags(CLI::App& app, bench_options& o, endpoint_texts& ep, std::string&
   app.add_option("--duration", o.duration_s, "seconds of the timed part")
       ->check(CLI::Range(0.1, 86400.0))
       ->capture_default_str();
+  app.add_option("--ops", o.ops,
+                 "ingest/flood: push exactly N ops in total instead of for --duration (0 = off)")
+      ->capture_default_str();
+  app.add_option("--push-timeout", o.push_timeout_s, "longest push of an --ops run, s")
+      ->check(CLI::Range(1.0, 86400.0))
+      ->capture_default_str();
   app.add_option("--seed", o.seed, "seed of every random choice")->capture_default_str();
   app.add_option("--prompts", o.prompts, "prompts admitted per instance")
       ->check(CLI::Range(1U, 1000000U))
@@ -112,7 +125,13 @@ void add_flags(CLI::App& app, bench_options& o, endpoint_texts& ep, std::string&
   app.add_option("--poll-ms", o.full_sync_poll_ms, "ms between FullSyncStatusMsg polls")
       ->check(CLI::Range(1U, 60000U))
       ->capture_default_str();
-  app.add_option("--pid", o.pid, "controller pid (memory)");
+  app.add_option("--pid", o.pids,
+                 "controller pid(s) on this host, e.g. 1,2,3 (summed): CPU per op, RSS")
+      ->delimiter(',');
+  app.add_option("--post-seconds", o.post_seconds,
+                 "controller CPU is also counted this long after convergence")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
   app.add_option("--entries", o.entries, "entry counts for memory, e.g. 1000000,10000000")
       ->delimiter(',')
       ->capture_default_str();
@@ -127,6 +146,27 @@ void add_flags(CLI::App& app, bench_options& o, endpoint_texts& ep, std::string&
       ->capture_default_str();
   app.add_option("--request-timeout-ms", o.request_timeout_ms, "ZMQ/HTTP request timeout")
       ->check(CLI::Range(10U, 600000U))
+      ->capture_default_str();
+  app.add_option("--sample-timeout-ms", o.sample_timeout_ms,
+                 "timeout of each key-count read (a late one is counted as a miss)")
+      ->check(CLI::Range(10U, 600000U))
+      ->capture_default_str();
+  app.add_option("--lookup-rate", o.flood_lookup_rate, "flood: HTTP /lookup requests per s")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--p2p-rate", o.flood_p2p_rate, "flood: BatchedP2PLookupMsg requests per s")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--heartbeat-rate", o.flood_heartbeat_rate, "flood: HeartbeatMsg requests per s")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--probe-timeout-ms", o.flood_timeout_ms,
+                 "flood: each probe request's timeout (later = unanswered)")
+      ->check(CLI::Range(10U, 600000U))
+      ->capture_default_str();
+  app.add_option("--rss-settle", o.rss_settle_s,
+                 "flood: seconds the RSS may settle after deregistration")
+      ->check(CLI::Range(0.0, 3600.0))
       ->capture_default_str();
   app.add_option("--register-timeout", o.register_timeout_s, "seconds to wait for RegisterRetMsg")
       ->check(CLI::Range(0.1, 600.0))
@@ -157,10 +197,17 @@ int main(int argc, char** argv) {
     }
     if (o.scenario.empty())
       throw std::invalid_argument("no scenario given (one of: ingest lookup p2p fullsync memory "
-                                  "restart floor)");
+                                  "restart flood floor)");
     o.pull = lmcc::bench::parse_host_port(ep.pull);
     o.reply = lmcc::bench::parse_host_port(ep.reply);
     o.http = lmcc::bench::parse_host_port(ep.http);
+    for (const auto& text : ep.nodes)
+      o.nodes.push_back(lmcc::bench::parse_node_endpoints(text));
+    if (!o.nodes.empty()) { // the first node is the one every single-node read uses
+      o.pull = o.nodes[0].pull;
+      o.reply = o.nodes[0].reply;
+      o.http = o.nodes[0].http;
+    }
   } catch (const std::invalid_argument& e) {
     fmt::print(stderr, "lmcc-bench: {}\n", e.what());
     return 2;

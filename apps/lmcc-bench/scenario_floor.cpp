@@ -3,7 +3,9 @@
 // generator pushes N ops/s into the sink, a controller measured below N is the
 // limit, not the generator. The sink also checks what the generator sends:
 // every frame decodes, and seq_nums run 0, 1, 2, ... per (worker, location).
+// With --pid (e.g. the bench's own), the CPU those processes spent per op.
 #include "apps/lmcc-bench/cluster.hpp"
+#include "apps/lmcc-bench/proc_stats.hpp"
 #include "apps/lmcc-bench/scenario_support.hpp"
 #include "apps/lmcc-bench/scenarios.hpp"
 #include "messages/codec_json.hpp"
@@ -83,7 +85,7 @@ private:
 floor_result measure_floor(scenario_env& env, double duration_s) {
   const auto& o = env.opts;
   decoding_sink sink{env.ctx};
-  cluster c{env.ctx, o, sink.url(), false};
+  cluster c{env.ctx, o, sink.url()};
   const auto t0 = steady::now();
   const auto deadline = t0 + seconds_to_duration(duration_s);
   auto drivers = c.start_all([&](simulated_worker& w, std::stop_token stop) {
@@ -119,13 +121,19 @@ report run_floor(scenario_env& env) {
   const auto& o = env.opts;
   report r{"floor"};
   r.set_config(config_json(o));
+  const process_set processes{o.pids}; // e.g. the bench itself: the generator's own cost
+  const auto cpu0 = processes.cpu_seconds();
   const floor_result f = measure_floor(env, o.duration_s);
+  const auto cpu1 = processes.cpu_seconds();
   r.add("workers", "simulated workers (instances x tp)", static_cast<double>(o.workers * o.tp),
         "workers");
   r.add("seconds", "push duration", f.seconds, "s");
   r.add("ops_sent", "ops sent", static_cast<double>(f.ops_sent), "ops");
   r.add("generator_ops_per_s", "generator -> sink ops/s (sent)", f.sent_ops_per_s, "ops/s");
   r.add("sink_ops_per_s", "sink decoded ops/s", f.received_ops_per_s, "ops/s");
+  if (cpu0 && cpu1 && f.ops_sent > 0)
+    r.add("cpu_us_per_op", "CPU of the --pid processes per op sent",
+          (*cpu1 - *cpu0) * 1e6 / static_cast<double>(f.ops_sent), "us/op");
   r.add("frames", "frames decoded", static_cast<double>(f.frames), "frames");
   r.add("mib_per_s", "wire bytes", static_cast<double>(f.bytes) / f.seconds / (1 << 20), "MiB/s");
   r.check("generator made progress", f.ops_sent > 0, fmt::format("{} ops", f.ops_sent));

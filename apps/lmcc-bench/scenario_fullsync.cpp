@@ -24,16 +24,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-/// Increments a counter when it goes out of scope.
-struct finish_mark {
-  explicit finish_mark(std::atomic<size_t>& c) : count(c) {}
-  finish_mark(const finish_mark&) = delete;
-  finish_mark& operator=(const finish_mark&) = delete;
-  ~finish_mark() { ++count; }
-
-  std::atomic<size_t>& count;
-};
-
 struct timed_sync {
   full_sync_result result;
   steady::time_point start;
@@ -46,11 +36,13 @@ report run_fullsync(scenario_env& env) {
   const auto& o = env.opts;
   report r{"fullsync"};
   r.set_config(config_json(o));
+  const process_set node{o.pids};
   controller_http api{o.http, o.key_source, o.instance_prefix, o.request_timeout_ms};
   api.check_reachable();
-  cluster c{env.ctx, o, o.pull.tcp(), true};
+  check_other_nodes_reachable(o);
+  cluster c{env.ctx, o};
   c.register_all();
-  key_tracker keys{api};
+  key_tracker keys{api, o};
   for (size_t i = 0; i < c.size(); ++i)
     c[i].preload(o.full_sync_keys);
 
@@ -69,6 +61,8 @@ report run_fullsync(scenario_env& env) {
     return size_t{0};
   };
   std::atomic<size_t> finished{0};
+  cpu_marks cpu;
+  cpu.start = node.cpu_seconds();
   auto syncing = c.start_all([&](simulated_worker& w, std::stop_token stop) {
     const finish_mark mark{finished}; // counts this worker as done even if it throws
     std::string reason = "bench (self-started)";
@@ -98,6 +92,8 @@ report run_fullsync(scenario_env& env) {
                    c.size());
   }
   syncing.stop();
+  cpu.push_end = node.cpu_seconds();
+  const double syncs_wall_s = seconds_since(t0);
 
   std::vector<double> elapsed;
   std::vector<double> exit_freeze;
@@ -129,7 +125,12 @@ report run_fullsync(scenario_env& env) {
   const double span = std::chrono::duration<double>(last_end - first_start).count();
   // The key count is the independent check: a controller could say "complete"
   // before it has applied every batch.
-  const convergence conv = wait_for_truth(keys, c, o.settle_timeout_s, first_start);
+  key_sampler sampler{keys, c, node, first_start};
+  const convergence conv = wait_for_truth(sampler, o.settle_timeout_s);
+  if (conv.reached) {
+    cpu.converged = conv.cpu_s;
+    cpu.post = cpu_after_post_window(node, o.post_seconds);
+  }
   r.add("workers", "syncing workers (instances x tp)", static_cast<double>(c.size()), "workers");
   r.add("keys_per_worker", "keys per worker", static_cast<double>(o.full_sync_keys), "keys");
   r.add("batches_per_worker", "FullSyncBatchMsg per worker",
@@ -154,6 +155,7 @@ report run_fullsync(scenario_env& env) {
     r.add("per_worker_keys_per_s", "per sync keys/s (median)",
           static_cast<double>(o.full_sync_keys) / med, "keys/s");
   }
+  report_cpu(r, cpu, conv.reached ? total_keys : 0, syncs_wall_s, o.post_seconds, "key");
   r.add("status_polls", "FullSyncStatusMsg polls", static_cast<double>(polls), "msgs");
   r.add("resends", "missing-batch resends", static_cast<double>(resends), "resends");
   std::string reason_text;

@@ -3,11 +3,14 @@
 //
 // Setup: each instance admits --prompts prompts of --prompt-chunks full
 // chunks (all its ranks), and the run waits until the controller's key count
-// equals the ground truth. Then each phase sends --requests queries from
-// --clients clients (bounded by --duration): a random prompt's first 0..C
-// chunks plus a fresh tail, so that the expected answer is known.
-// Phase "idle" has no other traffic; phase "loaded" runs while the workers
-// ingest --ingest-fraction x --peak-ops random ops/s.
+// equals the ground truth. Then each phase sends queries from --clients
+// clients: a random prompt's first 0..C chunks plus a fresh tail, so
+// that the expected answer is known. Phase "idle" has no other traffic and
+// sends --requests queries (bounded by --duration); phase "loaded" runs for
+// the whole --duration, as many queries as the clients manage, while the
+// workers ingest --ingest-fraction x --peak-ops random ops/s, so that every
+// query of it is measured under load and the load is not cut short.
+// With --nodes, client i asks node pick_node(lookup or p2p, i).
 #include "apps/lmcc-bench/cluster.hpp"
 #include "apps/lmcc-bench/lookup_clients.hpp"
 #include "apps/lmcc-bench/scenario_support.hpp"
@@ -17,6 +20,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <limits>
 #include <mutex>
 #include <thread>
 
@@ -56,7 +60,7 @@ struct phase_shared {
   std::atomic<uint32_t> clients_done{0};
 };
 
-void run_client(const phase_setup& s, uint32_t client, uint32_t requests,
+void run_client(const phase_setup& s, uint32_t client, uint64_t requests,
                 steady::time_point deadline, uint64_t stream, phase_shared& shared) {
   const auto& o = s.env->opts;
   auto rng = make_rng(o.seed, stream);
@@ -64,12 +68,13 @@ void run_client(const phase_setup& s, uint32_t client, uint32_t requests,
   std::optional<controller_http> api;
   std::optional<p2p_client> p2p;
   if (s.kind == lookup_kind::http)
-    api.emplace(o.http, o.key_source, o.instance_prefix, o.request_timeout_ms);
+    api.emplace(pick_node(o, node_role::lookup, client).http, o.key_source, o.instance_prefix,
+                o.request_timeout_ms);
   else
-    p2p.emplace(s.env->ctx, o.reply.tcp(), o.request_timeout_ms,
+    p2p.emplace(s.env->ctx, pick_node(o, node_role::p2p, client).reply.tcp(), o.request_timeout_ms,
                 fmt::format("bench-p2p-client-{}", client));
   phase_result local;
-  for (uint32_t i = 0; i < requests && steady::now() < deadline; ++i) {
+  for (uint64_t i = 0; i < requests && steady::now() < deadline; ++i) {
     const lookup_query q = make_query(*s.corpus, rng, o.chunk_size, s.env->hasher);
     const auto& owner = s.infos[q.instance];
     const uint64_t epoch = s.c->sync_epoch(q.instance);
@@ -132,8 +137,11 @@ phase_result run_phase(const phase_setup& s, const std::string& name, uint64_t s
   {
     std::vector<std::jthread> clients;
     const uint32_t n = std::max<uint32_t>(1, o.clients);
+    const bool loaded = background_ops_per_s > 0;
     for (uint32_t i = 0; i < n; ++i) {
-      const uint32_t share = o.requests / n + (i < o.requests % n ? 1 : 0);
+      // Under load: until the deadline, whatever the count.
+      const uint64_t share = loaded ? std::numeric_limits<uint64_t>::max()
+                                    : o.requests / n + (i < o.requests % n ? 1 : 0);
       clients.emplace_back([&, i, share] {
         try {
           run_client(s, i, share, deadline, stream_base + i, shared);
@@ -151,9 +159,11 @@ phase_result run_phase(const phase_setup& s, const std::string& name, uint64_t s
     while (shared.clients_done.load() < n && steady::now() < give_up) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       if (progress.due())
-        spdlog::info("{} {}: t={:.1f}s {} of {} requests done",
+        spdlog::info("{} {}: t={:.1f}s {} requests done{}",
                      s.kind == lookup_kind::http ? "lookup" : "p2p", name, seconds_since(t0),
-                     shared.requests_done.load(), o.requests);
+                     shared.requests_done.load(),
+                     loaded ? fmt::format(" (until {:g} s)", o.duration_s)
+                            : fmt::format(" of {}", o.requests));
     }
   } // every client is bounded by its count, the deadline and its request timeouts
   phase_result result = std::move(shared.result);
@@ -209,9 +219,10 @@ report run_lookup_kind(scenario_env& env, lookup_kind kind) {
   r.set_config(config_json(o));
   controller_http api{o.http, o.key_source, o.instance_prefix, o.request_timeout_ms};
   api.check_reachable();
-  cluster c{env.ctx, o, o.pull.tcp(), true};
+  check_other_nodes_reachable(o);
+  cluster c{env.ctx, o};
   c.register_all();
-  key_tracker keys{api};
+  key_tracker keys{api, o};
   const prompt_corpus corpus{o.seed, o.workers, o.prompts, o.prompt_chunks, env.hasher};
   const auto t0 = steady::now();
   c.admit_prompts(corpus, t0 + seconds_to_duration(o.settle_timeout_s));

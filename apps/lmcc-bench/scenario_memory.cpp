@@ -1,10 +1,13 @@
 // memory: the controller's resident memory per index entry. The controller
-// must run on this host (--pid, read from /proc/<pid>/status VmRSS). The
-// workers admit unique random keys (no evictions) until the sum of their sets
-// reaches each --entries step; once the controller's key count equals it, the
-// RSS is read and compared with the RSS right after registration. An entry is
-// one (worker, key) pair: with --tp N each key is held by N workers.
+// must run on this host (--pid, read from /proc/<pid>/status VmRSS, summed
+// over several pids). The workers admit unique random keys (no evictions)
+// until the sum of their sets reaches each --entries step; once the
+// controller's key count equals it, the RSS is read and compared with the RSS
+// right after registration, and the controller's CPU per entry loaded is
+// reported. An entry is one (worker, key) pair: with --tp N each key is held
+// by N workers.
 #include "apps/lmcc-bench/cluster.hpp"
+#include "apps/lmcc-bench/proc_stats.hpp"
 #include "apps/lmcc-bench/scenario_support.hpp"
 #include "apps/lmcc-bench/scenarios.hpp"
 
@@ -12,7 +15,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <fstream>
 #include <thread>
 
 namespace lmcc::bench {
@@ -23,42 +25,35 @@ using namespace std::chrono_literals;
 /// Lets the controller's allocator and background threads settle first.
 constexpr auto rss_settle = 500ms;
 
-uint64_t vm_rss_kib(int pid) {
-  const std::string path = fmt::format("/proc/{}/status", pid);
-  std::ifstream status{path};
-  if (!status)
-    throw unreachable_error(fmt::format("cannot read {} — is the controller's --pid right?", path));
-  std::string line;
-  while (std::getline(status, line))
-    if (line.starts_with("VmRSS:"))
-      return std::stoull(line.substr(6));
-  throw std::runtime_error("no VmRSS line in " + path);
-}
-
-double mib(uint64_t kib) {
-  return static_cast<double>(kib) / 1024.0;
+/// The controller's RSS; a process that has gone ends the scenario.
+uint64_t rss_now(const process_set& node) {
+  auto kib = node.rss_kib();
+  if (!kib)
+    throw std::runtime_error("the controller process is gone (cannot read /proc/<pid>/status)");
+  return *kib;
 }
 
 } // namespace
 
 report run_memory(scenario_env& env) {
-  if (!env.opts.pid)
+  if (env.opts.pids.empty())
     throw std::invalid_argument("memory needs --pid <controller pid> (the controller must run "
                                 "on this host)");
   // Admits only: an entry count is only reached exactly without evictions.
   bench_options o = env.opts;
   o.evict_ratio = 0;
-  const int pid = *o.pid;
+  const process_set node{o.pids};
   report r{"memory"};
   r.set_config(config_json(o));
   controller_http api{o.http, o.key_source, o.instance_prefix, o.request_timeout_ms};
   api.check_reachable();
-  cluster c{env.ctx, o, o.pull.tcp(), true};
+  check_other_nodes_reachable(o);
+  cluster c{env.ctx, o};
   c.register_all();
-  key_tracker keys{api};
+  key_tracker keys{api, o};
   std::this_thread::sleep_for(rss_settle);
-  const uint64_t rss0 = vm_rss_kib(pid);
-  r.add("rss_start_mib", "controller RSS after registration", mib(rss0), "MiB");
+  const uint64_t rss0 = rss_now(node);
+  r.add("rss_start_mib", "controller RSS after registration", kib_to_mib(rss0), "MiB");
 
   std::vector<uint64_t> steps = o.entries;
   std::sort(steps.begin(), steps.end());
@@ -74,11 +69,9 @@ report run_memory(scenario_env& env) {
     std::vector<uint64_t> quota(c.size(), need / c.size());
     for (size_t i = 0; i < need % c.size(); ++i)
       ++quota[i];
-    std::vector<const simulated_worker*> order;
-    for (size_t i = 0; i < c.size(); ++i)
-      order.push_back(&c[i]);
+    const auto cpu0 = node.cpu_seconds();
     auto loaders = c.start_all([&](simulated_worker& w, std::stop_token stop) {
-      const auto i = static_cast<size_t>(std::find(order.begin(), order.end(), &w) - order.begin());
+      const size_t i = c.index_of(w);
       (void)w.push_random(push_limits{.deadline = deadline,
                                       .ops_per_s = per_worker_rate,
                                       .max_ops = quota[i],
@@ -94,8 +87,9 @@ report run_memory(scenario_env& env) {
     loaders.stop();
     const double push_s = seconds_since(t0);
     const convergence conv = wait_for_truth(keys, c, o.settle_timeout_s, t0);
+    const auto cpu1 = node.cpu_seconds();
     std::this_thread::sleep_for(rss_settle);
-    const uint64_t rss = vm_rss_kib(pid);
+    const uint64_t rss = rss_now(node);
     const double per_entry = (static_cast<double>(rss) - static_cast<double>(rss0)) * 1024.0 /
                              static_cast<double>(conv.truth);
     const std::string id = fmt::format("e{}", target);
@@ -103,15 +97,20 @@ report run_memory(scenario_env& env) {
           static_cast<double>(conv.truth), "entries");
     r.add(id + "_load_ops_per_s", fmt::format("{} entries: load rate", target),
           static_cast<double>(need) / std::max(push_s, conv.seconds), "ops/s");
-    r.add(id + "_rss_mib", fmt::format("{} entries: controller RSS", target), mib(rss), "MiB");
+    r.add(id + "_rss_mib", fmt::format("{} entries: controller RSS", target), kib_to_mib(rss),
+          "MiB");
     r.add(id + "_bytes_per_entry", fmt::format("{} entries: RSS growth per entry", target),
           per_entry, "B");
+    if (cpu0 && cpu1 && conv.reached)
+      r.add(id + "_cpu_us_per_entry",
+            fmt::format("{} entries: controller CPU per entry loaded", target),
+            (*cpu1 - *cpu0) * 1e6 / static_cast<double>(need), "us");
     r.check(fmt::format("{} entries loaded and counted by the controller", target),
             conv.reached && conv.truth == target,
             fmt::format("truth {} controller {} (push bound: --duration {:g} s)", conv.truth,
                         conv.count, o.duration_s));
     series.push_back({{"entries", conv.truth}, {"rss_kib", rss}, {"bytes_per_entry", per_entry}});
-    spdlog::info("memory: {} entries, RSS {:.1f} MiB, {:.1f} B/entry", conv.truth, mib(rss),
+    spdlog::info("memory: {} entries, RSS {:.1f} MiB, {:.1f} B/entry", conv.truth, kib_to_mib(rss),
                  per_entry);
     if (!conv.reached)
       break;
@@ -127,7 +126,7 @@ report run_memory(scenario_env& env) {
     std::this_thread::sleep_for(50ms);
   }
   std::this_thread::sleep_for(rss_settle);
-  r.add("rss_after_deregister_mib", "controller RSS after DeRegisterMsg", mib(vm_rss_kib(pid)),
+  r.add("rss_after_deregister_mib", "controller RSS after DeRegisterMsg", kib_to_mib(rss_now(node)),
         "MiB");
   return r;
 }

@@ -93,9 +93,10 @@ report run_restart(scenario_env& env) {
   r.set_config(config_json(o));
   controller_http api{o.http, o.key_source, o.instance_prefix, o.request_timeout_ms};
   api.check_reachable();
-  cluster c{env.ctx, o, o.pull.tcp(), true};
+  check_other_nodes_reachable(o);
+  cluster c{env.ctx, o};
   c.register_all();
-  key_tracker keys{api};
+  key_tracker keys{api, o};
   const prompt_corpus corpus{o.seed, o.workers, o.prompts, o.prompt_chunks, env.hasher};
   c.admit_prompts(corpus, steady::now() + seconds_to_duration(o.settle_timeout_s));
   const convergence setup = wait_for_truth(keys, c, o.settle_timeout_s, steady::now());

@@ -5,8 +5,8 @@
 namespace lmcc::bench {
 
 const std::vector<std::string>& scenario_names() {
-  static const std::vector<std::string> names{"ingest", "lookup",  "p2p",  "fullsync",
-                                              "memory", "restart", "floor"};
+  static const std::vector<std::string> names{"ingest", "lookup",  "p2p",   "fullsync",
+                                              "memory", "restart", "flood", "floor"};
   return names;
 }
 
@@ -24,6 +24,8 @@ report run_scenario(scenario_env& env) {
     return run_memory(env);
   if (name == "restart")
     return run_restart(env);
+  if (name == "flood")
+    return run_flood(env);
   if (name == "floor")
     return run_floor(env);
   throw std::invalid_argument("unknown scenario '" + name + "'");

@@ -1,12 +1,14 @@
 // scenarios: the measurements lmcc-bench can run, selected by name. Each one
 // returns a report (table + JSON) whose checks decide the exit status.
 //
-//   ingest    sustained applied ops/s; final key count == ground truth
+//   ingest    applied ops/s (--ops N: equal work), CPU us/op; key count == truth
 //   lookup    HTTP /lookup latency percentiles, idle and under ingest; hits checked
 //   p2p       BatchedP2PLookupMsg latency, idle and under ingest; answers checked
 //   fullsync  keys/s of full syncs (FullSyncStartMsg -> can_exit_freeze)
 //   memory    controller RSS per entry at given entry counts (--pid)
 //   restart   time from --restart-cmd until lookups answer fully again
+//   flood     lookup/P2P/heartbeat latency and misses next to an unthrottled
+//             ingest; RSS over time and after every worker deregistered
 //   floor     generator -> built-in decoding sink: the generator's own ceiling
 //
 // Context: a scenario runs on the calling thread and starts its own threads.
@@ -41,6 +43,7 @@ report run_p2p(scenario_env& env);
 report run_fullsync(scenario_env& env);
 report run_memory(scenario_env& env);
 report run_restart(scenario_env& env);
+report run_flood(scenario_env& env);
 report run_floor(scenario_env& env);
 
 /// What the generator achieved against the built-in sink.

@@ -176,6 +176,31 @@ void simulated_worker::service_loop(std::stop_token stop) {
       }
     }
   }
+  // Stopping comes before DeRegisterMsg. A beat still in flight travels on
+  // another socket than the DeRegisterMsg, so nothing orders the two at the
+  // controller: handled after it, the beat would register the worker again
+  // (spec 4.7.2). Wait for its reply, as long as a reply may take.
+  if (heartbeat && outstanding) {
+    const auto left = reply_wait - (steady::now() - sent_at);
+    zmq::pollitem_t item{heartbeat->socket().handle(), 0, ZMQ_POLLIN, 0};
+    if (left > steady::duration::zero())
+      zmq::poll(&item, 1, std::chrono::duration_cast<std::chrono::milliseconds>(left));
+    auto r = (item.revents & ZMQ_POLLIN) != 0 ? heartbeat->receive_now() : request_result{};
+    if (r.reply && std::holds_alternative<msg::HeartbeatRetMsg>(*r.reply))
+      ++counters_.heartbeats_ok;
+    else
+      ++counters_.heartbeat_failures;
+  }
+}
+
+void simulated_worker::request_service_stop() {
+  service_.request_stop();
+}
+
+void simulated_worker::stop_service() {
+  service_.request_stop();
+  if (service_.joinable())
+    service_.join();
 }
 
 std::string simulated_worker::answer_control(std::string_view request) {
@@ -318,6 +343,7 @@ void simulated_worker::preload(uint64_t n) {
 }
 
 void simulated_worker::deregister() {
+  stop_service(); // no heartbeat after the DeRegisterMsg: it would re-register us
   std::vector<std::string> frame{msg::encode_msgpack(msg::DeRegisterMsg{
       .instance_id = identity_.instance_id,
       .worker_id = identity_.worker_id,

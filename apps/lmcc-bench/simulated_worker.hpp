@@ -134,8 +134,16 @@ public:
   /// Runs pending full syncs until `limits` end (an otherwise idle worker).
   void serve_full_sync_requests(const push_limits& limits);
 
-  /// DeRegisterMsg over PUSH (what LMCache sends on shutdown).
+  /// DeRegisterMsg over PUSH (what LMCache sends on shutdown), after the
+  /// service thread has stopped: no heartbeat follows it.
   void deregister();
+
+  /// Stops the REP / heartbeat thread; a heartbeat in flight is waited for
+  /// (up to the request timeout), so that none reaches the controller later.
+  void stop_service();
+
+  /// The non-blocking first half of stop_service(), to stop many workers at once.
+  void request_service_stop();
 
   // -- any thread ------------------------------------------------------------------
 

@@ -1,6 +1,5 @@
 #include "apps/lmcc-bench/zmq_io.hpp"
 
-#include "apps/lmcc-bench/bench_options.hpp"
 #include "messages/codec_json.hpp"
 #include "messages/codec_msgpack.hpp"
 
@@ -10,19 +9,6 @@
 #include <iterator>
 
 namespace lmcc::bench {
-
-host_port parse_host_port(const std::string& text) {
-  auto colon = text.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size())
-    throw std::invalid_argument("expected host:port, got '" + text + "'");
-  unsigned port = 0;
-  const char* first = text.data() + colon + 1;
-  const char* last = text.data() + text.size();
-  auto [end, ec] = std::from_chars(first, last, port);
-  if (ec != std::errc{} || end != last || port == 0 || port > 65535)
-    throw std::invalid_argument("bad port in '" + text + "'");
-  return host_port{text.substr(0, colon), static_cast<uint16_t>(port)};
-}
 
 zmq::socket_t make_socket(zmq::context_t& ctx, zmq::socket_type type, uint32_t timeout_ms,
                           int linger_ms) {

@@ -1,8 +1,11 @@
 #!/bin/sh
-# Smoke test of lmcc-bench (ctest: lmcc_bench_smoke).
-#   1. `floor --duration 2` exits 0 and reports a positive generator rate.
-#   2. `ingest` against a closed HTTP port exits non-zero within seconds with
-#      the "is a controller running?" message, and does not hang.
+# Smoke test of lmcc-bench (ctest: lmcc_bench_smoke). Needs no controller.
+#   1. `floor --duration 2 --pid $$` exits 0, reports a positive generator rate
+#      and the CPU per op of the given pid (the /proc/<pid>/stat reader).
+#   2. `ingest` and `flood` against a closed HTTP port exit 2 within seconds
+#      with the "is a controller running?" message, and do not hang.
+#   3. A malformed --nodes and a --pid that does not exist exit 2 with a
+#      message that names the problem.
 # Usage: bench_smoke.sh path/to/lmcc-bench
 set -u
 bench=${1:?usage: bench_smoke.sh path/to/lmcc-bench}
@@ -14,7 +17,7 @@ fail() {
 }
 
 # -- 1. floor --------------------------------------------------------------------
-timeout 30 "$bench" floor --duration 2 --workers 2 --json "$work/floor.json" \
+timeout 30 "$bench" floor --duration 2 --workers 2 --pid $$ --json "$work/floor.json" \
   >"$work/floor.out" 2>"$work/floor.err"
 rc=$?
 cat "$work/floor.out"
@@ -23,20 +26,38 @@ rate=$(sed -n 's/^ *"generator_ops_per_s": *\([0-9.eE+]*\),\{0,1\}$/\1/p' "$work
 [ -n "$rate" ] || fail "no generator_ops_per_s in floor.json"
 awk -v r="$rate" 'BEGIN { exit !(r > 0) }' || fail "generator rate is $rate"
 grep -q '"result": "PASS"' "$work/floor.json" || fail "floor.json does not say PASS"
+grep -q '"cpu_us_per_op":' "$work/floor.json" || fail "no cpu_us_per_op in floor.json (--pid)"
 echo "floor: generator -> sink $rate ops/s"
 
 # -- 2. unreachable controller ---------------------------------------------------
 # Port 1 on loopback: nothing listens there, so the connection is refused.
-start=$(date +%s)
-timeout 20 "$bench" ingest --http 127.0.0.1:1 --reply 127.0.0.1:1 --pull 127.0.0.1:1 \
-  --duration 1 >"$work/ingest.out" 2>"$work/ingest.err"
-rc=$?
-elapsed=$(($(date +%s) - start))
-cat "$work/ingest.err"
-[ $rc -ne 0 ] || fail "ingest against an unreachable controller exited 0"
-[ $rc -ne 124 ] || fail "ingest against an unreachable controller hung (killed by timeout)"
-[ $rc -eq 2 ] || fail "expected exit status 2, got $rc"
-grep -q 'is a controller running?' "$work/ingest.err" || fail "no clear error message"
-[ "$elapsed" -le 10 ] || fail "took ${elapsed}s to give up"
-echo "unreachable: exit $rc after ${elapsed}s"
+for scenario in ingest flood; do
+  start=$(date +%s)
+  timeout 20 "$bench" $scenario --http 127.0.0.1:1 --reply 127.0.0.1:1 --pull 127.0.0.1:1 \
+    --duration 1 >"$work/$scenario.out" 2>"$work/$scenario.err"
+  rc=$?
+  elapsed=$(($(date +%s) - start))
+  cat "$work/$scenario.err"
+  [ $rc -ne 0 ] || fail "$scenario against an unreachable controller exited 0"
+  [ $rc -ne 124 ] || fail "$scenario against an unreachable controller hung (killed by timeout)"
+  [ $rc -eq 2 ] || fail "$scenario: expected exit status 2, got $rc"
+  grep -q 'is a controller running?' "$work/$scenario.err" || fail "$scenario: no clear error message"
+  [ "$elapsed" -le 10 ] || fail "$scenario took ${elapsed}s to give up"
+  echo "$scenario unreachable: exit $rc after ${elapsed}s"
+done
+
+# -- 3. bad --nodes, bad --pid -----------------------------------------------------
+expect_usage_error() { # expect_usage_error NAME PATTERN ARGS...
+  name=$1
+  pattern=$2
+  shift 2
+  timeout 20 "$bench" "$@" >"$work/$name.out" 2>"$work/$name.err"
+  rc=$?
+  cat "$work/$name.err"
+  [ $rc -eq 2 ] || fail "$name: expected exit status 2, got $rc"
+  grep -q "$pattern" "$work/$name.err" || fail "$name: no message matching '$pattern'"
+}
+expect_usage_error nodes 'host:PULL/REPLY/HTTP' ingest --nodes 127.0.0.1:8300/8400
+# pid_max is at most 2^22: this pid cannot exist.
+expect_usage_error pid 'is --pid right' ingest --pid 2147483646 --http 127.0.0.1:1
 echo PASS

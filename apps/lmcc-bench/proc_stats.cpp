@@ -1,0 +1,122 @@
+#include "apps/lmcc-bench/proc_stats.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+namespace lmcc::bench {
+namespace {
+
+/// utime + stime of one process, in ticks; nullopt if it cannot be read.
+std::optional<uint64_t> cpu_ticks(int pid) {
+  std::ifstream file{fmt::format("/proc/{}/stat", pid)};
+  std::string line;
+  if (!file || !std::getline(file, line))
+    return std::nullopt;
+  // Field 2 (comm) is in parentheses and may hold spaces or ')': the fields
+  // we want are counted from the last ')'. utime and stime are fields 14, 15.
+  const auto close = line.rfind(')');
+  if (close == std::string::npos)
+    return std::nullopt;
+  std::istringstream rest{line.substr(close + 1)};
+  std::string field;
+  uint64_t utime = 0;
+  uint64_t stime = 0;
+  for (int i = 3; i <= 13; ++i) // state (3) .. cmajflt (13)
+    rest >> field;
+  if (!(rest >> utime >> stime))
+    return std::nullopt;
+  return utime + stime;
+}
+
+std::optional<uint64_t> vm_rss_kib(int pid) {
+  std::ifstream status{fmt::format("/proc/{}/status", pid)};
+  std::string line;
+  while (status && std::getline(status, line))
+    if (line.starts_with("VmRSS:"))
+      return std::stoull(line.substr(6));
+  return std::nullopt;
+}
+
+} // namespace
+
+process_set::process_set(std::vector<int> pids) : pids_(std::move(pids)) {
+  for (int pid : pids_)
+    if (!cpu_ticks(pid) || !vm_rss_kib(pid))
+      throw unreachable_error(fmt::format(
+          "cannot read /proc/{}/stat and status — is --pid right (the controller must run on "
+          "this host)?",
+          pid));
+}
+
+std::optional<double> process_set::cpu_seconds() const {
+  if (pids_.empty())
+    return std::nullopt;
+  static const long ticks_per_s = sysconf(_SC_CLK_TCK); // a constant of the system
+  uint64_t ticks = 0;
+  for (int pid : pids_) {
+    auto t = cpu_ticks(pid);
+    if (!t)
+      return std::nullopt;
+    ticks += *t;
+  }
+  return static_cast<double>(ticks) / static_cast<double>(ticks_per_s > 0 ? ticks_per_s : 100);
+}
+
+std::optional<uint64_t> process_set::rss_kib() const {
+  if (pids_.empty())
+    return std::nullopt;
+  uint64_t kib = 0;
+  for (int pid : pids_) {
+    auto k = vm_rss_kib(pid);
+    if (!k)
+      return std::nullopt;
+    kib += *k;
+  }
+  return kib;
+}
+
+rss_monitor::rss_monitor(const process_set& processes, std::chrono::milliseconds interval)
+  : processes_(&processes), interval_(interval),
+    thread_([this](std::stop_token stop) { loop(std::move(stop)); }) {}
+
+void rss_monitor::loop(std::stop_token stop) {
+  auto next = steady::now();
+  while (!stop.stop_requested()) {
+    if (auto kib = processes_->rss_kib()) {
+      std::lock_guard lock{mutex_};
+      samples_.push_back(sample{seconds_since(t0_), *kib});
+      peak_ = std::max(peak_, *kib);
+    }
+    next += interval_;
+    // Sleep in short steps so that stop() returns promptly.
+    while (!stop.stop_requested() && steady::now() < next)
+      std::this_thread::sleep_for(
+          std::min<steady::duration>(next - steady::now(), std::chrono::milliseconds(50)));
+  }
+}
+
+void rss_monitor::stop() {
+  thread_.request_stop();
+  if (thread_.joinable())
+    thread_.join();
+}
+
+uint64_t rss_monitor::peak_kib() const {
+  std::lock_guard lock{mutex_};
+  return peak_;
+}
+
+nlohmann::json rss_monitor::series_json() const {
+  std::lock_guard lock{mutex_};
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& s : samples_)
+    out.push_back({std::round(s.t * 1000) / 1000, std::round(kib_to_mib(s.kib) * 10) / 10});
+  return out;
+}
+
+} // namespace lmcc::bench

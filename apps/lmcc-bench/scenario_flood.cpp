@@ -1,0 +1,136 @@
+// flood: what a flood of KV events does to everything else the controller
+// serves. Setup as in lookup (prompts admitted, count == truth). Then an
+// unthrottled ingest (ingest_load: --ops or --duration, --rate if given) runs
+// while flood_probes send /lookup, BatchedP2PLookupMsg and HeartbeatMsg at a
+// modest fixed rate, each on its own connection with --probe-timeout-ms; the
+// probes keep going until the controller has applied the whole load (its
+// backlog included). With --pid, the RSS is sampled every 0.5 s. After the
+// post window every worker deregisters (--keep-registered does not apply:
+// the RSS after deregistration is part of the measurement); the run waits
+// (--settle-timeout) for the controller's count of the bench's keys to reach
+// 0 and reports the RSS then and --rss-settle seconds later. The target it
+// checks: the RSS falls back to at most 2 x the idle RSS + 64 MiB.
+#include "apps/lmcc-bench/cluster.hpp"
+#include "apps/lmcc-bench/flood_probes.hpp"
+#include "apps/lmcc-bench/ingest_load.hpp"
+#include "apps/lmcc-bench/scenario_support.hpp"
+#include "apps/lmcc-bench/scenarios.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <thread>
+
+namespace lmcc::bench {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr auto rss_interval = 500ms;
+constexpr uint64_t rss_allowance_kib = 64 * 1024;
+
+/// Waits until the controller counts none of the bench's keys; the seconds
+/// it took, or nullopt if not within `timeout_s`.
+std::optional<double> wait_for_zero_keys(key_tracker& keys, double timeout_s) {
+  const auto t0 = steady::now();
+  const auto deadline = t0 + seconds_to_duration(timeout_s);
+  while (steady::now() < deadline) {
+    auto count = keys.count();
+    if (count && *count == 0)
+      return seconds_since(t0);
+    std::this_thread::sleep_for(50ms);
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
+report run_flood(scenario_env& env) {
+  const auto& o = env.opts;
+  report r{"flood"};
+  r.set_config(config_json(o));
+  const process_set node{o.pids};
+  controller_http api{o.http, o.key_source, o.instance_prefix, o.request_timeout_ms};
+  api.check_reachable();
+  check_other_nodes_reachable(o);
+  cluster c{env.ctx, o};
+  c.register_all();
+  key_tracker keys{api, o};
+  const prompt_corpus corpus{o.seed, o.workers, o.prompts, o.prompt_chunks, env.hasher};
+  const auto setup_t0 = steady::now();
+  c.admit_prompts(corpus, setup_t0 + seconds_to_duration(o.settle_timeout_s));
+  const convergence setup = wait_for_truth(keys, c, o.settle_timeout_s, setup_t0);
+  r.check("setup: controller key count equals the ground truth", setup.reached,
+          fmt::format("controller {} vs truth {}", setup.count, setup.truth));
+  if (!setup.reached)
+    return r;
+
+  std::optional<rss_monitor> rss;
+  nlohmann::json marks; // seconds on the RSS series' clock
+  auto mark = [&](const char* name) {
+    if (rss)
+      marks[name] = std::round(rss->now() * 1000) / 1000;
+  };
+  const auto idle_rss = node.rss_kib();
+  if (!node.empty())
+    rss.emplace(node, rss_interval);
+
+  ingest_load load{c, keys, node, o};
+  flood_probes probes{env, corpus, c.instance_infos(), c[0]};
+  mark("push_start");
+  load.push();
+  mark("push_end");
+  const auto rss_push_end = node.rss_kib();
+  load.converge();
+  mark("converged");
+  const auto rss_converged = node.rss_kib();
+  probes.stop();
+  load.post_window();
+
+  spdlog::info("flood: every worker deregisters");
+  mark("deregister");
+  c.deregister_all();
+  const auto zero_after = wait_for_zero_keys(keys, o.settle_timeout_s);
+  mark("zero_keys");
+  const auto rss_deregistered = node.rss_kib();
+  if (rss && o.rss_settle_s > 0) {
+    spdlog::info("flood: {:g} s for the RSS to settle", o.rss_settle_s);
+    std::this_thread::sleep_for(seconds_to_duration(o.rss_settle_s));
+  }
+  const auto rss_settled = node.rss_kib();
+  mark("end");
+  if (rss)
+    rss->stop();
+
+  load.add_to(r);
+  probes.add_to(r);
+  r.check("every worker's keys gone after DeRegisterMsg", zero_after.has_value(),
+          zero_after ? fmt::format("count 0 after {:.2f} s", *zero_after)
+                     : fmt::format("count not 0 within {:g} s", o.settle_timeout_s));
+  if (rss && idle_rss && rss_settled) {
+    const uint64_t peak = std::max({rss->peak_kib(), rss_push_end.value_or(0),
+                                    rss_converged.value_or(0), rss_deregistered.value_or(0)});
+    r.add("rss_idle_mib", "controller RSS before the flood", kib_to_mib(*idle_rss), "MiB");
+    r.add("rss_peak_mib", "controller RSS peak", kib_to_mib(peak), "MiB");
+    if (rss_push_end)
+      r.add("rss_push_end_mib", "controller RSS when the push ended", kib_to_mib(*rss_push_end),
+            "MiB");
+    if (rss_converged)
+      r.add("rss_converged_mib", "controller RSS after convergence", kib_to_mib(*rss_converged),
+            "MiB");
+    if (rss_deregistered)
+      r.add("rss_deregistered_mib", "controller RSS once the keys were gone",
+            kib_to_mib(*rss_deregistered), "MiB");
+    r.add("rss_settled_mib", fmt::format("controller RSS {:g} s later", o.rss_settle_s),
+          kib_to_mib(*rss_settled), "MiB");
+    const uint64_t limit = 2 * *idle_rss + rss_allowance_kib;
+    r.check(
+        "RSS falls back to <= 2 x idle + 64 MiB after deregistration", *rss_settled <= limit,
+        fmt::format("{:.1f} MiB vs limit {:.1f} MiB", kib_to_mib(*rss_settled), kib_to_mib(limit)));
+    r.extra()["rss"] = {
+        {"columns", {"t_s", "rss_mib"}}, {"rows", rss->series_json()}, {"marks", std::move(marks)}};
+  }
+  return r;
+}
+
+} // namespace lmcc::bench
