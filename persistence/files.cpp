@@ -204,7 +204,8 @@ std::string render_manifest(const snapshot_info& info) {
       {"format", "lmcc-snapshot"},     {"format_version", info.format_version},
       {"node_id", info.node_id},       {"created_at", info.created_at},
       {"sequence", info.sequence},     {"workers", info.workers},
-      {"watermarks", info.watermarks}, {"entries", info.entries},
+      {"holders", info.holders},       {"slots", info.slots},
+      {"log_records", info.log_records},
       {"checksum", "crc32c"},          {"files", std::move(files)},
   };
   return j.dump(2) + "\n";
@@ -245,17 +246,19 @@ expected<snapshot_info> parse_manifest(const std::string& text, const std::strin
   const std::string* created = str("created_at");
   auto sequence = num(j, "sequence");
   auto workers = num(j, "workers");
-  auto watermarks = num(j, "watermarks");
-  auto entries = num(j, "entries");
+  auto holders = num(j, "holders");
+  auto slots = num(j, "slots");
+  auto log_records = num(j, "log_records");
   if (node == nullptr || node->empty() || created == nullptr || !sequence || !workers ||
-      !watermarks || !entries)
+      !holders || !slots || !log_records)
     return fail("lacks node_id, created_at, sequence or a count");
   info.node_id = *node;
   info.created_at = *created;
   info.sequence = *sequence;
   info.workers = *workers;
-  info.watermarks = *watermarks;
-  info.entries = *entries;
+  info.holders = *holders;
+  info.slots = *slots;
+  info.log_records = *log_records;
   auto fit = j.find("files");
   if (fit == j.end() || !fit->is_array() || fit->empty())
     return fail("has no file list");

@@ -20,7 +20,7 @@ uint64_t get_be(std::string_view in, size_t offset, int bytes) {
   return v;
 }
 
-constexpr uint32_t row_fields = 10;
+constexpr uint32_t row_fields = 11;
 
 void pack_wire_int(msgpack::packer<msgpack::sbuffer>& pk, const msg::wire_int& v) {
   // msgpack's signed/unsigned families carry the sign, as on the LMCache wire.
@@ -65,6 +65,22 @@ std::optional<double> unpack_double(const msgpack::object& o) {
 
 // -- keys --------------------------------------------------------------------------
 
+const char* to_string(seq_state s) noexcept {
+  switch (s) {
+  case seq_state::none:
+    return "none";
+  case seq_state::tracking:
+    return "tracking";
+  case seq_state::syncing:
+    return "syncing";
+  case seq_state::resynced:
+    return "resynced";
+  case seq_state::gap:
+    return "gap";
+  }
+  return "?";
+}
+
 std::string format_version_key() {
   return std::string{format_prefix} + "format_version";
 }
@@ -73,52 +89,61 @@ std::string node_id_key() {
   return std::string{format_prefix} + "node_id";
 }
 
-std::string entry_key(uint32_t slot, uint64_t key, uint32_t holder) {
+std::string log_floor_key() {
+  return std::string{floor_prefix} + "log_floor";
+}
+
+namespace {
+
+std::string prefixed(char prefix, uint64_t v, int bytes) {
   std::string k;
-  k.reserve(entry_key_size);
-  k.push_back(entry_prefix);
-  put_be(k, slot, 2);
-  put_be(k, key, 8);
-  put_be(k, holder, 4);
+  k.reserve(1 + static_cast<size_t>(bytes));
+  k.push_back(prefix);
+  put_be(k, v, bytes);
   return k;
 }
 
-std::optional<entry> decode_entry_key(std::string_view k) {
-  if (k.size() != entry_key_size || k[0] != entry_prefix)
+std::optional<uint64_t> unprefixed(std::string_view k, char prefix, int bytes) {
+  if (k.size() != 1 + static_cast<size_t>(bytes) || k[0] != prefix)
     return std::nullopt;
-  return entry{static_cast<uint32_t>(get_be(k, 1, 2)), get_be(k, 3, 8),
-               static_cast<uint32_t>(get_be(k, 11, 4))};
+  return get_be(k, 1, bytes);
 }
 
-std::string worker_key(uint32_t worker_num) {
-  std::string k;
-  k.reserve(worker_key_size);
-  k.push_back(worker_prefix);
-  put_be(k, worker_num, 4);
-  return k;
+} // namespace
+
+std::string worker_key(uint64_t uid) {
+  return prefixed(worker_prefix, uid, 8);
 }
 
-std::optional<uint32_t> decode_worker_key(std::string_view k) {
-  if (k.size() != worker_key_size || k[0] != worker_prefix)
+std::optional<uint64_t> decode_worker_key(std::string_view k) {
+  return unprefixed(k, worker_prefix, 8);
+}
+
+std::string holder_key(uint64_t holder) {
+  return prefixed(holder_prefix, holder, 8);
+}
+
+std::optional<uint64_t> decode_holder_key(std::string_view k) {
+  return unprefixed(k, holder_prefix, 8);
+}
+
+std::string slot_key(uint32_t slot) {
+  return prefixed(slot_prefix, slot, 4);
+}
+
+std::optional<uint32_t> decode_slot_key(std::string_view k) {
+  auto v = unprefixed(k, slot_prefix, 4);
+  if (!v)
     return std::nullopt;
-  return static_cast<uint32_t>(get_be(k, 1, 4));
+  return static_cast<uint32_t>(*v);
 }
 
-std::string watermark_key(uint32_t worker_num, uint32_t location_index, uint32_t shard) {
-  std::string k;
-  k.reserve(watermark_key_size);
-  k.push_back(watermark_prefix);
-  put_be(k, worker_num, 4);
-  put_be(k, location_index, 4);
-  put_be(k, shard, 4);
-  return k;
+std::string log_key(uint64_t position) {
+  return prefixed(log_prefix, position, 8);
 }
 
-std::optional<watermark> decode_watermark_key(std::string_view k) {
-  if (k.size() != watermark_key_size || k[0] != watermark_prefix)
-    return std::nullopt;
-  return watermark{static_cast<uint32_t>(get_be(k, 1, 4)), static_cast<uint32_t>(get_be(k, 5, 4)),
-                   static_cast<uint32_t>(get_be(k, 9, 4)), 0};
+std::optional<uint64_t> decode_log_key(std::string_view k) {
+  return unprefixed(k, log_prefix, 8);
 }
 
 std::string encode_u32(uint32_t v) {
@@ -165,19 +190,15 @@ std::string encode_worker_row(const worker_row& row) {
     pk.pack_true();
   else
     pk.pack_false();
-  pk.pack_array(static_cast<uint32_t>(row.locations.size()));
-  for (const auto& loc : row.locations)
-    pk.pack(loc);
-  if (row.reset_pending)
-    pk.pack_true();
-  else
-    pk.pack_false();
+  pk.pack_uint64(row.registration_order);
+  pk.pack_uint64(row.instance_order);
+  pk.pack_uint64(row.incarnation);
   return std::string{buf.data(), buf.size()};
 }
 
-expected<worker_row> decode_worker_row(uint32_t worker_num, std::string_view value) {
-  auto fail = [worker_num](const std::string& what) {
-    return error{"worker row " + std::to_string(worker_num) + ": " + what};
+expected<worker_row> decode_worker_row(uint64_t uid, std::string_view value) {
+  auto fail = [uid](const std::string& what) {
+    return error{"worker row " + std::to_string(uid) + ": " + what};
   };
   msgpack::object_handle handle;
   try {
@@ -193,7 +214,7 @@ expected<worker_row> decode_worker_row(uint32_t worker_num, std::string_view val
     return fail("expected an array of " + std::to_string(row_fields) + " fields");
   const msgpack::object* f = o.via.array.ptr;
   worker_row row;
-  row.worker_num = worker_num;
+  row.uid = uid;
   auto instance_id = unpack_str(f[0]);
   auto worker_id = unpack_wire_int(f[1]);
   auto ip = unpack_str(f[2]);
@@ -217,17 +238,15 @@ expected<worker_row> decode_worker_row(uint32_t worker_num, std::string_view val
   if (f[7].type != msgpack::type::BOOLEAN)
     return fail("has_heartbeated is not a bool");
   row.has_heartbeated = f[7].via.boolean;
-  if (f[8].type != msgpack::type::ARRAY)
-    return fail("locations is not an array");
-  for (uint32_t i = 0; i < f[8].via.array.size; ++i) {
-    auto loc = unpack_str(f[8].via.array.ptr[i]);
-    if (!loc)
-      return fail("location " + std::to_string(i) + " is not a string");
-    row.locations.push_back(std::move(*loc));
-  }
-  if (f[9].type != msgpack::type::BOOLEAN)
-    return fail("reset_pending is not a bool");
-  row.reset_pending = f[9].via.boolean;
+  if (f[8].type != msgpack::type::POSITIVE_INTEGER)
+    return fail("registration_order is not an unsigned integer");
+  row.registration_order = f[8].via.u64;
+  if (f[9].type != msgpack::type::POSITIVE_INTEGER)
+    return fail("instance_order is not an unsigned integer");
+  row.instance_order = f[9].via.u64;
+  if (f[10].type != msgpack::type::POSITIVE_INTEGER)
+    return fail("incarnation is not an unsigned integer");
+  row.incarnation = f[10].via.u64;
   return row;
 }
 

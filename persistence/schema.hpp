@@ -1,63 +1,53 @@
 // schema: how a node's durable state is laid out in its RocksDB, and the
-// codecs for its keys and values. Everything the store writes goes through
-// these functions, so this header is the on-disk format's single definition.
+// codecs for its keys and worker rows. Everything the store writes goes through
+// this header and records.hpp, so the two are the on-disk format's definition.
 //
-// One RocksDB per node, in one directory (`--data-dir`), default column family
-// only. Keys start with a one-byte prefix; integers are big-endian so that
-// RocksDB's bytewise order is numeric order and a prefix is one contiguous range.
+// The index lives in memory; the disk holds what rebuilds it: an op log and
+// per-slot snapshots (DESIGN.md "Durability"). One RocksDB per node, in one
+// directory (`--data-dir`), two column families. Keys start with a one-byte
+// prefix; integers in keys are big-endian so that bytewise order is numeric.
 //
-//   key                                          value
-//   'F' "format_version"                         be32(format_version), currently 1
-//   'F' "node_id"                                the node id, raw bytes
-//   'W' be32(worker_num)                         worker row, msgpack (below)
-//   'E' be16(slot) be64(key bits) be32(holder)   empty: one index entry
-//   'M' be32(worker_num) be32(location) be32(shard)  be64(seq watermark)
+//   column family "default"
+//   'F' "format_version"      be32(format_version), currently 2
+//   'F' "node_id"             the node id, raw bytes
+//   'P' "log_floor"           be64: every op-log record below it is deleted
+//   'W' be64(worker_uid)      worker row, msgpack (below)
+//   'H' be64(holder_id)       holder state (records.hpp): its worker and location,
+//                             incarnation and seq watermark as of a snapshot round
+//   'S' be32(slot)            slot snapshot (records.hpp): the slot's sorted keys
+//                             and holders, stamped with the log position it covers
+//   column family "log"
+//   'L' be64(position)        one op-log record (records.hpp): one applied
+//                             sub-batch, or a holder drop, with its seq mark
 //
-// - 'F' (format): written once when the DB is created; open refuses a DB whose
-//   version or node id differ, so a data dir is never read by the wrong code or
-//   the wrong node.
-// - 'W' (Directory): one row per registered worker. worker_num is assigned in
-//   registration order, so the key order is registration order and a prefix
-//   scan returns the Directory already sorted.
-// - 'E' (index entry): (slot, key, holder) with holder =
-//   (worker_num << 8) | location_index (actors/kv_index.hpp). Slot first: a slot's
-//   entries are one range, the unit of snapshot and handoff. The value is empty;
-//   the key is 15 bytes and consecutive keys share their slot prefix, which
-//   RocksDB's block prefix compression stores once. An evict is a blind Delete,
-//   so the index never reads on the write path.
-//   Cost of holder last: dropping a holder's entries (deregistration, full-sync
-//   start) cannot be a range delete; store::batch::clear_holder scans every 'E'
-//   key once, under the commit lock (measured about 1 s per 1M entries on the
-//   shared 2-core dev box, so ~10 s at 10M, during which commits wait).
-//   Acceptable for these rare events at this stage; a holder-first secondary
-//   layout would make them a range delete at the price of doubling every write
-//   and the disk footprint.
-// - 'M' (seq watermark): "every op of this (worker, location) with seq_num <= N
-//   that routes to this shard is durable". Every incremental batch carries its
-//   last seq_num to every shard (also those it has no op for), and a shard
-//   commits it in the same write as its ops. Shards commit independently, so a
-//   restart takes, per (worker, location), the minimum over the shards (a
-//   missing shard counts as "nothing durable") and asks for a full sync only
-//   when the worker's next seq_num does not follow it. Two values are marks,
-//   not seq numbers: watermark_syncing (a full sync of the location started and
-//   has not ended: the location's entries are partial) and watermark_resynced
-//   (a full sync ended, no increment since: the next op re-initialises).
+// - 'F' (format): written when the DB is created; open refuses a DB of another
+//   version (format 1, lmcc before the op log, kept one key per entry) or of
+//   another node, so a data dir is never read by the wrong code or node.
+// - 'W' (Directory): one row per registered worker, keyed by its cluster-wide
+//   uid (actors/ids.hpp); registration order is a field (registration_order),
+//   so every node sorts the same way.
+// - 'L' (op log): positions are assigned by the node's KV shard, one per record,
+//   increasing. A commit writes every record that queued since the previous
+//   one in one RocksDB write through the WAL (group commit).
+// - 'S' + 'H' (snapshots): the shard periodically writes each dirty slot as one
+//   value, and the state of every holder, then moves 'P' up to the position
+//   the round started at and deletes the log below it (one range delete).
+//   Replaying a record on a slot whose snapshot already contains it changes
+//   nothing (admit/evict/drop are set operations where the last op wins), so a
+//   crash anywhere in a round loses nothing: a restart loads 'S' and 'H', then
+//   replays the log from 'P' (skipping, per slot, what its stamp covers).
 //
 // Worker rows are msgpack arrays, position = field:
 //   [instance_id: str, worker_id: int, ip: str, port: int,
 //    peer_init_url: str | nil, registration_time: float64,
-//    last_heartbeat_time: float64, has_heartbeated: bool, locations: [str],
-//    reset_pending: bool]
-// msgpack rather than JSON because its integer encoding keeps a wire_int's sign
-// by type exactly as the LMCache wire does (2^64-1 and -1 stay distinct), its
-// float64 is bit-exact without relying on shortest round-trip printing, a row is
-// about half the size, and messages/ already links msgpack-cxx. The decoder
-// requires exactly these ten fields; adding one bumps format_version.
+//    last_heartbeat_time: float64, has_heartbeated: bool,
+//    registration_order: uint, instance_order: uint, incarnation: uint]
+// msgpack because its integer encoding keeps a wire_int's sign by type as the
+// LMCache wire does, its float64 is bit-exact, and messages/ links msgpack-cxx.
 //
-//   std::string k = entry_key(slot, key_bits, holder);
-//   auto e = decode_entry_key(k);            // std::optional<entry>
+//   std::string k = worker_key(uid);
 //   std::string v = encode_worker_row(row);
-//   expected<worker_row> back = decode_worker_row(row.worker_num, v);
+//   expected<worker_row> back = decode_worker_row(uid, v);
 //
 // Context: pure functions, thread-safe.
 #pragma once
@@ -69,44 +59,62 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <vector>
 
 namespace lmcc::persistence {
 
 // -- format --------------------------------------------------------------------
 
-/// Bumped on any incompatible change of the layout above.
-constexpr uint32_t format_version = 1;
+/// Bumped on any incompatible change of the layout above. 1 = one key per
+/// entry (lmcc before the op log; refused with a message saying so).
+constexpr uint32_t format_version = 2;
 
 /// Key prefixes.
 constexpr char format_prefix = 'F';
+constexpr char floor_prefix = 'P';
 constexpr char worker_prefix = 'W';
-constexpr char entry_prefix = 'E';
-constexpr char watermark_prefix = 'M';
+constexpr char holder_prefix = 'H';
+constexpr char slot_prefix = 'S';
+constexpr char log_prefix = 'L';
 
-/// Largest slot the 16-bit slot field holds (slot counts up to 65536).
-constexpr uint32_t max_slot = 0xffff;
+/// Name of the op log's column family.
+constexpr const char* log_column_family = "log";
 
-/// Key sizes, for validation while loading.
-constexpr size_t entry_key_size = 1 + 2 + 8 + 4;
-constexpr size_t worker_key_size = 1 + 4;
-constexpr size_t watermark_key_size = 1 + 4 + 4 + 4;
+// -- shared value types ------------------------------------------------------------
 
-// -- records ---------------------------------------------------------------------
+/// What the durable seq watermark of one (worker, location) says. Explicit
+/// states instead of reserved seq values: every seq_num a worker can send
+/// (the whole 64-bit range) is a valid `tracking` value.
+enum class seq_state : uint8_t {
+  none = 0,     ///< nothing of this location is durable (or it was dropped)
+  tracking = 1, ///< every op up to `seq` is durable; the next must carry seq + 1
+  syncing = 2,  ///< a full sync started and has not ended: the entries are partial
+  resynced = 3, ///< a full sync ended, no increment since: the next op re-initialises
+  gap = 4,      ///< ops were lost before reaching the disk (a failed commit): resync
+};
 
-/// One index entry.
-struct entry {
-  uint32_t slot = 0;
-  uint64_t key = 0; ///< the chunk hash's 64-bit pattern
-  uint32_t holder = 0;
-  friend bool operator==(const entry&, const entry&) = default;
+constexpr uint8_t max_seq_state = 4;
+
+const char* to_string(seq_state s) noexcept;
+
+/// A (worker, location)'s seq watermark.
+struct seq_mark {
+  seq_state state = seq_state::none;
+  uint64_t seq = 0; ///< meaningful when state == tracking
+  friend bool operator==(const seq_mark&, const seq_mark&) = default;
+};
+
+/// One admit or evict of a key (its 64-bit pattern).
+struct kv_op {
+  uint64_t key = 0;
+  bool admit = true;
+  friend bool operator==(const kv_op&, const kv_op&) = default;
 };
 
 /// What the Directory keeps of a registered worker across a restart (the
-/// durable part of actors::worker_record; sync state is not durable on purpose:
-/// a restart decides it again from the watermarks).
+/// durable part of actors::worker_record). Sync state is not durable on
+/// purpose: a restart decides it again from the holders' seq marks.
 struct worker_row {
-  uint32_t worker_num = 0;
+  uint64_t uid = 0;
   std::string instance_id;
   msg::wire_int worker_id;
   std::string ip;
@@ -115,46 +123,36 @@ struct worker_row {
   double registration_time = 0;
   double last_heartbeat_time = 0;
   bool has_heartbeated = false;
-  /// Location names by location index (first-seen order).
-  std::vector<std::string> locations;
-  /// A re-registration's reset (drop every entry and watermark of the worker)
-  /// is spread over the shards: the row says so before it starts and stops
-  /// saying so once every shard has committed it. A restart that finds it set
-  /// finishes the reset itself (the worker keeps no entries, no watermarks).
-  bool reset_pending = false;
+  /// Sort key of this worker's registration (a hybrid logical clock value):
+  /// its position among its instance's workers.
+  uint64_t registration_order = 0;
+  /// Sort key of its instance's position: the registration_order of the
+  /// instance's first registration while the instance kept workers (LMCache
+  /// keeps an instance's place as long as it has workers).
+  uint64_t instance_order = 0;
+  /// Which registration of this worker the row describes; a holder whose
+  /// state names an older incarnation still has entries of the previous one.
+  uint64_t incarnation = 0;
   friend bool operator==(const worker_row&, const worker_row&) = default;
 };
-
-/// One shard's seq_num watermark for a (worker, location).
-struct watermark {
-  uint32_t worker_num = 0;
-  uint32_t location_index = 0;
-  uint32_t shard = 0;
-  uint64_t seq = 0;
-  friend bool operator==(const watermark&, const watermark&) = default;
-};
-
-/// Watermark marks (see 'M' above). A worker's seq_num counts up from 0, so
-/// these two patterns are never real seq numbers; a worker sending them anyway
-/// only costs itself a full sync after a restart.
-constexpr uint64_t watermark_syncing = UINT64_MAX;
-constexpr uint64_t watermark_resynced = UINT64_MAX - 1;
 
 // -- key codecs --------------------------------------------------------------------
 
 std::string format_version_key();
 std::string node_id_key();
+std::string log_floor_key();
 
-/// REQUIRES: slot <= max_slot (the batch checks it before calling).
-std::string entry_key(uint32_t slot, uint64_t key, uint32_t holder);
-std::optional<entry> decode_entry_key(std::string_view k);
+std::string worker_key(uint64_t uid);
+std::optional<uint64_t> decode_worker_key(std::string_view k);
 
-std::string worker_key(uint32_t worker_num);
-std::optional<uint32_t> decode_worker_key(std::string_view k);
+std::string holder_key(uint64_t holder);
+std::optional<uint64_t> decode_holder_key(std::string_view k);
 
-std::string watermark_key(uint32_t worker_num, uint32_t location_index, uint32_t shard);
-/// The watermark's key fields (seq left 0).
-std::optional<watermark> decode_watermark_key(std::string_view k);
+std::string slot_key(uint32_t slot);
+std::optional<uint32_t> decode_slot_key(std::string_view k);
+
+std::string log_key(uint64_t position);
+std::optional<uint64_t> decode_log_key(std::string_view k);
 
 /// be32 / be64 values.
 std::string encode_u32(uint32_t v);
@@ -164,10 +162,10 @@ std::optional<uint64_t> decode_u64(std::string_view v);
 
 // -- value codecs --------------------------------------------------------------------
 
-/// The row without worker_num (that is in the key).
+/// The row without its uid (that is in the key).
 std::string encode_worker_row(const worker_row& row);
 
-/// Decodes a row stored under worker_num; an error names what is wrong.
-expected<worker_row> decode_worker_row(uint32_t worker_num, std::string_view value);
+/// Decodes a row stored under `uid`; an error names what is wrong.
+expected<worker_row> decode_worker_row(uint64_t uid, std::string_view value);
 
 } // namespace lmcc::persistence

@@ -1,17 +1,17 @@
-// store: a node's durable index, Directory and seq watermarks in one RocksDB
-// (layout in persistence/schema.hpp), written in batches, loaded back by
-// streaming, and copied out as verified snapshots.
+// store: a node's durable state in one RocksDB (layout in schema.hpp and
+// records.hpp): the op log, slot snapshots, holder states and the Directory.
 //
 // Contract:
 // - open() creates the DB when missing and stamps it with the format version and
-//   the node id; an existing DB of another version or another node is refused
-//   and nothing stays open.
-// - Every change goes through a batch; commit() turns one batch into exactly one
-//   RocksDB write (atomic: all of it survives a crash or none of it). It is the
-//   only place in lmcc that writes to the DB, and write_count() counts it.
-// - load() reads one consistent view: the worker rows (worker_num order) and
-//   watermarks into memory, the index entries streamed through a callback, so a
-//   10M-entry index is never held twice.
+//   the node id; an existing DB of another version or node is refused with the
+//   reason (a format-1 data dir, from lmcc before the op log, is named as such).
+// - Every change goes through a batch made by new_batch(); commit() turns one
+//   batch into exactly one RocksDB write through the WAL (atomic: all of it
+//   survives a crash or none of it). It is the only place in lmcc that writes to
+//   the DB. A failed commit leaves the batch as it was, for a retry.
+// - Reading is for start-up: load_directory() (rows, holder states, log floor),
+//   for_each_slot() over a slot range (threads with disjoint ranges may call it
+//   concurrently) and for_each_log_record() from a position.
 // - checkpoint() writes a consistent RocksDB checkpoint plus MANIFEST.lmcc.json
 //   (every file's name, size and crc32c); verify_snapshot() checks all of it;
 //   restore() verifies, copies into a temp dir beside the target, opens that,
@@ -20,24 +20,21 @@
 //
 //   auto s = store::open({.path = "/var/lib/lmcc/n1"}, "n1");
 //   if (!s) return fail(s.error().message);
-//   store::batch b;
-//   b.put_worker(row);
-//   b.admit(slot, key, make_holder(row.worker_num, 0));
-//   b.put_watermark({row.worker_num, 0, shard, seq});
-//   if (auto r = (*s)->commit(std::move(b)); !r) ...
-//   auto loaded = (*s)->load([&](uint32_t slot, uint64_t key, uint32_t h) { ... });
+//   auto b = (*s)->new_batch();
+//   b.append_log(position, encoded_record);
+//   if (auto r = (*s)->commit(b); !r) ...   // keep b and retry later
 //
-// Thread-safety: a store may be used from several threads. Commits run
-// concurrently (RocksDB groups their WAL writes) except a batch with clears,
-// which reads then writes and so runs alone; load, checkpoint and disk_bytes run
-// beside them. A batch is a plain value, thread-compatible. In a node, each KV
-// shard actor commits its own slots and the directory its rows, all off the
-// socket threads.
+// Thread-safety: a store may be used from several threads (RocksDB groups
+// concurrent commits' WAL writes); batches are thread-compatible values. In a
+// node the KV shard commits the log and snapshots, the Directory's row writer
+// commits rows, both off the socket threads.
 #pragma once
 
 #include "persistence/expected.hpp"
+#include "persistence/records.hpp"
 #include "persistence/schema.hpp"
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -50,66 +47,72 @@ namespace lmcc::persistence {
 
 /// How a store is opened. Memory is bounded by block_cache_bytes (data, index
 /// and filter blocks all live in it) plus write_buffer_bytes *
-/// max_write_buffer_number (memtables).
+/// max_write_buffer_number per column family (memtables; two families).
 struct store_options {
   /// Directory of the node's RocksDB; created with its parents when missing.
   /// `lmcc node` sets it from lmcc_data_dir, whose default this is.
-  // Default: "./lmcc-data" (relative to the working directory).
+  /// Default: "./lmcc-data" (relative to the working directory).
   std::string path = "./lmcc-data";
 
   /// fsync the WAL on every commit. false relies on the WAL reaching the page
   /// cache: a process crash (kill -9) loses nothing, a machine crash may lose
   /// the last commits, which the seq watermarks then detect.
-  // Default: false.
+  /// Default: false.
   bool sync = false;
 
   /// Skip the WAL: commits live only in memtables until a flush, so a crash
   /// loses them (detected by the watermarks, repaired by a full sync). For
   /// benchmarks; incompatible with sync.
-  // Default: false.
+  /// Default: false.
   bool disable_wal = false;
 
   /// LRU block cache shared by data, index and filter blocks.
-  // Default: 32 MiB.
+  /// Default: 32 MiB.
   size_t block_cache_bytes = size_t{32} << 20;
 
-  /// Size of one memtable before it is flushed to an SST.
-  // Default: 32 MiB.
+  /// Size of one memtable before it is flushed to an SST. The op log's family
+  /// uses it too: records deleted by a snapshot round while still in the
+  /// memtable are never written to an SST at all.
+  /// Default: 32 MiB.
   size_t write_buffer_bytes = size_t{32} << 20;
 
-  /// Memtables kept in memory (one active, the rest flushing).
-  // Default: 2.
+  /// Memtables kept in memory per column family (one active, the rest flushing).
+  /// Default: 2.
   int max_write_buffer_number = 2;
 
-  /// Compress SST blocks with LZ4 (falls back to none when RocksDB lacks it).
-  /// Entry keys are mostly hash bits, so the gain is modest; on by default
-  /// because it costs little CPU.
-  // Default: true.
+  /// Compress SST blocks of the default family with LZ4 (slot snapshots are
+  /// hash bits and do not compress; worker rows do). The op log is never
+  /// compressed (it lives briefly and is random bits).
+  /// Default: true.
   bool compression = true;
 
   /// RocksDB background threads for flushes and compactions.
-  // Default: 2.
+  /// Default: 2.
   int max_background_jobs = 2;
 
   /// Create the DB when the directory holds none; false makes a missing DB an error.
-  // Default: true.
+  /// Default: true.
   bool create_if_missing = true;
 };
 
-/// Counts reported while loading and at its end.
-struct load_progress {
-  uint64_t workers = 0;
-  uint64_t watermarks = 0;
-  uint64_t entries = 0;
-  double seconds = 0;
+/// Injected failures for crash and chaos tests (a node enables them only with
+/// its fault-injection option). All fields may be changed from any thread.
+struct store_faults {
+  /// Commits left to fail (each failing one decrements it). Default: 0
+  std::atomic<uint64_t> fail_commits{0};
+  /// Fail every commit while set. Default: false
+  std::atomic<bool> fail_all_commits{false};
+  /// Extra delay before every commit, in microseconds (a slow disk). Default: 0
+  std::atomic<uint64_t> commit_delay_us{0};
 };
 
-/// Everything but the entries (those are streamed).
-struct load_result {
-  std::vector<worker_row> workers;   ///< in worker_num (= registration) order
-  std::vector<watermark> watermarks; ///< in (worker, location, shard) order
-  uint64_t entries = 0;              ///< how many on_entry calls
-  double seconds = 0;
+/// What load_directory() reads.
+struct directory_data {
+  std::vector<worker_row> workers;   ///< in uid order (sort by registration_order)
+  std::vector<holder_state> holders; ///< in holder order
+  uint64_t log_floor = 0;            ///< records below it are gone
+  /// Holder states that failed their checksum: their holder ids, with why.
+  std::vector<std::pair<uint64_t, std::string>> damaged_holders;
 };
 
 /// One file of a snapshot as its manifest lists it.
@@ -126,8 +129,9 @@ struct snapshot_info {
   std::string created_at; ///< ISO 8601 UTC
   uint64_t sequence = 0;  ///< RocksDB sequence number of the checkpoint
   uint64_t workers = 0;
-  uint64_t watermarks = 0;
-  uint64_t entries = 0;
+  uint64_t holders = 0;
+  uint64_t slots = 0;       ///< slot snapshot values
+  uint64_t log_records = 0; ///< op-log records above the floor
   std::vector<snapshot_file> files;
 };
 
@@ -138,73 +142,47 @@ class store {
 public:
   // -- member types ----------------------------------------------------------
 
-  using entry_fn = std::function<void(uint32_t slot, uint64_t key, uint32_t holder)>;
-  using progress_fn = std::function<void(const load_progress&)>;
+  struct impl;
 
-  /// Changes applied in order by one commit. Holds no reference to a store.
+  /// Changes applied in order by one commit; made by new_batch().
   class batch {
   public:
-    /// Adds (key, holder) to the index under `slot` (<= max_slot).
-    void admit(uint32_t slot, uint64_t key, uint32_t holder);
+    batch(batch&&) noexcept;
+    batch& operator=(batch&&) noexcept;
+    ~batch();
 
-    /// Removes (key, holder); a no-op when absent.
-    void evict(uint32_t slot, uint64_t key, uint32_t holder);
+    /// Op-log record at `position` (encoded by encode_log_record).
+    void append_log(uint64_t position, std::string_view record);
 
-    /// Inserts or replaces the row stored under row.worker_num.
+    /// Replaces slot `slot`'s snapshot (encoded by slot_snapshot_writer).
+    void put_slot(uint32_t slot, std::string_view value);
+    void delete_slot(uint32_t slot);
+
+    void put_holder(const holder_state& state);
+    void delete_holder(uint64_t holder);
+
     void put_worker(const worker_row& row);
+    void delete_worker(uint64_t uid);
 
-    /// Removes a worker's row (not its entries or watermarks: see clear_*).
-    void delete_worker(uint32_t worker_num);
+    /// Deletes every log record below `floor` (one range delete) and records
+    /// the floor.
+    void truncate_log(uint64_t floor);
 
-    /// Sets one shard's watermark for a (worker, location).
-    void put_watermark(const watermark& w);
-
-    /// Removes one shard's watermark for a (worker, location); a no-op when absent.
-    void delete_watermark(uint32_t worker_num, uint32_t location_index, uint32_t shard);
-
-    /// Removes every entry of the worker's `location_index` (< 256), or of all
-    /// its locations, including entries admitted earlier in this batch. Scans
-    /// every stored entry at commit (see schema.hpp for the cost).
-    void clear_holder(uint32_t worker_num, std::optional<uint32_t> location_index);
-
-    /// Removes the watermarks of the worker's location, or of all its locations.
-    void clear_watermarks(uint32_t worker_num, std::optional<uint32_t> location_index);
-
-    size_t size() const noexcept { return ops_.size(); }
-    bool empty() const noexcept { return ops_.empty(); }
+    /// Puts and deletes in the batch.
+    size_t count() const noexcept;
+    /// Bytes of the batch's payload.
+    size_t bytes() const noexcept;
+    bool empty() const noexcept { return count() == 0; }
 
   private:
     friend class store;
-
-    enum class op_kind : uint8_t {
-      admit,
-      evict,
-      put_worker,
-      delete_worker,
-      put_watermark,
-      delete_watermark,
-      clear_holder,
-      clear_watermarks,
-    };
-
-    /// Fields by kind: entries (a = slot, key, b = holder); workers (a =
-    /// worker_num, b = index into rows_); watermarks (a = worker, b = location,
-    /// c = shard, key = seq); clears (a = worker, b = location, has_location).
-    struct op {
-      op_kind kind;
-      bool has_location = false;
-      uint32_t a = 0;
-      uint32_t b = 0;
-      uint32_t c = 0;
-      uint64_t key = 0;
-    };
-
-    void refuse(std::string why);
-
-    std::vector<op> ops_;
-    std::vector<std::string> rows_; ///< encoded worker rows
-    std::optional<std::string> invalid_;
+    struct rep;
+    explicit batch(std::unique_ptr<rep> r);
+    std::unique_ptr<rep> rep_;
   };
+
+  using slot_fn = std::function<void(uint32_t slot, std::string_view value)>;
+  using log_fn = std::function<void(uint64_t position, std::string_view record)>;
 
   // -- construction ----------------------------------------------------------
 
@@ -212,7 +190,6 @@ public:
   static expected<std::unique_ptr<store>> open(const store_options& options,
                                                const std::string& node_id);
 
-  struct impl;
   /// Only open() can make the key, so only open() constructs a store.
   class passkey {
     friend class store;
@@ -226,43 +203,45 @@ public:
 
   // -- writing ---------------------------------------------------------------
 
+  batch new_batch() const;
+
   /// Applies the batch with exactly one RocksDB write (none when it is empty).
   /// The batch is left as it was, so a caller can retry it after a failure.
-  expected<void> commit(const batch& b);
+  expected<void> commit(batch& b);
 
-  /// Flushes memtables to SST files (benchmarks measure disk bytes after it).
+  /// Deletes the op log's SST files that lie wholly below `floor` (after a
+  /// committed truncate_log): they go without being read or compacted, which
+  /// is most of what a snapshot round would otherwise cost in the background.
+  expected<void> release_log_files(uint64_t floor);
+
+  /// Flushes memtables to SST files.
   expected<void> flush();
 
   /// Turns RocksDB's automatic compactions off (false) or back on (true); a
-  /// node turns them off while it loads, so that no new compaction competes
-  /// with the load for the cores (one already running finishes; waiting for
-  /// it, as PauseBackgroundWork would, cost seconds after a large ingest).
+  /// node turns them off while it loads.
   expected<void> set_auto_compactions(bool on);
 
-  /// Compacts the whole key range (drops tombstones; for disk measurements).
+  /// Compacts every key range (drops tombstones; for disk measurements).
   expected<void> compact();
 
-  // -- reading ---------------------------------------------------------------
+  /// Injected failures (tests, chaos).
+  store_faults& faults() noexcept;
 
-  /// Reads one consistent view: rows and watermarks first, then every entry
-  /// through on_entry in (slot, key, holder) order; on_progress (optional) every
-  /// `progress_every` entries. A malformed record is an error naming it.
-  expected<load_result> load(const entry_fn& on_entry, const progress_fn& on_progress = {},
-                             uint64_t progress_every = 1'000'000) const;
+  // -- reading (start-up) ------------------------------------------------------
 
-  /// The worker rows and watermarks only (load_result::entries stays 0).
-  expected<load_result> load_directory() const;
+  /// Worker rows, holder states and the log floor, from one consistent view.
+  expected<directory_data> load_directory() const;
 
-  /// Streams the entries of the listed slots (each <= max_slot), slot by slot
-  /// in list order, through on_entry; the number streamed. Threads given
-  /// disjoint slot lists may call it concurrently, which is how a node loads
-  /// its index on several cores. Reads the latest state (no snapshot): meant
-  /// for start-up, before anything writes.
-  expected<uint64_t> load_slots(const std::vector<uint32_t>& slots, const entry_fn& on_entry) const;
+  /// Calls fn for every slot snapshot with lo <= slot < hi, in slot order; the
+  /// number of values. Threads with disjoint ranges may call it concurrently.
+  expected<uint64_t> for_each_slot(uint32_t lo, uint32_t hi, const slot_fn& fn) const;
 
-  /// The first entry stored at or after `slot`, if any (finds entries beyond
-  /// a smaller --slots than the data was written with).
-  expected<std::optional<entry>> first_entry_from(uint32_t slot) const;
+  /// Calls fn for every log record at or above `from`, in position order; the
+  /// number of records.
+  expected<uint64_t> for_each_log_record(uint64_t from, const log_fn& fn) const;
+
+  /// The highest log position stored (0 when the log is empty).
+  expected<uint64_t> last_log_position() const;
 
   // -- snapshots ---------------------------------------------------------------
 

@@ -16,30 +16,49 @@ using lmcc::msg::wire_int;
 
 namespace {
 
-constexpr uint32_t holder(uint32_t worker_num, uint32_t location) {
-  return (worker_num << 8) | location;
+std::string record_at(uint64_t position) {
+  log_record r;
+  r.holder = position % 7;
+  r.ops = {{position, true}, {position * 3, false}};
+  std::string out;
+  encode_log_record(r, out);
+  return out;
 }
 
-/// Two workers, 3000 entries over 300 slots, four watermarks; returns what it wrote.
+std::string slot_value(uint32_t slot, uint64_t position) {
+  slot_snapshot_writer w{slot, position};
+  for (uint64_t k = 0; k < 10; ++k)
+    w.add(slot * 1000 + k, std::vector<uint64_t>{1 + k % 2});
+  std::string out;
+  w.finish(out);
+  return out;
+}
+
+/// Two workers, three holder states, 300 slot snapshots, 2000 log records
+/// above a floor of 1001; returns what it wrote.
 contents populate(store& s) {
   contents c;
   c.workers = {sample_worker(1, "inst-a", 0), sample_worker(2, "inst-a", wire_int{-3})};
-  store::batch b;
+  c.holders = {sample_holder(1, 1, {seq_state::tracking, 40}), sample_holder(2, 1),
+               sample_holder(3, 2, {seq_state::resynced, 0})};
+  auto b = s.new_batch();
   for (const auto& w : c.workers)
     b.put_worker(w);
-  for (uint64_t i = 0; i < 3000; ++i) {
-    entry e{static_cast<uint32_t>(i % 300), i * 1000003,
-            holder(1 + static_cast<uint32_t>(i % 2), 0)};
-    b.admit(e.slot, e.key, e.holder);
-    c.entries.push_back(e);
+  for (const auto& h : c.holders)
+    b.put_holder(h);
+  for (uint32_t slot = 0; slot < 300; ++slot) {
+    c.slots[slot] = slot_value(slot, 1000);
+    b.put_slot(slot, c.slots[slot]);
   }
-  c.watermarks = {{1, 0, 0, 40}, {1, 0, 1, 41}, {2, 0, 0, 7}, {2, 1, 3, 8}};
-  for (const auto& w : c.watermarks)
-    b.put_watermark(w);
-  EXPECT_TRUE(s.commit(std::move(b)));
-  std::sort(c.entries.begin(), c.entries.end(), [](const entry& a, const entry& b) {
-    return std::tie(a.slot, a.key, a.holder) < std::tie(b.slot, b.key, b.holder);
-  });
+  for (uint64_t p = 1; p <= 3000; ++p)
+    b.append_log(p, record_at(p));
+  EXPECT_TRUE(s.commit(b));
+  auto t = s.new_batch();
+  t.truncate_log(1001);
+  EXPECT_TRUE(s.commit(t));
+  c.log_floor = 1001;
+  for (uint64_t p = 1001; p <= 3000; ++p)
+    c.log[p] = record_at(p);
   return c;
 }
 
@@ -78,10 +97,11 @@ TEST(persistence_snapshot, checkpoint_verify_and_restore_give_the_same_contents)
     auto info = s->checkpoint(tmp.sub("snap"));
     ASSERT_TRUE(info) << info.error().message;
     EXPECT_EQ(info->node_id, "n1");
-    EXPECT_EQ(info->format_version, 1u);
+    EXPECT_EQ(info->format_version, 2u);
     EXPECT_EQ(info->workers, 2u);
-    EXPECT_EQ(info->watermarks, 4u);
-    EXPECT_EQ(info->entries, 3000u);
+    EXPECT_EQ(info->holders, 3u);
+    EXPECT_EQ(info->slots, 300u);
+    EXPECT_EQ(info->log_records, 2000u); // the truncated ones are not counted
     // The manifest lists every file of the checkpoint, and nothing else.
     std::vector<std::string> listed;
     for (const auto& f : info->files)
@@ -93,9 +113,10 @@ TEST(persistence_snapshot, checkpoint_verify_and_restore_give_the_same_contents)
     EXPECT_EQ(list_names(tmp.path()), (std::vector<std::string>{"db", "snap"}));
 
     // Later writes are not in the snapshot.
-    store::batch more;
-    more.admit(1, 1, holder(1, 0));
-    ASSERT_TRUE(s->commit(std::move(more)));
+    auto more = s->new_batch();
+    more.append_log(3001, record_at(3001));
+    more.delete_slot(0);
+    ASSERT_TRUE(s->commit(more));
     // A checkpoint never overwrites.
     auto again = s->checkpoint(tmp.sub("snap"));
     ASSERT_FALSE(again);
@@ -103,7 +124,10 @@ TEST(persistence_snapshot, checkpoint_verify_and_restore_give_the_same_contents)
   }
   auto verified = store::verify_snapshot(tmp.sub("snap"));
   ASSERT_TRUE(verified) << verified.error().message;
-  EXPECT_EQ(verified->entries, 3000u);
+  EXPECT_EQ(verified->workers, 2u);
+  EXPECT_EQ(verified->holders, 3u);
+  EXPECT_EQ(verified->slots, 300u);
+  EXPECT_EQ(verified->log_records, 2000u);
 
   auto restored = store::restore(tmp.sub("snap"), options_at(tmp.sub("fresh/db")), "n1");
   ASSERT_TRUE(restored) << restored.error().message;
@@ -124,11 +148,12 @@ TEST(persistence_snapshot, restore_replaces_an_existing_store) {
     written = populate(*s);
     ASSERT_TRUE(s->checkpoint(tmp.sub("snap")));
     // Diverge after the snapshot: the restore must bring back the snapshot's state.
-    store::batch b;
-    b.clear_holder(1, std::nullopt);
+    auto b = s->new_batch();
+    b.delete_holder(1);
     b.delete_worker(1);
-    b.admit(9, 9, holder(2, 0));
-    ASSERT_TRUE(s->commit(std::move(b)));
+    b.put_slot(9, slot_value(9, 5000));
+    b.truncate_log(2500);
+    ASSERT_TRUE(s->commit(b));
   }
   auto restored = store::restore(tmp.sub("snap"), options_at(tmp.sub("db")), "n1");
   ASSERT_TRUE(restored) << restored.error().message;
@@ -212,10 +237,10 @@ TEST(persistence_snapshot, corrupted_snapshots_are_refused_and_the_target_is_unt
     // The target: a live store with different contents.
     auto t = must_open(tmp.sub("target/db"));
     ASSERT_TRUE(t);
-    store::batch b;
+    auto b = t->new_batch();
     b.put_worker(sample_worker(7, "inst-z", 1));
-    b.admit(3, 33, holder(7, 0));
-    ASSERT_TRUE(t->commit(std::move(b)));
+    b.put_slot(3, slot_value(3, 7));
+    ASSERT_TRUE(t->commit(b));
     target_contents = read_all(*t);
   }
   const auto target_print = fingerprint(tmp.sub("target"));
@@ -251,11 +276,11 @@ TEST(persistence_snapshot, corrupted_snapshots_are_refused_and_the_target_is_unt
        [](const std::string& snap) {
          auto path = (fs::path{snap} / snapshot_manifest_name).string();
          auto j = nlohmann::json::parse(read_text(path));
-         j["format_version"] = 2;
+         j["format_version"] = 3;
          write_text(path, j.dump());
        },
        [](const std::string&) {
-         return std::string{"MANIFEST.lmcc.json has format_version 2, this build reads 1"};
+         return std::string{"MANIFEST.lmcc.json has format_version 3, this build reads 2"};
        }},
       {"manifest escaping the directory",
        [](const std::string& snap) {

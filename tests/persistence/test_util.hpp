@@ -1,8 +1,12 @@
-// Helpers for the persistence tests: a unique temp dir under /tmp that is
-// removed with everything in it, directory fingerprints, and a sample data set.
+// Helpers for the persistence tests (and the actors' shard tests, which use a
+// real store too): a unique temp dir under /tmp that is removed with everything
+// in it, a store opened small, everything a store holds read back in order,
+// raw RocksDB writes that bypass the store (to plant damage or a foreign data
+// dir), and directory fingerprints.
 //
 //   temp_dir tmp;                      // /tmp/lmcc-persistence-XXXXXX
-//   auto s = store::open({.path = tmp.sub("db")}, "n1");
+//   auto s = must_open(tmp.sub("db"));
+//   auto c = read_all(*s);             // rows, holder states, slots, log
 //
 // Context: test code, single-threaded.
 #pragma once
@@ -11,11 +15,13 @@
 #include "persistence/store.hpp"
 
 #include <gtest/gtest.h>
+#include <rocksdb/db.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -66,39 +72,83 @@ inline std::unique_ptr<store> must_open(const std::string& path, const std::stri
 /// Everything a store holds, as the tests compare it.
 struct contents {
   std::vector<worker_row> workers;
-  std::vector<watermark> watermarks;
-  std::vector<entry> entries;
+  std::vector<holder_state> holders;
+  uint64_t log_floor = 0;
+  std::map<uint32_t, std::string> slots;
+  std::map<uint64_t, std::string> log;
   friend bool operator==(const contents&, const contents&) = default;
 };
 
 inline contents read_all(const store& s) {
   contents c;
-  auto r = s.load([&](uint32_t slot, uint64_t key, uint32_t holder) {
-    c.entries.push_back({slot, key, holder});
-  });
-  if (!r) {
-    ADD_FAILURE() << r.error().message;
+  auto d = s.load_directory();
+  if (!d) {
+    ADD_FAILURE() << d.error().message;
     return c;
   }
-  c.workers = std::move(r->workers);
-  c.watermarks = std::move(r->watermarks);
+  c.workers = std::move(d->workers);
+  c.holders = std::move(d->holders);
+  c.log_floor = d->log_floor;
+  EXPECT_TRUE(d->damaged_holders.empty());
+  auto slots = s.for_each_slot(0, 0xffffffffU, [&](uint32_t slot, std::string_view v) {
+    c.slots.emplace(slot, std::string{v});
+  });
+  EXPECT_TRUE(slots) << (slots ? "" : slots.error().message);
+  auto log = s.for_each_log_record(0, [&](uint64_t position, std::string_view v) {
+    c.log.emplace(position, std::string{v});
+  });
+  EXPECT_TRUE(log) << (log ? "" : log.error().message);
   return c;
 }
 
-inline worker_row sample_worker(uint32_t num, std::string instance, msg::wire_int worker_id) {
+inline worker_row sample_worker(uint64_t uid, std::string instance, msg::wire_int worker_id) {
   worker_row w;
-  w.worker_num = num;
+  w.uid = uid;
   w.instance_id = std::move(instance);
   w.worker_id = worker_id;
-  w.ip = "10.0.0." + std::to_string(num);
-  w.port = 8500 + static_cast<int64_t>(num);
-  w.registration_time = 1700000000.25 + num;
-  w.last_heartbeat_time = 1700000100.5 + num;
-  w.has_heartbeated = num % 2 == 1;
-  w.locations = {"LocalCPUBackend", "LocalDiskBackend"};
-  if (num == 2)
+  w.ip = "10.0.0." + std::to_string(uid % 250);
+  w.port = 8500 + static_cast<int64_t>(uid % 1000);
+  w.registration_time = 1700000000.25 + static_cast<double>(uid % 1000);
+  w.last_heartbeat_time = 1700000100.5 + static_cast<double>(uid % 1000);
+  w.has_heartbeated = uid % 2 == 1;
+  w.registration_order = (uint64_t{1700000000000} << 16) + uid;
+  w.instance_order = uint64_t{1700000000000} << 16;
+  w.incarnation = w.registration_order + 7;
+  if (uid % 3 == 2)
     w.peer_init_url = "10.0.0.2:8200";
   return w;
+}
+
+inline holder_state sample_holder(uint64_t holder, uint64_t worker_uid, seq_mark mark = {}) {
+  return holder_state{holder, worker_uid, "LocalCPUBackend", 5, mark};
+}
+
+/// Writes `value` under `key` of column family `family` ("default" or "log")
+/// straight into the RocksDB at `path`, bypassing the store (which must be
+/// closed): damage a store would never write, or a data dir of another format.
+inline void raw_put(const std::string& path, const std::string& family, const std::string& key,
+                    const std::string& value) {
+  std::vector<std::string> names;
+  ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions{}, path, &names).ok()) << path;
+  std::vector<rocksdb::ColumnFamilyDescriptor> families;
+  for (const auto& n : names)
+    families.emplace_back(n, rocksdb::ColumnFamilyOptions{});
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* raw = nullptr;
+  auto st = rocksdb::DB::Open(rocksdb::DBOptions{}, path, families, &handles, &raw);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  std::unique_ptr<rocksdb::DB> db{raw};
+  rocksdb::ColumnFamilyHandle* cf = nullptr;
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] == family)
+      cf = handles[i];
+  EXPECT_NE(cf, nullptr) << "no column family " << family;
+  if (cf) {
+    EXPECT_TRUE(db->Put(rocksdb::WriteOptions{}, cf, key, value).ok());
+  }
+  for (auto* h : handles)
+    EXPECT_TRUE(db->DestroyColumnFamilyHandle(h).ok());
+  EXPECT_TRUE(db->Close().ok());
 }
 
 /// name -> (size, crc32c) of every file under dir (recursively), to prove a
