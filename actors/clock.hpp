@@ -8,6 +8,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 
 namespace lmcc::actors {
 
@@ -15,6 +16,13 @@ namespace lmcc::actors {
 inline double wall_now() {
   using namespace std::chrono;
   return duration<double>(system_clock::now().time_since_epoch()).count();
+}
+
+/// Milliseconds of the monotonic clock (intervals, timeouts, snapshot cadence).
+inline uint64_t monotonic_ms() {
+  using namespace std::chrono;
+  return static_cast<uint64_t>(
+      duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count());
 }
 
 } // namespace lmcc::actors

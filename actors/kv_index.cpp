@@ -1,167 +1,395 @@
 #include "actors/kv_index.hpp"
 
 #include <algorithm>
+#include <bit>
 
 namespace lmcc::actors {
 
-int64_t kv_index::apply(holder_id h, std::span<const kv_op> ops) {
-  int64_t delta = 0;
-  for (const auto& op : ops) {
-    if (op.admit)
-      delta += admit(op.key, h) ? 1 : 0;
-    else
-      delta -= evict(op.key, h) ? 1 : 0;
-  }
-  return delta;
-}
+kv_index::kv_index(uint32_t slot_count)
+  : slots_(slot_count), group_span_(std::max(1U, slot_count / arena_groups)) {}
 
-bool kv_index::admit(uint64_t key, holder_id h) {
-  auto [it, inserted] = map_.try_emplace(key, holder_set{h, 0});
+// -- slot-level mutation (under the exclusive lock, or a bulk loader's slot) -------
+
+bool kv_index::admit(uint32_t slot, uint64_t key, holder_id h, uint64_t& keys) {
+  slot_state& s = slots_[slot];
+  if (s.map.capacity() == 0)
+    s.map.reserve(initial_slot_keys); // skip the first, tiny rehashes of a slot
+  auto [it, inserted] = s.map.try_emplace(key, h);
   if (!inserted) {
-    holder_set& set = it->second;
-    if (set.first == h)
-      return false;
-    if (set.more == 0) {
-      set.more = allocate_pool_slot() + 1;
-    } else {
-      auto& rest = pool_[set.more - 1];
-      if (std::find(rest.begin(), rest.end(), h) != rest.end())
+    holder_arena& a = arena(slot);
+    const uint64_t v = it->second;
+    if (!is_multi(v)) {
+      if (v == h)
         return false;
-    }
-    pool_[set.more - 1].push_back(h);
-  }
-  ++entries_;
-  count(h, 1);
-  return true;
-}
-
-bool kv_index::evict(uint64_t key, holder_id h) {
-  auto it = map_.find(key);
-  if (it == map_.end())
-    return false;
-  holder_set& set = it->second;
-  if (set.first == h) {
-    if (set.more == 0) {
-      map_.erase(it);
+      const uint32_t block = a.allocate(1);
+      uint64_t* d = a.data(1, block);
+      d[0] = v;
+      d[1] = h;
+      it->second = make_ref(2, 1, block);
     } else {
-      // Promote the oldest remaining holder so admission order is kept.
-      auto& rest = pool_[set.more - 1];
-      set.first = rest.front();
-      rest.erase(rest.begin());
-      if (rest.empty()) {
-        release_pool_slot(set.more - 1);
-        set.more = 0;
+      const uint32_t n = ref_count(v);
+      uint8_t cls = ref_class(v);
+      uint32_t block = ref_block(v);
+      uint64_t* d = a.data(cls, block);
+      if (std::find(d, d + n, h) != d + n || n == max_holders_per_key)
+        return false;
+      if (n == (uint32_t{1} << cls)) {
+        // Full: move to the next size class.
+        const auto bigger_class = static_cast<uint8_t>(cls + 1);
+        const uint32_t bigger = a.allocate(bigger_class);
+        uint64_t* nd = a.data(bigger_class, bigger);
+        std::copy(d, d + n, nd);
+        a.release(cls, block);
+        cls = bigger_class;
+        block = bigger;
+        d = nd;
       }
+      d[n] = h;
+      it->second = make_ref(n + 1, cls, block);
     }
   } else {
-    if (set.more == 0)
-      return false;
-    auto& rest = pool_[set.more - 1];
-    auto pos = std::find(rest.begin(), rest.end(), h);
-    if (pos == rest.end())
-      return false;
-    rest.erase(pos);
-    if (rest.empty()) {
-      release_pool_slot(set.more - 1);
-      set.more = 0;
-    }
+    ++keys;
   }
-  --entries_;
-  count(h, -1);
+  ++s.entries;
+  ++s.version;
+  s.digest ^= entry_hash(key, h);
   return true;
 }
 
-uint64_t kv_index::erase_holders(const std::function<bool(holder_id)>& matches,
-                                 const std::function<void(uint64_t key, holder_id)>& on_erased) {
-  uint64_t removed = 0;
-  for (auto it = map_.begin(); it != map_.end();) {
-    holder_set& set = it->second;
-    holder_list kept;
-    auto consider = [&](holder_id h) {
-      if (matches(h)) {
-        ++removed;
-        count(h, -1);
-        if (on_erased)
-          on_erased(it->first, h);
-      } else {
-        kept.push_back(h);
-      }
-    };
-    consider(set.first);
-    if (set.more != 0) {
-      for (holder_id h : pool_[set.more - 1])
-        consider(h);
-      release_pool_slot(set.more - 1);
-      set.more = 0;
+bool kv_index::evict(uint32_t slot, uint64_t key, holder_id h, uint64_t& keys) {
+  slot_state& s = slots_[slot];
+  auto it = s.map.find(key);
+  if (it == s.map.end())
+    return false;
+  const uint64_t v = it->second;
+  if (!is_multi(v)) {
+    if (v != h)
+      return false;
+    s.map.erase(it);
+    --keys;
+  } else {
+    holder_arena& a = arena(slot);
+    const uint32_t n = ref_count(v);
+    const uint8_t cls = ref_class(v);
+    const uint32_t block = ref_block(v);
+    uint64_t* d = a.data(cls, block);
+    uint64_t* pos = std::find(d, d + n, h);
+    if (pos == d + n)
+      return false;
+    *pos = d[n - 1]; // order inside a key does not matter (answers sort by registration)
+    const uint32_t left = n - 1;
+    if (left == 1) {
+      it->second = d[0];
+      a.release(cls, block);
+    } else if (cls > 1 && left * 4 <= (uint32_t{1} << cls)) {
+      // Mostly empty: move to the smallest class that fits, so memory follows
+      // the holders (a popular key's holders deregistering).
+      const auto smaller =
+          static_cast<uint8_t>(std::max(1U, static_cast<unsigned>(std::bit_width(left - 1))));
+      const uint32_t nb = a.allocate(smaller);
+      std::copy(d, d + left, a.data(smaller, nb));
+      a.release(cls, block);
+      it->second = make_ref(left, smaller, nb);
+    } else {
+      it->second = make_ref(left, cls, block);
     }
-    if (kept.empty()) {
-      map_.erase(it++);
+  }
+  --s.entries;
+  ++s.version;
+  s.digest ^= entry_hash(key, h);
+  return true;
+}
+
+uint64_t kv_index::drop(uint32_t slot, const holder_set& holders, bool counted) {
+  slot_state& s = slots_[slot];
+  holder_arena& a = arena(slot);
+  uint64_t removed = 0;
+  for (auto it = s.map.begin(); it != s.map.end();) {
+    const uint64_t key = it->first;
+    const uint64_t v = it->second;
+    if (!is_multi(v)) {
+      if (holders.contains(v)) {
+        s.digest ^= entry_hash(key, v);
+        if (counted)
+          count(v, -1);
+        ++removed;
+        --keys_;
+        s.map.erase(it++);
+        continue;
+      }
+      ++it;
       continue;
     }
-    set.first = kept.front();
-    if (kept.size() > 1) {
-      set.more = allocate_pool_slot() + 1;
-      pool_[set.more - 1].assign(kept.begin() + 1, kept.end());
+    const uint32_t n = ref_count(v);
+    const uint8_t cls = ref_class(v);
+    const uint32_t block = ref_block(v);
+    uint64_t* d = a.data(cls, block);
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+      if (holders.contains(d[i])) {
+        s.digest ^= entry_hash(key, d[i]);
+        if (counted)
+          count(d[i], -1);
+        ++removed;
+      } else {
+        d[kept++] = d[i];
+      }
     }
-    ++it;
+    if (kept == n) {
+      ++it;
+    } else if (kept == 0) {
+      a.release(cls, block);
+      --keys_;
+      s.map.erase(it++);
+    } else if (kept == 1) {
+      it->second = d[0];
+      a.release(cls, block);
+      ++it;
+    } else {
+      it->second = make_ref(kept, cls, block);
+      ++it;
+    }
   }
-  entries_ -= removed;
+  if (removed == 0)
+    return 0;
+  s.entries -= removed;
+  ++s.version;
+  if (counted)
+    entries_ -= removed;
+  // A table that lost most of its keys gives the memory back (one rehash per
+  // slot, not an allocation per key).
+  if (s.map.empty())
+    table{}.swap(s.map);
+  else if (s.map.size() * 4 < s.map.capacity())
+    s.map.rehash(0);
   return removed;
 }
 
-kv_index::holder_list kv_index::holders(uint64_t key) const {
-  holder_list out;
-  auto it = map_.find(key);
-  if (it == map_.end())
-    return out;
-  out.push_back(it->second.first);
-  if (it->second.more != 0) {
-    const auto& rest = pool_[it->second.more - 1];
-    out.insert(out.end(), rest.begin(), rest.end());
+void kv_index::count(holder_id h, int64_t delta) {
+  if (delta == 0)
+    return;
+  auto it = counts_.try_emplace(h, 0).first;
+  it->second = static_cast<uint64_t>(static_cast<int64_t>(it->second) + delta);
+  if (it->second == 0)
+    counts_.erase(it);
+}
+
+void kv_index::append_holders(uint32_t slot, uint64_t value, holder_list& out) const {
+  if (!is_multi(value)) {
+    out.push_back(value);
+    return;
   }
-  return out;
+  const uint64_t* d = arena(slot).data(ref_class(value), ref_block(value));
+  out.insert(out.end(), d, d + ref_count(value));
 }
 
-bool kv_index::holds(uint64_t key, holder_id h) const {
-  auto it = map_.find(key);
-  if (it == map_.end())
-    return false;
-  if (it->second.first == h)
-    return true;
-  if (it->second.more == 0)
-    return false;
-  const auto& rest = pool_[it->second.more - 1];
-  return std::find(rest.begin(), rest.end(), h) != rest.end();
+bool kv_index::value_holds(uint32_t slot, uint64_t value, holder_id h) const {
+  if (!is_multi(value))
+    return value == h;
+  const uint64_t* d = arena(slot).data(ref_class(value), ref_block(value));
+  const uint32_t n = ref_count(value);
+  return std::find(d, d + n, h) != d + n;
 }
 
-size_t kv_index::memory_bytes() const noexcept {
-  size_t bytes = map_.capacity() * (sizeof(std::pair<uint64_t, holder_set>) + 1);
-  bytes += pool_.capacity() * sizeof(holder_list);
-  for (const auto& rest : pool_)
-    bytes += rest.capacity() * sizeof(holder_id);
+// -- drop jobs -------------------------------------------------------------------
+
+bool kv_index::dropped(uint32_t slot, holder_id h) const {
+  if (!dropping_.contains(h))
+    return false;
+  for (const auto& job : drops_)
+    if (!job.done[slot] && job.holders.contains(h))
+      return true;
+  return false;
+}
+
+void kv_index::clean_for(uint32_t slot, holder_id h) {
+  for (auto& job : drops_)
+    if (!job.done[slot] && job.holders.contains(h)) {
+      clean_slot(slot);
+      return;
+    }
+}
+
+void kv_index::clean_slot(uint32_t slot) {
+  bool finished = false;
+  for (auto& job : drops_) {
+    if (job.done[slot])
+      continue;
+    drop(slot, job.holders, false);
+    job.done[slot] = true;
+    finished |= --job.remaining == 0;
+  }
+  if (!finished)
+    return;
+  std::erase_if(drops_, [](const drop_job& j) { return j.remaining == 0; });
+  dropping_.clear();
+  for (const auto& job : drops_)
+    dropping_.insert(job.holders.begin(), job.holders.end());
+}
+
+// -- write_guard ---------------------------------------------------------------
+
+bool kv_index::write_guard::admit(uint64_t key, holder_id h) {
+  const kv_op op{key, true};
+  return apply(h, std::span<const kv_op>{&op, 1}) == 1;
+}
+
+bool kv_index::write_guard::evict(uint64_t key, holder_id h) {
+  const kv_op op{key, false};
+  return apply(h, std::span<const kv_op>{&op, 1}) == -1;
+}
+
+int64_t kv_index::write_guard::apply(holder_id h, std::span<const kv_op> ops) {
+  return apply_where(h, ops, [](uint32_t) { return true; });
+}
+
+uint64_t kv_index::write_guard::clear_slot(uint32_t slot) {
+  finish_drops_in(slot);
+  auto& s = idx_->slots_[slot];
+  holder_arena& a = idx_->arena(slot);
+  const uint64_t removed = s.entries;
+  for (const auto& [key, v] : s.map) {
+    if (!is_multi(v)) {
+      idx_->count(v, -1);
+      continue;
+    }
+    const uint64_t* d = a.data(ref_class(v), ref_block(v));
+    for (uint32_t i = 0; i < ref_count(v); ++i)
+      idx_->count(d[i], -1);
+    a.release(ref_class(v), ref_block(v));
+  }
+  idx_->keys_ -= s.map.size();
+  idx_->entries_ -= removed;
+  table{}.swap(s.map);
+  s.entries = 0;
+  s.digest = 0;
+  ++s.version;
+  return removed;
+}
+
+void kv_index::write_guard::begin_drop(holder_set holders, const std::vector<bool>* skip) {
+  for (holder_id h : holders)
+    if (auto it = idx_->counts_.find(h); it != idx_->counts_.end()) {
+      idx_->entries_ -= it->second;
+      idx_->counts_.erase(it);
+    }
+  drop_job job;
+  job.done = skip ? *skip : std::vector<bool>(idx_->slot_count(), false);
+  job.done.resize(idx_->slot_count(), false);
+  job.remaining = static_cast<uint32_t>(std::count(job.done.begin(), job.done.end(), false));
+  if (job.remaining == 0)
+    return;
+  idx_->dropping_.insert(holders.begin(), holders.end());
+  job.holders = std::move(holders);
+  idx_->drops_.push_back(std::move(job));
+}
+
+uint64_t kv_index::write_guard::drop_now(uint32_t slot, const holder_set& holders) {
+  finish_drops_in(slot);
+  return idx_->drop(slot, holders, true);
+}
+
+bool kv_index::write_guard::drop_step(uint32_t max_slots) {
+  while (max_slots > 0 && !idx_->drops_.empty()) {
+    auto& job = idx_->drops_.front();
+    while (job.cursor < job.done.size() && job.done[job.cursor])
+      ++job.cursor;
+    if (job.cursor >= job.done.size())
+      break; // cannot happen: a job with no slot left is removed
+    idx_->clean_slot(job.cursor); // may remove `job`
+    --max_slots;
+  }
+  return !idx_->drops_.empty();
+}
+
+void kv_index::write_guard::finish_drops_in(uint32_t slot) {
+  if (!idx_->drops_.empty())
+    idx_->clean_slot(slot);
+}
+
+kv_index::slot_summary kv_index::write_guard::slot(uint32_t slot) const {
+  const auto& s = idx_->slots_[slot];
+  return {s.map.size(), s.entries, s.digest, s.version};
+}
+
+// -- read_guard ----------------------------------------------------------------
+
+void kv_index::read_guard::holders(uint64_t key, holder_list& out) const {
+  const uint32_t slot = idx_->slot_index(key);
+  const auto& s = idx_->slots_[slot];
+  auto it = s.map.find(key);
+  if (it == s.map.end())
+    return;
+  const size_t from = out.size();
+  idx_->append_holders(slot, it->second, out);
+  if (idx_->dropping_.empty())
+    return;
+  out.erase(std::remove_if(out.begin() + static_cast<std::ptrdiff_t>(from), out.end(),
+                           [&](holder_id h) { return idx_->dropped(slot, h); }),
+            out.end());
+}
+
+bool kv_index::read_guard::holds(uint64_t key, holder_id h) const {
+  const uint32_t slot = idx_->slot_index(key);
+  const auto& s = idx_->slots_[slot];
+  auto it = s.map.find(key);
+  return it != s.map.end() && idx_->value_holds(slot, it->second, h) && !idx_->dropped(slot, h);
+}
+
+kv_index::slot_summary kv_index::read_guard::slot(uint32_t slot) const {
+  const auto& s = idx_->slots_[slot];
+  return {s.map.size(), s.entries, s.digest, s.version};
+}
+
+void kv_index::read_guard::for_each_key(
+    uint32_t slot, const std::function<void(uint64_t, std::span<const holder_id>)>& fn) const {
+  holder_list held;
+  for (const auto& [key, v] : idx_->slots_[slot].map) {
+    held.clear();
+    idx_->append_holders(slot, v, held);
+    if (!idx_->dropping_.empty()) {
+      held.erase(std::remove_if(held.begin(), held.end(),
+                                [&](holder_id h) { return idx_->dropped(slot, h); }),
+                 held.end());
+      if (held.empty())
+        continue;
+    }
+    fn(key, std::span<const holder_id>{held.data(), held.size()});
+  }
+}
+
+size_t kv_index::read_guard::memory_bytes() const noexcept {
+  size_t bytes = idx_->slots_.capacity() * sizeof(slot_state);
+  for (const auto& a : idx_->arenas_)
+    bytes += a.memory_bytes();
+  for (const auto& s : idx_->slots_)
+    bytes += s.map.capacity() * (sizeof(std::pair<uint64_t, uint64_t>) + 1);
   return bytes;
 }
 
-uint32_t kv_index::allocate_pool_slot() {
-  if (!free_pool_slots_.empty()) {
-    uint32_t index = free_pool_slots_.back();
-    free_pool_slots_.pop_back();
-    return index;
-  }
-  pool_.emplace_back();
-  return static_cast<uint32_t>(pool_.size() - 1);
+// -- bulk_loader -------------------------------------------------------------------
+
+void kv_index::bulk_loader::reserve(uint32_t slot, size_t keys) {
+  auto& m = idx_->slots_[slot].map;
+  m.reserve(m.size() + keys);
 }
 
-void kv_index::release_pool_slot(uint32_t index) {
-  holder_list().swap(pool_[index]);
-  free_pool_slots_.push_back(index);
+void kv_index::bulk_loader::add(uint32_t slot, uint64_t key, std::span<const holder_id> holders) {
+  for (holder_id h : holders)
+    if (idx_->admit(slot, key, h, keys_)) {
+      ++entries_;
+      ++counts_[h];
+    }
 }
 
-void kv_index::count(holder_id h, int64_t delta) {
-  auto& c = counts_[h];
-  c = static_cast<uint64_t>(static_cast<int64_t>(c) + delta);
-  if (c == 0)
-    counts_.erase(h);
+void kv_index::bulk_loader::merge() {
+  for (const auto& [h, n] : counts_)
+    idx_->counts_[h] += n;
+  idx_->entries_ += entries_;
+  idx_->keys_ += keys_;
+  counts_.clear();
+  entries_ = 0;
+  keys_ = 0;
 }
 
 } // namespace lmcc::actors

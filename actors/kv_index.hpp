@@ -1,133 +1,334 @@
-// kv_index: one shard's part of the chunk index, key -> small set of holders.
+// kv_index: one node's part of the chunk index, key -> small set of holders,
+// kept per slot.
 //
-// A holder is an interned (instance, worker, location) triple; see holder_id.
-// The index is flat and compact because it is the node's memory: a key held
-// by one holder costs one 16-byte slot of an open-addressing table; keys held
-// by several holders (every TP rank of an instance holds the same chunks) keep
-// the extra holders in a side pool. Per-holder entry counts are kept so that
-// statistics never scan.
+// Layout (memory is the node's budget): every slot has its own open-addressing
+// table (absl::flat_hash_map<key, value>, 16 bytes a slot). A key held by one
+// holder stores the holder id inline; a key held by several stores, in the same
+// 8 bytes, a reference to a block of a holder_arena (bit 63 set, then the
+// count, the size class and the block number), so no key costs a heap
+// allocation of its own. Per-slot tables keep every rehash small (a slot holds
+// about 1/4096 of the keys), are the unit a slot snapshot is written from and a
+// handoff ships, and carry a version (bumped on every change: what makes a
+// slot dirty for the next snapshot) and a digest (XOR of a hash of every
+// (key, holder)) that replicas compare. The arenas are split in groups of
+// slots so that start-up can load disjoint slot groups on several threads.
 //
-//   kv_index idx;
-//   idx.apply(make_holder(7, 0), ops);       // admits/evicts in order
-//   if (auto* hs = idx.find(key)) for (holder_id h : *hs) ...
-//   idx.erase_holders([](holder_id h) { return worker_of(h) == 7; });
+// Dropping a holder (a deregistration, a re-registration, a full-sync start)
+// is O(1) when it is asked for: begin_drop() takes the holder's entries out of
+// the counts at once and queues a drop job; readers skip the holder in every
+// slot the job has not cleaned yet, and the writer cleans a slot before it
+// applies any new op of that holder there (so a slot never mixes the dropped
+// entries with new ones). drop_step() then cleans a bounded number of slots at
+// a time, so no single handler holds the lock for long, however large the
+// holder was.
 //
-// Context: owned by one kv_shard actor; not thread-safe. CAF-free.
+// Concurrency: one writer (the node's kv_shard actor) and many readers (lookup
+// actors, statistics). Writers and readers go through guards: a write_guard
+// holds the index's lock exclusively, a read_guard shares it. The writer holds
+// it for one sub-batch at a time (microseconds), so a lookup never waits behind
+// an ingest backlog, only behind the sub-batch being applied.
+//
+//   kv_index idx{4096};
+//   { auto w = idx.write(); w.apply(h, ops); }
+//   { auto r = idx.read(); r.holders(key, out); }
+//
+// Thread-safety: as above; the guards (and, before any reader exists, the
+// bulk loader) are the only way in. CAF-free.
 #pragma once
 
-#include <absl/container/flat_hash_map.h>
+#include "actors/holder_arena.hpp"
+#include "actors/ids.hpp"
 
+#include <absl/container/flat_hash_map.h>
+#include <absl/container/flat_hash_set.h>
+#include <absl/container/inlined_vector.h>
+
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <functional>
+#include <mutex>
+#include <shared_mutex>
 #include <span>
 #include <vector>
 
 namespace lmcc::actors {
 
-/// (worker number << 8) | location index: the worker number is unique per
-/// registration inside a node; a worker has at most 256 locations.
-using holder_id = uint32_t;
+/// Holders of one key, as a lookup collects them (no allocation up to 4).
+using holder_list = absl::InlinedVector<holder_id, 4>;
 
-constexpr holder_id make_holder(uint32_t worker_num, uint32_t location_index) noexcept {
-  return (worker_num << 8) | (location_index & 0xff);
-}
-constexpr uint32_t worker_of(holder_id h) noexcept {
-  return h >> 8;
-}
-constexpr uint32_t location_of(holder_id h) noexcept {
-  return h & 0xff;
-}
+/// A set of holders, e.g. the locations of a worker being dropped.
+using holder_set = absl::flat_hash_set<holder_id>;
 
-/// One admit or evict of a key (its 64-bit pattern).
-struct kv_op {
-  uint64_t key = 0;
-  bool admit = true;
-  friend bool operator==(const kv_op&, const kv_op&) = default;
-};
-
-/// splitmix64's finalizer: spreads chunk hashes (already hashes, but not
-/// uniformly in their low bits after CPython's mod 2^61-1) over slots.
-constexpr uint64_t mix64(uint64_t x) noexcept {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return x;
-}
-
-/// slot = mix64(key) mod slot_count; REQUIRES: slot_count is a power of two.
-constexpr uint32_t slot_of(uint64_t key, uint32_t slot_count) noexcept {
-  return static_cast<uint32_t>(mix64(key) & (slot_count - 1));
-}
+/// Entries per holder.
+using holder_counts = absl::flat_hash_map<holder_id, uint64_t>;
 
 class kv_index {
 public:
   // -- member types ----------------------------------------------------------
 
-  using holder_list = std::vector<holder_id>;
+  /// Most holders one key may have (the count field of a multi-holder value).
+  static constexpr uint32_t max_holders_per_key = (uint32_t{1} << 25) - 1;
 
-  // -- mutation --------------------------------------------------------------
+  /// Keys a slot's table makes room for when it takes its first key: a table
+  /// that grows from nothing rehashes 1 -> 3 -> 7 -> ... -> 63 first; 4096
+  /// slots at this size cost ~4 MiB. Default: 48
+  static constexpr size_t initial_slot_keys = 48;
 
-  /// Applies ops in order: admit adds `h` to the key's holders, evict removes
-  /// it (no-op when absent). Returns how many entries were added minus removed.
-  int64_t apply(holder_id h, std::span<const kv_op> ops);
+  /// Slot groups with an arena of their own: consecutive runs of
+  /// slot_count / arena_groups slots (see arena_group()).
+  static constexpr uint32_t arena_groups = 16;
 
-  /// True when (key, h) was added, false when it was already there.
+  /// The arena group of `slot`; bulk loaders of different groups may run at once.
+  uint32_t arena_group(uint32_t slot) const noexcept { return slot / group_span_; }
+
+  /// What a slot looks like now.
+  struct slot_summary {
+    uint64_t keys = 0;
+    uint64_t entries = 0;
+    uint64_t digest = 0;  ///< XOR of entry_hash over the slot's entries
+    uint64_t version = 0; ///< bumped on every change
+  };
+
+  class read_guard;
+  class write_guard;
+  class bulk_loader;
+
+  // -- construction ----------------------------------------------------------
+
+  /// REQUIRES: slot_count is a power of two.
+  explicit kv_index(uint32_t slot_count);
+  kv_index(const kv_index&) = delete;
+  kv_index& operator=(const kv_index&) = delete;
+
+  uint32_t slot_count() const noexcept { return static_cast<uint32_t>(slots_.size()); }
+
+  /// Shared access for readers.
+  read_guard read() const;
+
+  /// Exclusive access for the writer.
+  write_guard write();
+
+  /// The hash an entry contributes to its slot's digest.
+  static constexpr uint64_t entry_hash(uint64_t key, holder_id h) noexcept {
+    return mix64(key ^ mix64(h + 0x9e3779b97f4a7c15ULL));
+  }
+
+private:
+  // -- member types ----------------------------------------------------------
+
+  using table = absl::flat_hash_map<uint64_t, uint64_t>;
+
+  struct slot_state {
+    table map;
+    uint64_t entries = 0;
+    uint64_t digest = 0;
+    uint64_t version = 0;
+  };
+
+  /// A pending holder drop: the slots it has not cleaned yet.
+  struct drop_job {
+    holder_set holders;
+    std::vector<bool> done; ///< per slot
+    uint32_t remaining = 0; ///< slots not done
+    uint32_t cursor = 0;    ///< drop_step resumes here
+  };
+
+  // -- value encoding ----------------------------------------------------------
+
+  static constexpr uint64_t multi_flag = uint64_t{1} << 63;
+  static constexpr bool is_multi(uint64_t v) noexcept { return (v & multi_flag) != 0; }
+  static constexpr uint32_t ref_block(uint64_t v) noexcept { return static_cast<uint32_t>(v); }
+  static constexpr uint8_t ref_class(uint64_t v) noexcept { return (v >> 32) & 0x3f; }
+  static constexpr uint32_t ref_count(uint64_t v) noexcept {
+    return static_cast<uint32_t>((v >> 38) & max_holders_per_key);
+  }
+  static constexpr uint64_t make_ref(uint32_t count, uint8_t cls, uint32_t block) noexcept {
+    return multi_flag | (uint64_t{count} << 38) | (uint64_t{cls} << 32) | block;
+  }
+
+  // -- helpers (called under the lock) ------------------------------------------
+
+  uint32_t slot_index(uint64_t key) const noexcept { return slot_of(key, slot_count()); }
+  holder_arena& arena(uint32_t slot) noexcept { return arenas_[arena_group(slot)]; }
+  const holder_arena& arena(uint32_t slot) const noexcept { return arenas_[arena_group(slot)]; }
+
+  /// The slot-level part of an admit/evict; the caller keeps the counts.
+  bool admit(uint32_t slot, uint64_t key, holder_id h, uint64_t& keys);
+  bool evict(uint32_t slot, uint64_t key, holder_id h, uint64_t& keys);
+  /// Removes `holders`' entries from the slot (allocates nothing per key;
+  /// shrinks the table when it emptied); `counted`: also from the counts
+  /// (false for drop jobs, whose holders left the counts at begin_drop).
+  uint64_t drop(uint32_t slot, const holder_set& holders, bool counted);
+  void count(holder_id h, int64_t delta);
+  void append_holders(uint32_t slot, uint64_t value, holder_list& out) const;
+  bool value_holds(uint32_t slot, uint64_t value, holder_id h) const;
+  /// True when a pending drop hides `h` in `slot`.
+  bool dropped(uint32_t slot, holder_id h) const;
+  /// Cleans the pending drops of `h` in `slot` (before an op of `h` lands there).
+  void clean_for(uint32_t slot, holder_id h);
+  void clean_slot(uint32_t slot);
+
+  // -- member variables ------------------------------------------------------
+
+  mutable std::shared_mutex mutex_;
+  std::vector<slot_state> slots_;
+  uint32_t group_span_ = 1; ///< slots per arena group
+  std::array<holder_arena, arena_groups> arenas_;
+  holder_counts counts_;
+  uint64_t entries_ = 0;
+  uint64_t keys_ = 0;
+  std::vector<drop_job> drops_;
+  /// Holders with a pending drop (the union of drops_' sets), for a quick test.
+  holder_set dropping_;
+};
+
+/// Shared access: any number at once, alongside no writer.
+class kv_index::read_guard {
+public:
+  explicit read_guard(const kv_index& idx) : idx_(&idx), lock_(idx.mutex_) {}
+
+  /// Appends the holders of `key` to `out` (in no particular order).
+  void holders(uint64_t key, holder_list& out) const;
+
+  bool holds(uint64_t key, holder_id h) const;
+
+  uint64_t entries() const noexcept { return idx_->entries_; }
+  uint64_t keys() const noexcept { return idx_->keys_; }
+
+  /// Entries per holder (holders with at least one).
+  const holder_counts& entries_by_holder() const noexcept { return idx_->counts_; }
+
+  slot_summary slot(uint32_t slot) const;
+
+  /// Calls fn(key, holders) for every key of `slot`.
+  void for_each_key(uint32_t slot,
+                    const std::function<void(uint64_t, std::span<const holder_id>)>& fn) const;
+
+  /// Bytes held by the tables and the arenas (capacity, not size).
+  size_t memory_bytes() const noexcept;
+
+  bool drops_pending() const noexcept { return !idx_->drops_.empty(); }
+
+private:
+  const kv_index* idx_;
+  std::shared_lock<std::shared_mutex> lock_;
+};
+
+/// Exclusive access: the writer's.
+class kv_index::write_guard {
+public:
+  explicit write_guard(kv_index& idx) : idx_(&idx), lock_(idx.mutex_) {}
+
+  /// True when (key, h) was added, false when it was already there (or the
+  /// key has max_holders_per_key holders).
   bool admit(uint64_t key, holder_id h);
 
   /// True when (key, h) was removed, false when it was not there.
   bool evict(uint64_t key, holder_id h);
 
-  /// Removes every entry whose holder matches; returns how many. on_erased
-  /// (optional) sees each removed (key, holder), e.g. to delete it on disk.
-  uint64_t erase_holders(const std::function<bool(holder_id)>& matches,
-                         const std::function<void(uint64_t key, holder_id)>& on_erased = {});
+  /// Applies ops in order for holder `h`; returns entries added minus removed.
+  int64_t apply(holder_id h, std::span<const kv_op> ops);
 
-  // -- queries ---------------------------------------------------------------
+  /// Applies ops of `h` only in the slots `wanted` says yes to (a restart
+  /// replaying a record onto slots whose snapshot is older than it).
+  template <class Wanted>
+  int64_t apply_where(holder_id h, std::span<const kv_op> ops, Wanted&& wanted);
 
-  /// The holders of `key` in admission order (empty if none).
-  holder_list holders(uint64_t key) const;
+  /// Removes everything in `slot`; how many entries.
+  uint64_t clear_slot(uint32_t slot);
 
-  /// Whether `h` holds `key`.
-  bool holds(uint64_t key, holder_id h) const;
+  /// Drops every entry of `holders` (see the header); cleaning is left to
+  /// drop_step() and to later ops of those holders. `skip` (optional) marks
+  /// slots that hold none of their entries already (a restart replaying a
+  /// drop on slots whose snapshot is newer than it).
+  void begin_drop(holder_set holders, const std::vector<bool>* skip = nullptr);
 
-  /// Number of (key, holder) entries.
-  uint64_t entries() const noexcept { return entries_; }
+  /// Removes `holders`' entries from `slot` now, counted (a restart replaying
+  /// a drop onto the slots older than it); how many.
+  uint64_t drop_now(uint32_t slot, const holder_set& holders);
 
-  /// Number of distinct keys.
-  uint64_t keys() const noexcept { return map_.size(); }
+  /// Cleans pending drops in up to `max_slots` slots; true while work is left.
+  bool drop_step(uint32_t max_slots);
 
-  /// Entries per holder (only holders with at least one entry).
-  const absl::flat_hash_map<holder_id, uint64_t>& entries_by_holder() const noexcept {
-    return counts_;
-  }
+  /// Cleans every pending drop of `slot` now (before the slot is snapshotted).
+  void finish_drops_in(uint32_t slot);
 
-  /// Bytes held by the table and pool (capacity, not size), for the memory gauge.
-  size_t memory_bytes() const noexcept;
+  bool drops_pending() const noexcept { return !idx_->drops_.empty(); }
+
+  slot_summary slot(uint32_t slot) const;
 
 private:
-  // -- member types ----------------------------------------------------------
-
-  /// First holder inline; further holders in pool_[more - 1] (0 = none).
-  struct holder_set {
-    holder_id first = 0;
-    uint32_t more = 0;
-  };
-
-  // -- helpers ---------------------------------------------------------------
-
-  uint32_t allocate_pool_slot();
-  void release_pool_slot(uint32_t index);
-  void count(holder_id h, int64_t delta);
-
-  // -- member variables ------------------------------------------------------
-
-  absl::flat_hash_map<uint64_t, holder_set> map_;
-  std::vector<holder_list> pool_;
-  std::vector<uint32_t> free_pool_slots_;
-  absl::flat_hash_map<holder_id, uint64_t> counts_;
-  uint64_t entries_ = 0;
+  kv_index* idx_;
+  std::unique_lock<std::shared_mutex> lock_;
 };
+
+/// Loads whole slots before anyone reads the index: threads may load slots of
+/// different arena groups (arena_group(slot)) at the same time, each with its
+/// own loader; merge() folds a loader's counts in once every thread is done.
+///
+/// REQUIRES: no guard is in use while loaders are; a slot is loaded once.
+class kv_index::bulk_loader {
+public:
+  explicit bulk_loader(kv_index& idx) : idx_(&idx) {}
+
+  /// Room for `keys` keys in `slot`.
+  void reserve(uint32_t slot, size_t keys);
+
+  /// Adds the key's holders to `slot` (the key must belong to it).
+  void add(uint32_t slot, uint64_t key, std::span<const holder_id> holders);
+
+  /// Folds this loader's counts into the index (one thread at a time).
+  void merge();
+
+private:
+  kv_index* idx_;
+  holder_counts counts_;
+  uint64_t entries_ = 0;
+  uint64_t keys_ = 0;
+};
+
+inline kv_index::read_guard kv_index::read() const {
+  return read_guard{*this};
+}
+
+inline kv_index::write_guard kv_index::write() {
+  return write_guard{*this};
+}
+
+template <class Wanted>
+int64_t kv_index::write_guard::apply_where(holder_id h, std::span<const kv_op> ops,
+                                           Wanted&& wanted) {
+  int64_t delta = 0;
+  const bool dropping = idx_->dropping_.contains(h);
+  // Ops hit random slots: the tables' memory is mostly cold. Working in
+  // groups, the probe positions of a group are prefetched before any insert,
+  // so the cache misses overlap instead of queueing one after another.
+  constexpr size_t group = 16;
+  uint32_t slots[group];
+  for (size_t base = 0; base < ops.size(); base += group) {
+    const size_t n = std::min(group, ops.size() - base);
+    for (size_t i = 0; i < n; ++i) {
+      slots[i] = idx_->slot_index(ops[base + i].key);
+      idx_->slots_[slots[i]].map.prefetch(ops[base + i].key);
+    }
+    for (size_t i = 0; i < n; ++i) {
+      const auto& op = ops[base + i];
+      const uint32_t slot = slots[i];
+      if (!wanted(slot))
+        continue;
+      if (dropping)
+        idx_->clean_for(slot, h);
+      if (op.admit)
+        delta += idx_->admit(slot, op.key, h, idx_->keys_) ? 1 : 0;
+      else
+        delta -= idx_->evict(slot, op.key, h, idx_->keys_) ? 1 : 0;
+    }
+  }
+  idx_->entries_ = static_cast<uint64_t>(static_cast<int64_t>(idx_->entries_) + delta);
+  // One count update per sub-batch: every op of it has the same holder.
+  idx_->count(h, delta);
+  return delta;
+}
 
 } // namespace lmcc::actors

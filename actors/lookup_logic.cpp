@@ -8,24 +8,25 @@ namespace {
 
 struct resolved_holder {
   const directory_view::worker_entry* worker;
-  uint32_t location_index;
+  const std::string* location;
+  uint32_t location_rank;
   holder_id id;
 };
 
-// Known holders of one key in registration order (instance, worker, location).
-std::vector<resolved_holder> resolve(const directory_view& view,
-                                     const kv_index::holder_list& holders) {
-  std::vector<resolved_holder> out;
-  out.reserve(holders.size());
+// Known holders of one key in registration order (instance, worker, then the
+// worker's locations in first-seen order, as LMCache's kv_store dict).
+absl::InlinedVector<resolved_holder, 4> resolve(const directory_view& view,
+                                                const holder_list& holders) {
+  absl::InlinedVector<resolved_holder, 4> out;
   for (holder_id h : holders) {
-    const auto* w = view.find(worker_of(h));
-    if (w == nullptr || location_of(h) >= w->locations.size())
+    auto [w, entry] = view.find(h);
+    if (w == nullptr)
       continue; // deregistered a moment ago, or not yet in this view
-    out.push_back(resolved_holder{w, location_of(h), h});
+    out.push_back(resolved_holder{w, &entry->location, entry->location_rank, h});
   }
   std::sort(out.begin(), out.end(), [](const resolved_holder& a, const resolved_holder& b) {
-    return std::tie(a.worker->instance_rank, a.worker->worker_rank, a.location_index) <
-           std::tie(b.worker->instance_rank, b.worker->worker_rank, b.location_index);
+    return std::tie(a.worker->instance_rank, a.worker->worker_rank, a.location_rank) <
+           std::tie(b.worker->instance_rank, b.worker->worker_rank, b.location_rank);
   });
   return out;
 }
@@ -34,7 +35,7 @@ std::vector<resolved_holder> resolve(const directory_view& view,
 
 msg::LookupRetMsg multi_holder_layout(const directory_view& view, std::string event_id,
                                       const std::vector<msg::token_chunk>& chunks,
-                                      const std::vector<kv_index::holder_list>& holders) {
+                                      const std::vector<holder_list>& holders) {
   msg::LookupRetMsg ret;
   ret.event_id = std::move(event_id);
   if (chunks.empty() || holders.empty())
@@ -51,8 +52,8 @@ msg::LookupRetMsg multi_holder_layout(const directory_view& view, std::string ev
   for (const auto& h : resolve(view, holders[0])) {
     if (!credits.empty() && credits.back().instance_rank == h.worker->instance_rank)
       continue; // first holder of an instance decides its location
-    credits.push_back(credit{h.worker->instance_rank, &h.worker->instance_id,
-                             &h.worker->locations[h.location_index], chunks[0].end, true});
+    credits.push_back(
+        credit{h.worker->instance_rank, &h.worker->instance_id, h.location, chunks[0].end, true});
   }
   size_t alive = credits.size();
   for (size_t i = 1; i < chunks.size() && i < holders.size() && alive > 0; ++i) {
@@ -68,7 +69,7 @@ msg::LookupRetMsg multi_holder_layout(const directory_view& view, std::string ev
         --alive;
         continue;
       }
-      c.location = &it->worker->locations[it->location_index];
+      c.location = it->location;
       c.end = chunks[i].end;
     }
   }
@@ -81,7 +82,7 @@ msg::LookupRetMsg multi_holder_layout(const directory_view& view, std::string ev
 msg::BatchedP2PLookupRetMsg p2p_layout(const directory_view& view,
                                        const std::string& asker_instance,
                                        const msg::wire_int& asker_worker_id,
-                                       const std::vector<kv_index::holder_list>& holders) {
+                                       const std::vector<holder_list>& holders) {
   msg::BatchedP2PLookupRetMsg miss;
   miss.layout_info.emplace_back("", "", 0, "");
   if (holders.empty())
@@ -102,8 +103,7 @@ msg::BatchedP2PLookupRetMsg p2p_layout(const directory_view& view,
     ++hits;
   }
   msg::BatchedP2PLookupRetMsg ret;
-  ret.layout_info.emplace_back(peer->worker->instance_id,
-                               peer->worker->locations[peer->location_index], hits,
+  ret.layout_info.emplace_back(peer->worker->instance_id, *peer->location, hits,
                                *peer->worker->peer_init_url);
   return ret;
 }

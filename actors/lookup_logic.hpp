@@ -27,12 +27,12 @@ namespace lmcc::actors {
 /// `holders[i]` are the holders of `chunks[i].key`.
 msg::LookupRetMsg multi_holder_layout(const directory_view& view, std::string event_id,
                                       const std::vector<msg::token_chunk>& chunks,
-                                      const std::vector<kv_index::holder_list>& holders);
+                                      const std::vector<holder_list>& holders);
 
 /// `holders[i]` are the holders of the asker's hashes[i].
 msg::BatchedP2PLookupRetMsg p2p_layout(const directory_view& view,
                                        const std::string& asker_instance,
                                        const msg::wire_int& asker_worker_id,
-                                       const std::vector<kv_index::holder_list>& holders);
+                                       const std::vector<holder_list>& holders);
 
 } // namespace lmcc::actors

@@ -1,6 +1,7 @@
 #include "actors/registry.hpp"
 
 #include <algorithm>
+#include <tuple>
 
 namespace lmcc::actors {
 
@@ -13,28 +14,76 @@ std::string worker_record::control_endpoint() const {
   return ip + ":" + port.to_string();
 }
 
-const directory_view::worker_entry* directory_view::find(uint32_t worker_num) const {
-  auto it = workers.find(worker_num);
-  return it == workers.end() ? nullptr : &it->second;
+std::pair<const directory_view::worker_entry*, const directory_view::holder_entry*>
+directory_view::find(holder_id h) const {
+  auto it = holders.find(h);
+  if (it == holders.end())
+    return {nullptr, nullptr};
+  return {&workers[it->second.worker], &it->second};
 }
+
+// -- placement in registration order ---------------------------------------------
+
+void registry::place(const worker_record& rec) {
+  auto inst = std::find_if(instances_.begin(), instances_.end(), [&](const instance_entry& e) {
+    return e.instance_id == rec.instance_id;
+  });
+  if (inst == instances_.end()) {
+    instance_entry e{rec.instance_id, rec.instance_order, {}};
+    auto at = std::upper_bound(instances_.begin(), instances_.end(), e,
+                               [](const instance_entry& a, const instance_entry& b) {
+                                 return std::tie(a.order, a.instance_id) <
+                                        std::tie(b.order, b.instance_id);
+                               });
+    inst = instances_.insert(at, std::move(e));
+  }
+  auto before = [this](uint64_t a, uint64_t b) {
+    const auto& ra = records_.at(a);
+    const auto& rb = records_.at(b);
+    return std::tie(ra.registration_order, ra.uid) < std::tie(rb.registration_order, rb.uid);
+  };
+  auto at = std::upper_bound(inst->workers.begin(), inst->workers.end(), rec.uid, before);
+  inst->workers.insert(at, rec.uid);
+}
+
+void registry::unplace(const worker_record& rec) {
+  auto inst = std::find_if(instances_.begin(), instances_.end(), [&](const instance_entry& e) {
+    return e.instance_id == rec.instance_id;
+  });
+  if (inst == instances_.end())
+    return;
+  std::erase(inst->workers, rec.uid);
+  if (inst->workers.empty())
+    instances_.erase(inst);
+}
+
+// -- registration ----------------------------------------------------------------
 
 registry::registration registry::register_worker(const std::string& instance_id,
                                                  const msg::wire_int& worker_id,
                                                  const std::string& ip, const msg::wire_int& port,
                                                  const std::optional<std::string>& peer_init_url,
-                                                 double now) {
-  if (auto existing = find(instance_id, worker_id)) {
-    auto& rec = records_.at(*existing);
+                                                 double now, uint64_t stamp) {
+  const uint64_t uid = worker_uid(instance_id, worker_id);
+  if (auto it = records_.find(uid); it != records_.end()) {
+    auto& rec = it->second;
+    if (rec.instance_id != instance_id || rec.worker_id != worker_id)
+      return {uid, false, 0,
+              "worker identity hash collision: (" + instance_id + ", " + worker_id.to_string() +
+                  ") has the same uid as the registered (" + rec.instance_id + ", " +
+                  rec.worker_id.to_string() + ")"};
     rec.ip = ip;
     rec.port = port;
     rec.peer_init_url = peer_init_url;
+    for (const auto& loc : rec.locations)
+      holder_owner_.erase(rec.holder(loc));
     rec.locations.clear();
     rec.resync_reason.clear();
-    return {*existing, false};
+    rec.incarnation = stamp;
+    return {uid, false, stamp, {}};
   }
-  uint32_t num = next_worker_num_++;
   worker_record rec;
-  rec.worker_num = num;
+  rec.uid = uid;
   rec.instance_id = instance_id;
   rec.worker_id = worker_id;
   rec.ip = ip;
@@ -42,57 +91,63 @@ registry::registration registry::register_worker(const std::string& instance_id,
   rec.peer_init_url = peer_init_url;
   rec.registration_time = now;
   rec.last_heartbeat_time = now;
-  records_.emplace(num, std::move(rec));
-  by_key_.emplace(std::make_pair(instance_id, worker_id), num);
+  rec.registration_order = stamp;
+  rec.incarnation = stamp;
   auto inst = std::find_if(instances_.begin(), instances_.end(),
                            [&](const instance_entry& e) { return e.instance_id == instance_id; });
-  if (inst == instances_.end())
-    instances_.push_back(instance_entry{instance_id, {num}});
-  else
-    inst->workers.push_back(num);
-  return {num, true};
+  rec.instance_order = inst == instances_.end() ? stamp : inst->order;
+  const auto& stored = records_.emplace(uid, std::move(rec)).first->second;
+  place(stored);
+  return {uid, true, stamp, {}};
 }
 
 void registry::restore_worker(worker_record rec) {
-  uint32_t num = rec.worker_num;
-  next_worker_num_ = std::max(next_worker_num_, num + 1);
-  by_key_[std::make_pair(rec.instance_id, rec.worker_id)] = num;
+  const uint64_t uid = rec.uid;
+  if (auto it = records_.find(uid); it != records_.end()) {
+    unplace(it->second);
+    for (const auto& loc : it->second.locations)
+      holder_owner_.erase(it->second.holder(loc));
+    records_.erase(it);
+  }
+  // An instance takes the earliest order any of its rows remembers.
   auto inst = std::find_if(instances_.begin(), instances_.end(), [&](const instance_entry& e) {
     return e.instance_id == rec.instance_id;
   });
-  if (inst == instances_.end())
-    instances_.push_back(instance_entry{rec.instance_id, {num}});
-  else
-    inst->workers.push_back(num);
-  records_[num] = std::move(rec);
+  if (inst != instances_.end() && inst->order > rec.instance_order) {
+    instance_entry moved = std::move(*inst);
+    instances_.erase(inst);
+    moved.order = rec.instance_order;
+    auto at = std::upper_bound(instances_.begin(), instances_.end(), moved,
+                               [](const instance_entry& a, const instance_entry& b) {
+                                 return std::tie(a.order, a.instance_id) <
+                                        std::tie(b.order, b.instance_id);
+                               });
+    instances_.insert(at, std::move(moved));
+  }
+  for (const auto& loc : rec.locations)
+    holder_owner_[rec.holder(loc)] = uid;
+  const auto& stored = records_.emplace(uid, std::move(rec)).first->second;
+  place(stored);
 }
 
 std::optional<worker_record> registry::remove(const std::string& instance_id,
                                               const msg::wire_int& worker_id) {
-  auto key = std::make_pair(instance_id, worker_id);
-  auto it = by_key_.find(key);
-  if (it == by_key_.end())
+  const auto* found = find(instance_id, worker_id);
+  if (!found)
     return std::nullopt;
-  uint32_t num = it->second;
-  by_key_.erase(it);
-  auto rec = std::move(records_.at(num));
-  records_.erase(num);
-  auto inst = std::find_if(instances_.begin(), instances_.end(),
-                           [&](const instance_entry& e) { return e.instance_id == instance_id; });
-  if (inst != instances_.end()) {
-    std::erase(inst->workers, num);
-    if (inst->workers.empty())
-      instances_.erase(inst);
-  }
-  return rec;
+  auto node = records_.extract(found->uid);
+  unplace(node.mapped());
+  for (const auto& loc : node.mapped().locations)
+    holder_owner_.erase(node.mapped().holder(loc));
+  return std::move(node.mapped());
 }
 
 bool registry::heartbeat(const std::string& instance_id, const msg::wire_int& worker_id,
                          double now) {
-  auto num = find(instance_id, worker_id);
-  if (!num)
+  const auto* found = find(instance_id, worker_id);
+  if (!found)
     return false;
-  auto& rec = records_.at(*num);
+  auto& rec = records_.at(found->uid);
   rec.last_heartbeat_time = now;
   rec.has_heartbeated = true;
   return true;
@@ -107,38 +162,43 @@ registry::silent_workers(double now, double timeout_s) const {
   return out;
 }
 
-std::optional<uint32_t> registry::find(const std::string& instance_id,
-                                       const msg::wire_int& worker_id) const {
-  auto it = by_key_.find(std::make_pair(instance_id, worker_id));
-  if (it == by_key_.end())
-    return std::nullopt;
-  return it->second;
-}
-
-const worker_record* registry::record(uint32_t worker_num) const {
-  auto it = records_.find(worker_num);
-  return it == records_.end() ? nullptr : &it->second;
-}
-
-std::optional<uint32_t> registry::intern_location(uint32_t worker_num,
-                                                  const std::string& location) {
-  auto it = records_.find(worker_num);
+bool registry::add_location(uint64_t uid, const std::string& location) {
+  auto it = records_.find(uid);
   if (it == records_.end())
-    return std::nullopt;
-  auto& locs = it->second.locations;
-  auto pos = std::find(locs.begin(), locs.end(), location);
-  if (pos != locs.end())
-    return static_cast<uint32_t>(pos - locs.begin());
-  if (locs.size() >= max_locations_per_worker)
-    return std::nullopt;
-  locs.push_back(location);
-  return static_cast<uint32_t>(locs.size() - 1);
+    return false;
+  auto& rec = it->second;
+  if (std::find(rec.locations.begin(), rec.locations.end(), location) != rec.locations.end())
+    return true;
+  if (rec.locations.size() >= max_locations_per_worker)
+    return false;
+  const holder_id h = rec.holder(location);
+  auto [owner, inserted] = holder_owner_.try_emplace(h, uid);
+  if (!inserted && owner->second != uid)
+    return false;
+  rec.locations.push_back(location);
+  return true;
+}
+
+// -- lookups -----------------------------------------------------------------------
+
+const worker_record* registry::find(const std::string& instance_id,
+                                    const msg::wire_int& worker_id) const {
+  auto it = records_.find(worker_uid(instance_id, worker_id));
+  if (it == records_.end() || it->second.instance_id != instance_id ||
+      it->second.worker_id != worker_id)
+    return nullptr;
+  return &it->second;
+}
+
+const worker_record* registry::record(uint64_t uid) const {
+  auto it = records_.find(uid);
+  return it == records_.end() ? nullptr : &it->second;
 }
 
 std::optional<std::string> registry::instance_by_ip(const std::string& ip) const {
   for (const auto& inst : instances_)
-    for (uint32_t num : inst.workers)
-      if (records_.at(num).ip == ip)
+    for (uint64_t uid : inst.workers)
+      if (records_.at(uid).ip == ip)
         return inst.instance_id;
   return std::nullopt;
 }
@@ -148,8 +208,8 @@ std::vector<control_target> registry::control_targets(const std::string& instanc
   for (const auto& inst : instances_) {
     if (inst.instance_id != instance_id)
       continue;
-    for (uint32_t num : inst.workers) {
-      const auto& rec = records_.at(num);
+    for (uint64_t uid : inst.workers) {
+      const auto& rec = records_.at(uid);
       out.push_back(control_target{rec.worker_id, rec.control_endpoint(), rec.peer_init_url});
     }
   }
@@ -176,8 +236,8 @@ registry::worker_infos(const std::string& instance_id,
   std::vector<const worker_record*> recs;
   for (const auto& inst : instances_)
     if (inst.instance_id == instance_id)
-      for (uint32_t num : inst.workers)
-        recs.push_back(&records_.at(num));
+      for (uint64_t uid : inst.workers)
+        recs.push_back(&records_.at(uid));
   std::sort(recs.begin(), recs.end(), [](const worker_record* a, const worker_record* b) {
     return a->worker_id < b->worker_id;
   });
@@ -198,13 +258,15 @@ std::vector<const worker_record*> registry::all_workers() const {
   std::vector<const worker_record*> out;
   out.reserve(records_.size());
   for (const auto& inst : instances_)
-    for (uint32_t num : inst.workers)
-      out.push_back(&records_.at(num));
+    for (uint64_t uid : inst.workers)
+      out.push_back(&records_.at(uid));
   return out;
 }
 
-void registry::set_sync_state(uint32_t worker_num, sync_phase phase, uint64_t missing_batches) {
-  auto it = records_.find(worker_num);
+// -- full sync ------------------------------------------------------------------------
+
+void registry::set_sync_state(uint64_t uid, sync_phase phase, uint64_t missing_batches) {
+  auto it = records_.find(uid);
   if (it == records_.end())
     return;
   it->second.sync = phase;
@@ -213,8 +275,8 @@ void registry::set_sync_state(uint32_t worker_num, sync_phase phase, uint64_t mi
     it->second.resync_reason.clear();
 }
 
-void registry::request_full_sync(uint32_t worker_num, std::string reason) {
-  if (auto it = records_.find(worker_num); it != records_.end())
+void registry::request_full_sync(uint64_t uid, std::string reason) {
+  if (auto it = records_.find(uid); it != records_.end())
     it->second.resync_reason = std::move(reason);
 }
 
@@ -222,7 +284,7 @@ double registry::global_progress() const {
   if (records_.empty())
     return 0.0;
   uint64_t ready = 0;
-  for (const auto& [num, rec] : records_)
+  for (const auto& [uid, rec] : records_)
     if (rec.sync == sync_phase::none || rec.sync == sync_phase::completed)
       ++ready;
   return static_cast<double>(ready) / static_cast<double>(records_.size());
@@ -235,8 +297,8 @@ bool registry::can_exit_freeze(double completion_threshold) {
   return can_exit;
 }
 
-std::pair<bool, std::string> registry::should_request_full_sync(uint32_t worker_num) const {
-  const auto* rec = record(worker_num);
+std::pair<bool, std::string> registry::should_request_full_sync(uint64_t uid) const {
+  const auto* rec = record(uid);
   if (!rec)
     return {false, {}};
   if (need_full_sync_all_ && rec->sync != sync_phase::syncing && rec->sync != sync_phase::completed)
@@ -250,29 +312,35 @@ std::pair<bool, std::string> registry::should_request_full_sync(uint32_t worker_
 
 uint64_t registry::workers_in(sync_phase phase) const {
   uint64_t n = 0;
-  for (const auto& [num, rec] : records_)
+  for (const auto& [uid, rec] : records_)
     n += rec.sync == phase ? 1 : 0;
   return n;
 }
 
 uint64_t registry::missing_batches_total() const {
   uint64_t n = 0;
-  for (const auto& [num, rec] : records_)
+  for (const auto& [uid, rec] : records_)
     if (rec.sync == sync_phase::syncing)
       n += rec.missing_batches;
   return n;
 }
 
+// -- views -----------------------------------------------------------------------------
+
 std::shared_ptr<const directory_view> registry::make_view() const {
   auto view = std::make_shared<directory_view>();
+  view->workers.reserve(records_.size());
   uint32_t instance_rank = 0;
   for (const auto& inst : instances_) {
     uint32_t worker_rank = 0;
-    for (uint32_t num : inst.workers) {
-      const auto& rec = records_.at(num);
-      view->workers.emplace(num, directory_view::worker_entry{rec.instance_id, rec.worker_id,
-                                                              instance_rank, worker_rank++,
-                                                              rec.peer_init_url, rec.locations});
+    for (uint64_t uid : inst.workers) {
+      const auto& rec = records_.at(uid);
+      const auto index = static_cast<uint32_t>(view->workers.size());
+      view->workers.push_back(directory_view::worker_entry{
+          uid, rec.instance_id, rec.worker_id, instance_rank, worker_rank++, rec.peer_init_url});
+      for (uint32_t rank = 0; rank < rec.locations.size(); ++rank)
+        view->holders.emplace(rec.holder(rec.locations[rank]),
+                              directory_view::holder_entry{index, rec.locations[rank], rank});
     }
     ++instance_rank;
   }

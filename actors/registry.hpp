@@ -1,25 +1,34 @@
-// registry: the node's worker registry in registration order (spec 4.2, 4.7),
-// the full-sync tracker's global view (spec 4.8.3-4.8.4) and the read-only
+// registry: the worker registry in registration order (spec 4.2, 4.7), the
+// full-sync tracker's global view (spec 4.8.3-4.8.4) and the read-only
 // directory_view that lookups resolve holders with. Actor-free: the directory
 // actor owns one and only adapts it.
 //
 // Registration order matters on the wire: LookupRetMsg lists the chunk-0
 // holder first in registration order, get_instance_by_ip picks the first
-// instance, and P2P lookups pick the first matching peer. Instances keep their
-// first-registration position while they have workers; a worker keeps its
-// position inside its instance.
+// instance, and P2P lookups pick the first matching peer. Order is kept as sort
+// keys, not as positions in a list, so that every node of a cluster (and a
+// restarted node) derives the same order from the same rows: an instance sorts
+// by `instance_order` (the stamp of its first registration while it kept
+// workers), a worker inside its instance by `registration_order`; equal stamps
+// (two nodes in the same millisecond) fall back to the uid.
 //
-//   registry r{controller_options{}};
-//   auto [num, is_new] = r.register_worker(reg_msg, now);
+// Workers are named by their uid (ids.hpp). A second identity hashing to a uid
+// or holder id already in use is refused, never merged.
+//
+//   registry r;
+//   auto reg = r.register_worker("A", 0, ip, port, peer, now, stamp);
 //   r.heartbeat("A", 0, now);
-//   auto [ask, reason] = r.should_request_full_sync(num);
+//   auto [ask, reason] = r.should_request_full_sync(reg.uid);
 //
 // Context: owned by the directory actor; not thread-safe. Time is passed in.
+// CAF-free.
 #pragma once
 
 #include "actors/full_sync_session.hpp"
-#include "actors/kv_index.hpp"
+#include "actors/ids.hpp"
 #include "messages/lmcache_msgs.hpp"
+
+#include <absl/container/flat_hash_map.h>
 
 #include <cstdint>
 #include <map>
@@ -33,7 +42,7 @@ namespace lmcc::actors {
 
 /// One registered (instance_id, worker_id).
 struct worker_record {
-  uint32_t worker_num = 0;
+  uint64_t uid = 0;
   std::string instance_id;
   msg::wire_int worker_id;
   std::string ip;
@@ -42,33 +51,47 @@ struct worker_record {
   double registration_time = 0;
   double last_heartbeat_time = 0;
   bool has_heartbeated = false;
+  uint64_t registration_order = 0;
+  uint64_t instance_order = 0;
+  /// Which registration this is (a new stamp on every re-registration).
+  uint64_t incarnation = 0;
   sync_phase sync = sync_phase::none;
   uint64_t missing_batches = 0;
-  /// Location names by location index (first-seen order).
+  /// Location names the worker reported, first-seen order.
   std::vector<std::string> locations;
   /// Why this worker, and only it, must full-sync at its next heartbeat (a seq
-  /// gap proven after a restart); empty when it need not. Cleared when its sync
-  /// starts or it re-registers.
+  /// gap proven after a restart, a damaged snapshot); empty when it need not.
+  /// Cleared when its sync starts or it re-registers.
   std::string resync_reason;
 
   msg::WorkerInfo info() const;
   /// "ip:port" of the worker's REP socket (S4).
   std::string control_endpoint() const;
+  holder_id holder(std::string_view location) const {
+    return make_holder_id(instance_id, worker_id, location);
+  }
 };
 
 /// What a lookup needs to turn holder ids into an answer; immutable, shared.
 struct directory_view {
   struct worker_entry {
+    uint64_t uid = 0;
     std::string instance_id;
     msg::wire_int worker_id;
     uint32_t instance_rank = 0; ///< position of the instance in registration order
     uint32_t worker_rank = 0;   ///< position of the worker inside its instance
     std::optional<std::string> peer_init_url;
-    std::vector<std::string> locations;
   };
-  std::map<uint32_t, worker_entry> workers; ///< by worker number
+  struct holder_entry {
+    uint32_t worker = 0; ///< index into workers
+    std::string location;
+    uint32_t location_rank = 0; ///< the location's first-seen position for its worker
+  };
+  std::vector<worker_entry> workers; ///< registration order
+  absl::flat_hash_map<holder_id, holder_entry> holders;
 
-  const worker_entry* find(uint32_t worker_num) const;
+  /// The holder's worker and location, or nullptr (unknown or deregistered).
+  std::pair<const worker_entry*, const holder_entry*> find(holder_id h) const;
 };
 
 /// A worker the controller may have to command (spec 4.10 fan-out).
@@ -80,27 +103,30 @@ struct control_target {
 
 class registry {
 public:
-  /// Most locations one worker may report (location index is 8 bits).
+  /// Most locations one worker may report (bounds its row and its holder list).
   static constexpr size_t max_locations_per_worker = 256;
 
   // -- registration ----------------------------------------------------------
 
   struct registration {
-    uint32_t worker_num;
-    bool is_new;
+    uint64_t uid = 0;
+    bool is_new = false;
+    uint64_t incarnation = 0;
+    /// Non-empty: refused (the identity collides with another worker's uid).
+    std::string refused;
   };
 
-  /// Registers, or refreshes the address of, (instance_id, worker_id).
-  /// A re-registration keeps the worker's number and position (the caller
-  /// clears its index state, as LMCache does); unlike LMCache it takes the
-  /// new ip/port/peer_init_url, so a restarted worker on a new port is reachable.
+  /// Registers, or refreshes the address of, (instance_id, worker_id); `stamp`
+  /// is a fresh HLC stamp (the new incarnation and, for a new worker, its
+  /// order). A re-registration keeps the worker's position (the caller drops
+  /// its index entries, as LMCache does) and, unlike LMCache, takes the new
+  /// ip/port/peer_init_url so a restarted worker on a new port is reachable.
   registration register_worker(const std::string& instance_id, const msg::wire_int& worker_id,
                                const std::string& ip, const msg::wire_int& port,
-                               const std::optional<std::string>& peer_init_url, double now);
+                               const std::optional<std::string>& peer_init_url, double now,
+                               uint64_t stamp);
 
-  /// Puts back a worker restored from the node's store: same number, appended
-  /// to its instance in the order restores are made (worker_num order).
-  /// Later registrations get numbers above every restored one.
+  /// Puts back a worker restored from the node's store (any order).
   void restore_worker(worker_record rec);
 
   /// Removes the worker (and its instance when empty); the record, if any.
@@ -115,15 +141,15 @@ public:
   std::vector<std::pair<std::string, msg::wire_int>> silent_workers(double now,
                                                                     double timeout_s) const;
 
+  /// Adds `location` to the worker's known locations. False when the worker is
+  /// unknown, has max_locations_per_worker already, or the location's holder
+  /// id collides with another worker's holder.
+  bool add_location(uint64_t uid, const std::string& location);
+
   // -- lookups ---------------------------------------------------------------
 
-  std::optional<uint32_t> find(const std::string& instance_id,
-                               const msg::wire_int& worker_id) const;
-  const worker_record* record(uint32_t worker_num) const;
-
-  /// Index of `location` for the worker, interning it; nullopt when the worker
-  /// is unknown or already has max_locations_per_worker locations.
-  std::optional<uint32_t> intern_location(uint32_t worker_num, const std::string& location);
+  const worker_record* find(const std::string& instance_id, const msg::wire_int& worker_id) const;
+  const worker_record* record(uint64_t uid) const;
 
   /// First instance (registration order) with a worker registered from `ip`.
   std::optional<std::string> instance_by_ip(const std::string& ip) const;
@@ -143,7 +169,7 @@ public:
 
   // -- full sync (spec 4.8.3, 4.8.4) -------------------------------------------
 
-  void set_sync_state(uint32_t worker_num, sync_phase phase, uint64_t missing_batches);
+  void set_sync_state(uint64_t uid, sync_phase phase, uint64_t missing_batches);
 
   /// (workers never asked to sync or COMPLETED) / all workers; 0 with none.
   double global_progress() const;
@@ -153,10 +179,10 @@ public:
   bool can_exit_freeze(double completion_threshold);
 
   /// Asks this worker alone for a full sync at its next heartbeat.
-  void request_full_sync(uint32_t worker_num, std::string reason);
+  void request_full_sync(uint64_t uid, std::string reason);
 
   /// Whether the heartbeat reply should carry a FullSyncCommand, and its reason.
-  std::pair<bool, std::string> should_request_full_sync(uint32_t worker_num) const;
+  std::pair<bool, std::string> should_request_full_sync(uint64_t uid) const;
 
   /// Controls `controller_restart` requests: true at start (LMCache's
   /// need_full_sync_all); a node that restored its index from its store
@@ -175,13 +201,16 @@ public:
 private:
   struct instance_entry {
     std::string instance_id;
-    std::vector<uint32_t> workers; ///< worker numbers in registration order
+    uint64_t order = 0;
+    std::vector<uint64_t> workers; ///< uids sorted by (registration_order, uid)
   };
 
-  std::vector<instance_entry> instances_;
-  std::map<uint32_t, worker_record> records_;
-  std::map<std::pair<std::string, msg::wire_int>, uint32_t> by_key_;
-  uint32_t next_worker_num_ = 1;
+  void place(const worker_record& rec);
+  void unplace(const worker_record& rec);
+
+  std::vector<instance_entry> instances_; ///< sorted by (order, instance_id)
+  std::map<uint64_t, worker_record> records_;
+  absl::flat_hash_map<holder_id, uint64_t> holder_owner_; ///< holder -> worker uid
   bool need_full_sync_all_ = true;
 };
 

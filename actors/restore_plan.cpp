@@ -1,14 +1,14 @@
 #include "actors/restore_plan.hpp"
 
 #include <algorithm>
-#include <utility>
+#include <tuple>
 
 namespace lmcc::actors {
 namespace {
 
 worker_record to_record(const persistence::worker_row& row, double now) {
   worker_record rec;
-  rec.worker_num = row.worker_num;
+  rec.uid = row.uid;
   rec.instance_id = row.instance_id;
   rec.worker_id = row.worker_id;
   rec.ip = row.ip;
@@ -18,119 +18,99 @@ worker_record to_record(const persistence::worker_row& row, double now) {
   // The node was down, not the worker: the reaper counts silence from now.
   rec.last_heartbeat_time = now;
   rec.has_heartbeated = row.has_heartbeated;
-  rec.locations = row.locations;
+  rec.registration_order = row.registration_order;
+  rec.instance_order = row.instance_order;
+  rec.incarnation = row.incarnation;
   return rec;
 }
 
-/// What the shards' values for one (worker, location) say.
-struct location_verdict {
-  std::optional<uint64_t> watermark; ///< agreed last durable seq, if any
-  bool check = true;                 ///< false: resynced, no check
-  std::string resync_reason;         ///< non-empty: full sync needed
-};
-
-location_verdict judge(const std::vector<std::optional<uint64_t>>& per_shard) {
-  location_verdict v;
-  bool any_syncing = false;
-  size_t resynced = 0;
-  for (const auto& value : per_shard) {
-    any_syncing |= value == persistence::watermark_syncing;
-    resynced += value == persistence::watermark_resynced ? 1 : 0;
+/// The reason a holder's mark asks for a full sync, if it does.
+std::string resync_reason_of(const seq_mark& mark) {
+  switch (mark.state) {
+  case seq_state::syncing:
+    return "restart_during_full_sync";
+  case seq_state::gap:
+    return "store_commit_failed";
+  default:
+    return {};
   }
-  if (any_syncing) {
-    v.resync_reason = "restart_during_full_sync";
-    return v;
-  }
-  if (resynced == per_shard.size()) {
-    v.check = false;
-    return v;
-  }
-  if (resynced > 0) {
-    v.resync_reason = "watermarks_diverged";
-    return v;
-  }
-  // The minimum over shards; one shard with nothing means nothing is agreed.
-  for (const auto& value : per_shard) {
-    if (!value) {
-      v.watermark.reset();
-      return v;
-    }
-    v.watermark = v.watermark ? std::min(*v.watermark, *value) : *value;
-  }
-  return v;
 }
 
 } // namespace
 
 restore_plan plan_restore(const std::vector<persistence::worker_row>& rows,
-                          const std::vector<persistence::watermark>& watermarks,
-                          uint32_t shard_count, double now) {
+                          const holder_metas& holders, const shard_restore_report& report,
+                          double now) {
   restore_plan plan;
-  plan.shard_watermarks.resize(shard_count);
-  std::map<uint32_t, const persistence::worker_row*> by_num;
-  for (const auto& row : rows)
-    by_num.emplace(row.worker_num, &row);
-
-  // (worker, location) -> value per shard; stale ones are set aside.
-  std::map<std::pair<uint32_t, uint32_t>, std::vector<std::optional<uint64_t>>> marks;
-  for (const auto& w : watermarks) {
-    auto row = by_num.find(w.worker_num);
-    bool stale = row == by_num.end() || row->second->reset_pending || w.shard >= shard_count ||
-                 w.location_index >= row->second->locations.size();
-    if (stale) {
-      plan.stale_watermarks.push_back(w);
-      if (row == by_num.end())
-        plan.dropped_workers.insert(w.worker_num);
-      continue;
-    }
-    auto& per_shard = marks[{w.worker_num, w.location_index}];
-    per_shard.resize(shard_count);
-    per_shard[w.shard] = w.seq;
-    plan.shard_watermarks[w.shard][make_holder(w.worker_num, w.location_index)] = w.seq;
-  }
-
+  std::map<uint64_t, size_t> by_uid;
   for (const auto& row : rows) {
-    restored_worker rw;
-    rw.record = to_record(row, now);
-    if (row.reset_pending) {
-      rw.reset_finished = true;
-      plan.dropped_workers.insert(row.worker_num);
-      for (uint32_t loc = 0; loc < row.locations.size(); ++loc)
-        rw.expected_next[loc] = 0;
-      plan.workers.push_back(std::move(rw));
+    by_uid[row.uid] = plan.workers.size();
+    plan.workers.push_back(restored_worker{to_record(row, now), {}, {}, {}});
+  }
+  // Holders sorted by id so that the plan does not depend on hash-map order.
+  std::vector<std::pair<holder_id, const holder_meta*>> sorted;
+  sorted.reserve(holders.size());
+  for (const auto& [h, meta] : holders)
+    sorted.emplace_back(h, &meta);
+  std::sort(sorted.begin(), sorted.end());
+  // A worker's current incarnation is the newest its row or any of its
+  // holders knows (a row written before its re-registration's drop reached
+  // the log, or the other way round); holders older than it are stale.
+  for (const auto& [h, meta] : sorted)
+    if (auto it = by_uid.find(meta->worker_uid); it != by_uid.end()) {
+      auto& rec = plan.workers[it->second].record;
+      rec.incarnation = std::max(rec.incarnation, meta->incarnation);
+    }
+  for (const auto& [h, meta] : sorted) {
+    auto it = by_uid.find(meta->worker_uid);
+    if (it == by_uid.end()) {
+      // No row: a deregistration cut short (its drop carries registration + 1).
+      plan.drop_holders.emplace_back(h, meta->incarnation + 1);
       continue;
     }
-    for (uint32_t loc = 0; loc < row.locations.size(); ++loc) {
-      auto it = marks.find({row.worker_num, loc});
-      std::vector<std::optional<uint64_t>> per_shard(shard_count);
-      if (it != marks.end())
-        per_shard = it->second;
-      auto verdict = judge(per_shard);
-      if (!verdict.resync_reason.empty()) {
-        if (rw.resync_reason.empty())
-          rw.resync_reason = verdict.resync_reason;
-        rw.expected_next[loc] = std::nullopt; // the sync rebuilds it
-        continue;
-      }
-      if (!verdict.check) {
-        rw.expected_next[loc] = std::nullopt;
-        continue;
-      }
-      if (verdict.watermark) {
-        rw.last_seq[loc] = *verdict.watermark;
-        rw.expected_next[loc] = *verdict.watermark + 1;
-      } else {
-        rw.expected_next[loc] = 0;
-      }
+    auto& w = plan.workers[it->second];
+    if (meta->incarnation < w.record.incarnation) {
+      // A re-registration whose drop never reached the log.
+      plan.drop_holders.emplace_back(h, w.record.incarnation);
+      continue;
     }
-    plan.workers.push_back(std::move(rw));
+    if (make_holder_id(w.record.instance_id, w.record.worker_id, meta->location) != h) {
+      plan.drop_holders.emplace_back(h, meta->incarnation); // not this worker's (a damaged intro)
+      continue;
+    }
+    w.record.locations.push_back(meta->location);
+    const auto& mark = meta->mark;
+    if (mark.state == seq_state::tracking) {
+      w.last_seq[meta->location] = mark.seq;
+      w.expected_next[meta->location] = mark.seq + 1;
+    } else if (mark.state == seq_state::resynced) {
+      w.expected_next[meta->location] = std::nullopt;
+    } else if (mark.state == seq_state::none) {
+      w.expected_next[meta->location] = uint64_t{0};
+    }
+    if (auto reason = resync_reason_of(mark); !reason.empty() && w.resync_reason.empty())
+      w.resync_reason = reason;
+    if (report.damaged_holders.contains(h) && w.resync_reason.empty())
+      w.resync_reason = "snapshot_damaged";
   }
+  for (auto& w : plan.workers) {
+    // The index keeps no order of a worker's locations; by name is stable.
+    std::sort(w.record.locations.begin(), w.record.locations.end());
+    if (report.damaged_unknown && w.resync_reason.empty())
+      w.resync_reason = "snapshot_damaged";
+  }
+  std::sort(plan.workers.begin(), plan.workers.end(),
+            [](const restored_worker& a, const restored_worker& b) {
+              return std::tie(a.record.instance_order, a.record.registration_order,
+                              a.record.uid) < std::tie(b.record.instance_order,
+                                                       b.record.registration_order, b.record.uid);
+            });
   return plan;
 }
 
-persistence::worker_row to_row(const worker_record& rec, bool reset_pending) {
+persistence::worker_row to_row(const worker_record& rec) {
   persistence::worker_row row;
-  row.worker_num = rec.worker_num;
+  row.uid = rec.uid;
   row.instance_id = rec.instance_id;
   row.worker_id = rec.worker_id;
   row.ip = rec.ip;
@@ -139,8 +119,9 @@ persistence::worker_row to_row(const worker_record& rec, bool reset_pending) {
   row.registration_time = rec.registration_time;
   row.last_heartbeat_time = rec.last_heartbeat_time;
   row.has_heartbeated = rec.has_heartbeated;
-  row.locations = rec.locations;
-  row.reset_pending = reset_pending;
+  row.registration_order = rec.registration_order;
+  row.instance_order = rec.instance_order;
+  row.incarnation = rec.incarnation;
   return row;
 }
 

@@ -1,5 +1,9 @@
 #include "actors/control_plan.hpp"
 
+#if defined(CAF_VERSION)
+#error "control_plan pulls in CAF"
+#endif
+
 #include <gtest/gtest.h>
 
 using namespace lmcc::actors;
@@ -10,9 +14,9 @@ namespace {
 struct fixture {
   registry reg;
   fixture() {
-    reg.register_worker("A", 1, "10.0.0.1", 8501, "10.0.0.1:8201", 0);
-    reg.register_worker("A", 0, "10.0.0.1", 8500, "10.0.0.1:8200", 0);
-    reg.register_worker("B", 0, "10.0.0.2", 8500, "10.0.0.2:8200", 0);
+    reg.register_worker("A", 1, "10.0.0.1", 8501, "10.0.0.1:8201", 0, 1);
+    reg.register_worker("A", 0, "10.0.0.1", 8500, "10.0.0.1:8200", 0, 2);
+    reg.register_worker("B", 0, "10.0.0.2", 8500, "10.0.0.2:8200", 0, 3);
   }
 };
 
@@ -96,7 +100,7 @@ TEST(control_plan, health_of_an_instance_without_workers_is_empty_success) {
 
 TEST(control_plan, move_pairs_source_and_destination_workers_by_sorted_id) {
   fixture f;
-  f.reg.register_worker("B", 1, "10.0.0.2", 8501, "10.0.0.2:8201", 0);
+  f.reg.register_worker("B", 1, "10.0.0.2", 8501, "10.0.0.2:8201", 0, 4);
   msg::MoveMsg m{"e", {"A", "LocalCPUBackend"}, {"B", "LocalCPUBackend"}, std::nullopt, false};
   auto plan = plan_of(m, f.reg);
   ASSERT_EQ(plan.commands.size(), 2u);

@@ -1,5 +1,9 @@
 #include "actors/lookup_logic.hpp"
 
+#if defined(CAF_VERSION)
+#error "lookup_logic pulls in CAF"
+#endif
+
 #include <gtest/gtest.h>
 
 using namespace lmcc::actors;
@@ -10,19 +14,19 @@ namespace {
 // Three instances: A (workers 0,1), B (worker 0), C (worker 0); registration order A, B, C.
 struct fixture {
   registry reg;
-  uint32_t a0, a1, b0, c0;
+  uint64_t a0, a1, b0, c0;
   fixture() {
-    a0 = reg.register_worker("A", 0, "h", 1, "a0:1", 0).worker_num;
-    a1 = reg.register_worker("A", 1, "h", 2, "a1:1", 0).worker_num;
-    b0 = reg.register_worker("B", 0, "h", 3, "b0:1", 0).worker_num;
-    c0 = reg.register_worker("C", 0, "h", 4, std::nullopt, 0).worker_num;
+    a0 = reg.register_worker("A", 0, "h", 1, "a0:1", 0, 10).uid;
+    a1 = reg.register_worker("A", 1, "h", 2, "a1:1", 0, 11).uid;
+    b0 = reg.register_worker("B", 0, "h", 3, "b0:1", 0, 12).uid;
+    c0 = reg.register_worker("C", 0, "h", 4, std::nullopt, 0, 13).uid;
     for (auto w : {a0, a1, b0, c0}) {
-      reg.intern_location(w, "LocalCPUBackend");
-      reg.intern_location(w, "LocalDiskBackend");
+      reg.add_location(w, "LocalCPUBackend");
+      reg.add_location(w, "LocalDiskBackend");
     }
   }
-  holder_id cpu(uint32_t w) const { return make_holder(w, 0); }
-  holder_id disk(uint32_t w) const { return make_holder(w, 1); }
+  holder_id cpu(uint64_t w) const { return reg.record(w)->holder("LocalCPUBackend"); }
+  holder_id disk(uint64_t w) const { return reg.record(w)->holder("LocalDiskBackend"); }
 };
 
 std::vector<token_chunk> chunks(size_t n) {
@@ -38,7 +42,7 @@ TEST(multi_holder_layout, credits_each_instance_with_its_own_prefix) {
   fixture f;
   auto view = f.reg.make_view();
   // A holds chunks 0..2, B holds 0..1, C holds only chunk 2 (suffix-only).
-  std::vector<kv_index::holder_list> holders{
+  std::vector<holder_list> holders{
       {f.cpu(f.b0), f.cpu(f.a0)}, {f.cpu(f.a0), f.cpu(f.b0)}, {f.cpu(f.a0), f.cpu(f.c0)}};
   auto ret = multi_holder_layout(*view, "e", chunks(3), holders);
   EXPECT_EQ(ret.event_id, "e");
@@ -52,7 +56,7 @@ TEST(multi_holder_layout, credits_each_instance_with_its_own_prefix) {
 TEST(multi_holder_layout, stops_at_the_first_chunk_nobody_holds_and_reports_the_location) {
   fixture f;
   auto view = f.reg.make_view();
-  std::vector<kv_index::holder_list> holders{{f.disk(f.a1)}, {}, {f.cpu(f.a0)}};
+  std::vector<holder_list> holders{{f.disk(f.a1)}, {}, {f.cpu(f.a0)}};
   auto ret = multi_holder_layout(*view, "e", chunks(3), holders);
   ASSERT_EQ(ret.layout_info.size(), 1u);
   EXPECT_EQ(ret.layout_info[0].second.first, "LocalDiskBackend");
@@ -62,7 +66,7 @@ TEST(multi_holder_layout, stops_at_the_first_chunk_nobody_holds_and_reports_the_
 TEST(multi_holder_layout, misses_when_chunk_zero_has_no_known_holder) {
   fixture f;
   auto view = f.reg.make_view();
-  std::vector<kv_index::holder_list> holders{{make_holder(999, 0)}, {f.cpu(f.a0)}};
+  std::vector<holder_list> holders{{make_holder_id("Z", 0, "LocalCPUBackend")}, {f.cpu(f.a0)}};
   EXPECT_TRUE(multi_holder_layout(*view, "e", chunks(2), holders).layout_info.empty());
 }
 
@@ -70,7 +74,7 @@ TEST(p2p_layout, only_counts_peers_with_the_askers_worker_id_outside_its_instanc
   fixture f;
   auto view = f.reg.make_view();
   // Asker is B rank 1: A rank 1 must be chosen even though A rank 0 is first.
-  std::vector<kv_index::holder_list> holders{
+  std::vector<holder_list> holders{
       {f.cpu(f.a0), f.cpu(f.a1)}, {f.cpu(f.a1)}, {f.cpu(f.a0)}, {f.cpu(f.a1)}};
   auto ret = p2p_layout(*view, "B", 1, holders);
   ASSERT_EQ(ret.layout_info.size(), 1u);
@@ -86,4 +90,30 @@ TEST(p2p_layout, excludes_the_askers_own_instance_and_peers_without_a_url) {
   EXPECT_EQ(p2p_layout(*view, "A", 0, {}).layout_info[0], miss);
   EXPECT_EQ(p2p_layout(*view, "A", 0, {{f.cpu(f.b0)}}).layout_info[0],
             (lmcc::msg::p2p_layout_entry{"B", "LocalCPUBackend", 1, "b0:1"}));
+}
+
+TEST(multi_holder_layout, a_worker_with_a_chunk_in_two_locations_reports_its_first_seen_one) {
+  fixture f;
+  auto view = f.reg.make_view();
+  const std::vector<holder_list> both{{f.disk(f.b0), f.cpu(f.b0)}};
+  auto one = multi_holder_layout(*view, "e", chunks(1), both);
+  ASSERT_EQ(one.layout_info.size(), 1u);
+  EXPECT_EQ(one.layout_info[0].second.first, "LocalCPUBackend"); // reported first
+  // The walk reports the location that holds the last chunk it credits.
+  std::vector<holder_list> holders{both[0], {f.disk(f.b0)}};
+  auto two = multi_holder_layout(*view, "e", chunks(2), holders);
+  ASSERT_EQ(two.layout_info.size(), 1u);
+  EXPECT_EQ(two.layout_info[0].first, "B");
+  EXPECT_EQ(two.layout_info[0].second.first, "LocalDiskBackend");
+  EXPECT_EQ(two.layout_info[0].second.second, lmcc::msg::wire_int{512});
+}
+
+TEST(multi_holder_layout, holders_missing_from_the_view_are_skipped) {
+  fixture f;
+  f.reg.remove("A", 0); // deregistered a moment ago: its entries may still be in the index
+  auto view = f.reg.make_view();
+  std::vector<holder_list> holders{{make_holder_id("A", 0, "LocalCPUBackend"), f.cpu(f.c0)}};
+  auto ret = multi_holder_layout(*view, "e", chunks(1), holders);
+  ASSERT_EQ(ret.layout_info.size(), 1u);
+  EXPECT_EQ(ret.layout_info[0].first, "C");
 }

@@ -1,143 +1,184 @@
-// restore_plan: what a restarted node decides per worker and location from the
-// rows and per-shard watermarks it loaded. Expected values are written out by
-// hand from the rules in actors/restore_plan.hpp.
+// restore_plan: what a restarted node decides per worker and location from
+// the rows and the holder states its shard rebuilt. Expected values are
+// written out by hand from the rules in actors/restore_plan.hpp.
+// CAF-free: linked with lmcc_actor_logic only.
 #include "actors/restore_plan.hpp"
+
+#if defined(CAF_VERSION)
+#error "restore_plan pulls in CAF"
+#endif
+
 
 #include <gtest/gtest.h>
 
 namespace lmcc::actors {
 namespace {
 
-using persistence::watermark;
-using persistence::watermark_resynced;
-using persistence::watermark_syncing;
+using msg::wire_int;
 using persistence::worker_row;
 
-worker_row row(uint32_t num, std::string instance, std::vector<std::string> locations) {
+worker_row row(std::string instance, int64_t worker, uint64_t order, uint64_t incarnation = 50) {
   worker_row r;
-  r.worker_num = num;
+  r.uid = worker_uid(instance, wire_int{worker});
   r.instance_id = std::move(instance);
-  r.worker_id = msg::wire_int{0};
+  r.worker_id = worker;
   r.ip = "10.0.0.1";
-  r.port = msg::wire_int{8500};
+  r.port = 8500;
+  r.peer_init_url = "10.0.0.1:8200";
   r.registration_time = 1000.5;
   r.last_heartbeat_time = 1001.5;
   r.has_heartbeated = true;
-  r.locations = std::move(locations);
+  r.registration_order = order;
+  r.instance_order = order;
+  r.incarnation = incarnation;
   return r;
 }
 
-/// Watermarks of one (worker, location) on shards 0..n-1 with these values.
-std::vector<watermark> marks(uint32_t worker, uint32_t loc, std::vector<uint64_t> per_shard) {
-  std::vector<watermark> out;
-  for (uint32_t s = 0; s < per_shard.size(); ++s)
-    out.push_back({worker, loc, s, per_shard[s]});
-  return out;
+holder_id hid(const std::string& instance, int64_t worker, const std::string& location) {
+  return make_holder_id(instance, wire_int{worker}, location);
+}
+
+/// A holder state of (instance, worker, location).
+std::pair<holder_id, holder_meta> holder(const std::string& instance, int64_t worker,
+                                         const std::string& location, seq_mark mark,
+                                         uint64_t incarnation = 50) {
+  return {hid(instance, worker, location),
+          holder_meta{worker_uid(instance, wire_int{worker}), location, incarnation, mark, true, false}};
 }
 
 constexpr double now = 5000.0;
+const shard_restore_report clean{};
 
-TEST(restore_plan, agreeing_shards_give_the_next_seq_and_the_tracker) {
-  auto plan = plan_restore({row(1, "A", {"cpu"})}, marks(1, 0, {49, 49, 49}), 3, now);
-  ASSERT_EQ(plan.workers.size(), 1U);
+TEST(restore_plan, tracking_gives_the_next_seq_and_the_tracker) {
+  holder_metas hs{holder("A", 0, "cpu", {seq_state::tracking, 49})};
+  auto plan = plan_restore({row("A", 0, 10)}, hs, clean, now);
+  ASSERT_EQ(plan.workers.size(), 1u);
   const auto& w = plan.workers[0];
   EXPECT_EQ(w.resync_reason, "");
-  EXPECT_EQ(w.last_seq, (std::map<uint32_t, uint64_t>{{0, 49}}));
-  EXPECT_EQ(w.expected_next, (std::map<uint32_t, std::optional<uint64_t>>{{0, 50}}));
-  EXPECT_TRUE(plan.stale_watermarks.empty());
-  EXPECT_TRUE(plan.dropped_workers.empty());
-  // Each shard starts with its own value.
-  ASSERT_EQ(plan.shard_watermarks.size(), 3U);
-  for (const auto& m : plan.shard_watermarks)
-    EXPECT_EQ(m, (std::map<holder_id, uint64_t>{{make_holder(1, 0), 49}}));
+  EXPECT_EQ(w.last_seq, (std::map<std::string, uint64_t>{{"cpu", 49}}));
+  EXPECT_EQ(w.expected_next, (std::map<std::string, std::optional<uint64_t>>{{"cpu", 50}}));
+  EXPECT_EQ(w.record.locations, (std::vector<std::string>{"cpu"}));
+  EXPECT_TRUE(plan.drop_holders.empty());
 }
 
-TEST(restore_plan, shards_that_lag_set_the_watermark_to_their_minimum) {
-  auto plan = plan_restore({row(1, "A", {"cpu"})}, marks(1, 0, {149, 99, 149}), 3, now);
-  EXPECT_EQ(plan.workers[0].expected_next.at(0), 100U);
-  EXPECT_EQ(plan.workers[0].last_seq.at(0), 99U);
-}
-
-TEST(restore_plan, a_shard_without_a_watermark_means_the_location_starts_at_zero) {
-  auto some = marks(1, 0, {149, 149});
-  auto plan = plan_restore({row(1, "A", {"cpu", "disk"})}, some, 3, now);
-  const auto& w = plan.workers[0];
-  EXPECT_EQ(w.expected_next.at(0), 0U); // shard 2 has nothing of "cpu"
-  EXPECT_EQ(w.expected_next.at(1), 0U); // no shard has anything of "disk"
-  EXPECT_TRUE(w.last_seq.empty());
-  EXPECT_EQ(w.resync_reason, "");
-}
-
-TEST(restore_plan, a_full_sync_cut_by_the_restart_asks_for_a_new_one) {
-  auto m = marks(1, 1, {watermark_syncing, 7});
-  auto plan = plan_restore({row(1, "A", {"cpu", "disk"})}, m, 2, now);
-  const auto& w = plan.workers[0];
-  EXPECT_EQ(w.resync_reason, "restart_during_full_sync");
-  EXPECT_EQ(w.expected_next.at(1), std::nullopt);
-}
-
-TEST(restore_plan, a_completed_full_sync_is_not_checked_unless_shards_diverge) {
-  auto done = plan_restore({row(1, "A", {"cpu"})},
-                           marks(1, 0, {watermark_resynced, watermark_resynced}), 2, now);
-  EXPECT_EQ(done.workers[0].resync_reason, "");
-  EXPECT_EQ(done.workers[0].expected_next.at(0), std::nullopt);
-
-  auto diverged =
-      plan_restore({row(1, "A", {"cpu"})}, marks(1, 0, {watermark_resynced, 12}), 2, now);
-  EXPECT_EQ(diverged.workers[0].resync_reason, "watermarks_diverged");
-}
-
-TEST(restore_plan, a_pending_reset_is_finished_the_worker_keeps_nothing) {
-  auto r = row(2, "B", {"cpu"});
-  r.reset_pending = true;
-  auto plan = plan_restore(
-      {row(1, "A", {"cpu"}), r},
-      [] {
-        auto m = marks(1, 0, {5});
-        auto n = marks(2, 0, {9});
-        m.insert(m.end(), n.begin(), n.end());
-        return m;
-      }(),
-      1, now);
-  ASSERT_EQ(plan.workers.size(), 2U);
-  EXPECT_FALSE(plan.workers[0].reset_finished);
-  EXPECT_TRUE(plan.workers[1].reset_finished);
-  EXPECT_EQ(plan.workers[1].expected_next.at(0), 0U);
-  EXPECT_EQ(plan.dropped_workers, (std::set<uint32_t>{2}));
-  EXPECT_EQ(plan.stale_watermarks, (std::vector<watermark>{{2, 0, 0, 9}}));
-  EXPECT_EQ(plan.shard_watermarks[0], (std::map<holder_id, uint64_t>{{make_holder(1, 0), 5}}));
-}
-
-TEST(restore_plan, watermarks_of_unknown_workers_shards_or_locations_are_stale) {
-  std::vector<watermark> m = {{1, 0, 0, 3},
-                              {1, 0, 1, 3},
-                              {1, 0, 2, 3},  // shard 2 of a 2-shard node
-                              {1, 4, 0, 3},  // location 4 of a worker with one
-                              {7, 0, 0, 3}}; // worker 7 has no row
-  auto plan = plan_restore({row(1, "A", {"cpu"})}, m, 2, now);
-  EXPECT_EQ(plan.stale_watermarks,
-            (std::vector<watermark>{{1, 0, 2, 3}, {1, 4, 0, 3}, {7, 0, 0, 3}}));
-  EXPECT_EQ(plan.dropped_workers, (std::set<uint32_t>{7}));
-  EXPECT_EQ(plan.workers[0].expected_next.at(0), 4U);
-}
-
-TEST(restore_plan, records_keep_their_row_and_silence_counts_from_the_restart) {
-  auto r = row(3, "C", {"cpu", "disk"});
-  r.peer_init_url = "tcp://10.0.0.1:7000";
-  auto plan = plan_restore({r}, {}, 1, now);
+TEST(restore_plan, the_record_is_the_row_with_the_restart_as_its_last_heartbeat) {
+  const auto r = row("A", 3, 10, 77);
+  auto plan = plan_restore({r}, {}, clean, now);
+  ASSERT_EQ(plan.workers.size(), 1u);
   const auto& rec = plan.workers[0].record;
-  EXPECT_EQ(rec.worker_num, 3U);
-  EXPECT_EQ(rec.instance_id, "C");
-  EXPECT_EQ(rec.peer_init_url, std::optional<std::string>{"tcp://10.0.0.1:7000"});
+  EXPECT_EQ(rec.uid, r.uid);
+  EXPECT_EQ(rec.instance_id, "A");
+  EXPECT_EQ(rec.worker_id, wire_int{3});
+  EXPECT_EQ(rec.control_endpoint(), "10.0.0.1:8500");
+  EXPECT_EQ(rec.peer_init_url, "10.0.0.1:8200");
   EXPECT_EQ(rec.registration_time, 1000.5);
-  EXPECT_EQ(rec.last_heartbeat_time, now);
+  EXPECT_EQ(rec.last_heartbeat_time, now); // the node was down, not the worker
   EXPECT_TRUE(rec.has_heartbeated);
-  EXPECT_EQ(rec.locations, (std::vector<std::string>{"cpu", "disk"}));
-  EXPECT_EQ(rec.sync, sync_phase::none);
-  // And back to a row for the store.
-  auto back = to_row(rec, true);
-  EXPECT_EQ(back.locations, r.locations);
-  EXPECT_TRUE(back.reset_pending);
+  EXPECT_EQ(rec.incarnation, 77u);
+  EXPECT_TRUE(rec.locations.empty());
+  // to_row gives the row back (but the heartbeat time is the restart's).
+  auto back = to_row(rec);
+  auto want = r;
+  want.last_heartbeat_time = now;
+  EXPECT_EQ(back, want);
+}
+
+TEST(restore_plan, each_mark_decides_the_first_op_or_a_full_sync) {
+  holder_metas hs{holder("A", 0, "resynced", {seq_state::resynced, 0}),
+                  holder("A", 0, "none", {seq_state::none, 0}),
+                  holder("B", 0, "syncing", {seq_state::syncing, 0}),
+                  holder("C", 0, "gap", {seq_state::gap, 0}),
+                  holder("C", 0, "ok", {seq_state::tracking, 7})};
+  auto plan = plan_restore({row("A", 0, 10), row("B", 0, 20), row("C", 0, 30)}, hs, clean, now);
+  ASSERT_EQ(plan.workers.size(), 3u);
+  const auto& a = plan.workers[0];
+  EXPECT_EQ(a.record.instance_id, "A");
+  EXPECT_EQ(a.resync_reason, "");
+  EXPECT_EQ(a.expected_next,
+            (std::map<std::string, std::optional<uint64_t>>{{"none", 0}, {"resynced", std::nullopt}}));
+  EXPECT_TRUE(a.last_seq.empty());
+  EXPECT_EQ(a.record.locations, (std::vector<std::string>{"none", "resynced"})); // by name
+  EXPECT_EQ(plan.workers[1].resync_reason, "restart_during_full_sync");
+  EXPECT_EQ(plan.workers[2].resync_reason, "store_commit_failed");
+  EXPECT_EQ(plan.workers[2].expected_next.at("ok"), 8u);
+  EXPECT_TRUE(plan.drop_holders.empty());
+}
+
+TEST(restore_plan, damage_names_the_workers_that_must_resync) {
+  holder_metas hs{holder("A", 0, "cpu", {seq_state::tracking, 1}),
+                  holder("B", 0, "cpu", {seq_state::tracking, 1})};
+  shard_restore_report damaged;
+  damaged.damaged_holders.insert(hid("B", 0, "cpu"));
+  auto plan = plan_restore({row("A", 0, 10), row("B", 0, 20)}, hs, damaged, now);
+  EXPECT_EQ(plan.workers[0].resync_reason, "");
+  EXPECT_EQ(plan.workers[1].resync_reason, "snapshot_damaged");
+  shard_restore_report unknown;
+  unknown.damaged_unknown = true;
+  plan = plan_restore({row("A", 0, 10), row("B", 0, 20)}, hs, unknown, now);
+  EXPECT_EQ(plan.workers[0].resync_reason, "snapshot_damaged");
+  EXPECT_EQ(plan.workers[1].resync_reason, "snapshot_damaged");
+  // A reason from a mark comes first.
+  holder_metas syncing{holder("A", 0, "cpu", {seq_state::syncing, 0})};
+  plan = plan_restore({row("A", 0, 10)}, syncing, unknown, now);
+  EXPECT_EQ(plan.workers[0].resync_reason, "restart_during_full_sync");
+}
+
+TEST(restore_plan, stale_and_orphaned_holders_are_dropped_with_a_fencing_incarnation) {
+  holder_metas hs{holder("A", 0, "old", {seq_state::tracking, 3}, 40),  // before the row's 50
+                  holder("A", 0, "cur", {seq_state::tracking, 4}, 50),
+                  holder("Gone", 0, "cpu", {seq_state::tracking, 9}, 60)}; // no row
+  auto plan = plan_restore({row("A", 0, 10)}, hs, clean, now);
+  ASSERT_EQ(plan.workers.size(), 1u);
+  EXPECT_EQ(plan.workers[0].record.locations, (std::vector<std::string>{"cur"}));
+  std::map<holder_id, uint64_t> drops(plan.drop_holders.begin(), plan.drop_holders.end());
+  EXPECT_EQ(drops, (std::map<holder_id, uint64_t>{{hid("A", 0, "old"), 50},
+                                                 {hid("Gone", 0, "cpu"), 61}}));
+}
+
+TEST(restore_plan, a_holder_newer_than_its_row_raises_the_incarnation) {
+  holder_metas hs{holder("A", 0, "cpu", {seq_state::none, 0}, 90)};
+  auto plan = plan_restore({row("A", 0, 10, 50)}, hs, clean, now);
+  EXPECT_EQ(plan.workers[0].record.incarnation, 90u);
+  EXPECT_EQ(plan.workers[0].record.locations, (std::vector<std::string>{"cpu"}));
+  EXPECT_TRUE(plan.drop_holders.empty());
+}
+
+TEST(restore_plan, a_holder_whose_id_does_not_match_its_intro_is_dropped) {
+  auto [h, meta] = holder("A", 0, "cpu", {seq_state::tracking, 1});
+  meta.location = "disk"; // a damaged intro: the id is not (A, 0, disk)'s
+  auto plan = plan_restore({row("A", 0, 10)}, holder_metas{{h, meta}}, clean, now);
+  EXPECT_TRUE(plan.workers[0].record.locations.empty());
+  EXPECT_EQ(plan.drop_holders, (std::vector<std::pair<holder_id, uint64_t>>{{h, 50}}));
+}
+
+TEST(restore_plan, workers_come_back_in_registration_order) {
+  auto a1 = row("A", 1, 30);
+  a1.instance_order = 10; // A's first worker left; A kept its place
+  auto plan = plan_restore({row("C", 0, 5), row("B", 0, 20), a1, row("A", 0, 10)}, {}, clean, now);
+  std::vector<std::string> order;
+  for (const auto& w : plan.workers)
+    order.push_back(w.record.instance_id + "/" + w.record.worker_id.to_string());
+  EXPECT_EQ(order, (std::vector<std::string>{"C/0", "A/0", "A/1", "B/0"}));
+}
+
+TEST(restore_plan, the_plan_does_not_depend_on_the_order_holders_are_met) {
+  // Two locations of one worker: ids sort one way for (x, y), the other for (y, x).
+  const std::string x = "LocalCPUBackend", y = "LocalDiskBackend";
+  const bool x_first = hid("A", 0, x) < hid("A", 0, y);
+  const std::string lower = x_first ? x : y, higher = x_first ? y : x;
+  for (bool newer_is_lower : {false, true}) {
+    SCOPED_TRACE(newer_is_lower);
+    // The row's update was lost (50); one holder's drop carried 90, the other is still at 50.
+    holder_metas hs{holder("A", 0, lower, {seq_state::tracking, 1}, newer_is_lower ? 90 : 50),
+                    holder("A", 0, higher, {seq_state::tracking, 1}, newer_is_lower ? 50 : 90)};
+    auto plan = plan_restore({row("A", 0, 10, 50)}, hs, clean, now);
+    const std::string& stale = newer_is_lower ? higher : lower;
+    const std::string& fresh = newer_is_lower ? lower : higher;
+    EXPECT_EQ(plan.workers[0].record.incarnation, 90u);
+    EXPECT_EQ(plan.workers[0].record.locations, (std::vector<std::string>{fresh}));
+    EXPECT_EQ(plan.drop_holders,
+              (std::vector<std::pair<holder_id, uint64_t>>{{hid("A", 0, stale), 90}}));
+  }
 }
 
 } // namespace

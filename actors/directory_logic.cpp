@@ -1,0 +1,161 @@
+#include "actors/directory_logic.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace lmcc::actors {
+
+directory_logic::directory_logic(controller_options options, directory_outbox& out)
+  : options_(std::move(options)), out_(out) {}
+
+void directory_logic::persist(uint64_t uid) {
+  if (const auto* rec = reg_.record(uid))
+    out_.put_row(to_row(*rec));
+}
+
+void directory_logic::restore(std::vector<restored_worker>& workers, bool need_full_sync_all,
+                              uint64_t wall_ms) {
+  reg_.set_need_full_sync_all(need_full_sync_all);
+  for (auto& rw : workers) {
+    clock_.observe(rw.record.registration_order, wall_ms);
+    clock_.observe(rw.record.incarnation, wall_ms);
+    const uint64_t uid = rw.record.uid;
+    reg_.restore_worker(rw.record);
+    out_.spawn_worker(*reg_.record(uid), &rw);
+    if (!rw.resync_reason.empty()) {
+      reg_.request_full_sync(uid, rw.resync_reason);
+      spdlog::info("full-sync-needed-after-restart instance={} worker={} reason={}",
+                   rw.record.instance_id, rw.record.worker_id.to_string(), rw.resync_reason);
+    }
+  }
+  if (!workers.empty()) {
+    spdlog::info("directory-restored workers={} need_full_sync_all={}", workers.size(),
+                 need_full_sync_all);
+    changed_ = true;
+  }
+}
+
+registry::registration directory_logic::do_register(
+    const std::string& instance_id, const msg::wire_int& worker_id, const std::string& ip,
+    const msg::wire_int& port, const std::optional<std::string>& peer_url, double now_s,
+    uint64_t wall_ms) {
+  auto r = reg_.register_worker(instance_id, worker_id, ip, port, peer_url, now_s,
+                                clock_.now(wall_ms));
+  if (!r.refused.empty()) {
+    spdlog::error("worker-registration-refused instance={} worker={} reason={}", instance_id,
+                  worker_id.to_string(), r.refused);
+    out_.count("worker_registration_refused");
+    return r;
+  }
+  changed_ = true;
+  if (r.is_new) {
+    out_.spawn_worker(*reg_.record(r.uid), nullptr);
+    spdlog::info("worker-registered instance={} worker={} ip={} port={} peer_init_url={} uid={}",
+                 instance_id, worker_id.to_string(), ip, port.to_string(),
+                 peer_url.value_or("None"), r.uid);
+    out_.count("worker_registered");
+  } else {
+    // LMCache clears the worker's KV state on a duplicate registration; the
+    // worker's actor drops its holders under the new incarnation.
+    out_.reset_worker(r.uid, r.incarnation);
+    reg_.set_sync_state(r.uid, sync_phase::none, 0);
+    spdlog::info("worker-reregistered instance={} worker={} ip={} port={} kv=cleared "
+                 "incarnation={}",
+                 instance_id, worker_id.to_string(), ip, port.to_string(), r.incarnation);
+    out_.count("worker_reregistered");
+  }
+  persist(r.uid);
+  return r;
+}
+
+msg::Msg directory_logic::on_register(const msg::RegisterMsg& m, double now_s, uint64_t wall_ms,
+                                      const std::optional<std::string>& heartbeat_url) {
+  auto r = do_register(m.instance_id, m.worker_id, m.ip, m.port, m.peer_init_url, now_s, wall_ms);
+  if (!r.refused.empty())
+    return msg::Msg{msg::ErrorMsg{r.refused}};
+  msg::RegisterRetMsg ret;
+  if (heartbeat_url)
+    ret.extra_config.emplace_back("heartbeat_url", *heartbeat_url);
+  return msg::Msg{std::move(ret)};
+}
+
+msg::Msg directory_logic::on_heartbeat(const msg::HeartbeatMsg& m, double now_s,
+                                       uint64_t wall_ms) {
+  msg::HeartbeatRetMsg ret;
+  const auto* known = reg_.find(m.instance_id, m.worker_id);
+  const bool first_heartbeat = known && !known->has_heartbeated;
+  if (!reg_.heartbeat(m.instance_id, m.worker_id, now_s)) {
+    // Recovery path (spec 4.7.2): re-create the registration, ask for a full sync.
+    auto r = do_register(m.instance_id, m.worker_id, m.ip, m.port, m.peer_init_url, now_s,
+                         wall_ms);
+    if (!r.refused.empty())
+      return msg::Msg{msg::ErrorMsg{r.refused}};
+    reg_.heartbeat(m.instance_id, m.worker_id, now_s);
+    persist(r.uid); // has_heartbeated: the reaper may reap it after a restart too
+    ret.commands.emplace_back(msg::FullSyncCommand{"worker_re_registered", std::nullopt});
+    return msg::Msg{std::move(ret)};
+  }
+  const uint64_t uid = known->uid;
+  if (first_heartbeat)
+    persist(uid); // the reaper treats workers that heartbeat differently
+  auto [ask, reason] = reg_.should_request_full_sync(uid);
+  if (ask) {
+    spdlog::info("full-sync-requested instance={} worker={} reason={}", m.instance_id,
+                 m.worker_id.to_string(), reason);
+    ret.commands.emplace_back(msg::FullSyncCommand{reason, std::nullopt});
+  }
+  return msg::Msg{std::move(ret)};
+}
+
+bool directory_logic::on_deregister(const std::string& instance_id,
+                                    const msg::wire_int& worker_id, std::string_view why) {
+  auto rec = reg_.remove(instance_id, worker_id);
+  if (!rec) {
+    spdlog::warn("worker-deregister-unknown instance={} worker={} reason={}", instance_id,
+                 worker_id.to_string(), why);
+    return false;
+  }
+  out_.retire_worker(rec->uid);
+  out_.delete_row(rec->uid);
+  out_.forget_control(rec->control_endpoint());
+  spdlog::info("worker-deregistered instance={} worker={} reason={}", instance_id,
+               worker_id.to_string(), why);
+  out_.count("worker_deregistered");
+  changed_ = true;
+  return true;
+}
+
+void directory_logic::reap(double now_s) {
+  const double timeout = std::chrono::duration<double>(options_.lmcache_worker_timeout).count();
+  for (const auto& [instance, worker] : reg_.silent_workers(now_s, timeout))
+    on_deregister(instance, worker, "heartbeat-timeout");
+}
+
+void directory_logic::on_sync_state(uint64_t uid, sync_phase phase, uint64_t missing) {
+  reg_.set_sync_state(uid, phase, missing);
+}
+
+void directory_logic::on_resync(uint64_t uid, const std::string& reason) {
+  reg_.request_full_sync(uid, reason);
+  out_.count("full_sync_requested_" + reason);
+}
+
+void directory_logic::on_location(uint64_t uid, const std::string& location) {
+  if (!reg_.add_location(uid, location)) {
+    const auto* rec = reg_.record(uid);
+    spdlog::warn("worker-location-refused uid={} instance={} location={} reason={}", uid,
+                 rec ? rec->instance_id : "?", location,
+                 rec && rec->locations.size() >= registry::max_locations_per_worker
+                     ? "too-many-locations"
+                     : "holder-id-collision-or-unknown-worker");
+    out_.count("worker_location_refused");
+    return;
+  }
+  changed_ = true;
+}
+
+void directory_logic::complete_status(msg::FullSyncStatusRetMsg& ret) {
+  ret.global_progress = reg_.global_progress();
+  ret.can_exit_freeze = reg_.can_exit_freeze(options_.full_sync_completion_threshold);
+}
+
+} // namespace lmcc::actors

@@ -1,0 +1,102 @@
+// directory_logic: what the Directory does, without the actor: registration,
+// re-registration, heartbeats (and the recovery path that re-registers an
+// unknown worker), deregistration, the silent-worker reaper, the full-sync
+// tracker's global view and the per-worker resync requests (spec 4.7, 4.8).
+// It owns the registry (registry.hpp) and a hybrid logical clock whose stamps
+// order registrations and name incarnations.
+//
+// Every effect outside the registry goes through directory_outbox: spawning,
+// resetting and retiring WorkerActors, persisting rows (asynchronously: the
+// Directory never writes the disk itself), forgetting a worker's control
+// socket, counting events. After a change that lookups or the PULL thread
+// must see, changed() is true until take_changed().
+//
+//   directory_logic d{options, outbox};
+//   auto reply = d.on_register(msg, now_s, wall_ms, heartbeat_url);
+//   if (d.take_changed()) publish(d.reg().make_view());
+//
+// Context: owned by the directory actor; not thread-safe. Time is passed in.
+// CAF-free.
+#pragma once
+
+#include "actors/controller_options.hpp"
+#include "actors/registry.hpp"
+#include "actors/restore_plan.hpp"
+#include "cluster/hlc.hpp"
+#include "messages/lmcache_msgs.hpp"
+#include "persistence/schema.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lmcc::actors {
+
+class directory_outbox {
+public:
+  virtual ~directory_outbox() = default;
+  /// A new registration, or a worker restored from the store (with its plan).
+  virtual void spawn_worker(const worker_record& rec, const restored_worker* restored) = 0;
+  /// A re-registration: the worker's actor drops everything of the old incarnation.
+  virtual void reset_worker(uint64_t uid, uint64_t incarnation) = 0;
+  virtual void retire_worker(uint64_t uid) = 0;
+  virtual void put_row(const persistence::worker_row& row) = 0;
+  virtual void delete_row(uint64_t uid) = 0;
+  virtual void forget_control(const std::string& endpoint) = 0;
+  virtual void count(std::string_view event) = 0;
+};
+
+class directory_logic {
+public:
+  directory_logic(controller_options options, directory_outbox& out);
+
+  /// Takes back the workers of a restart, in registration order.
+  void restore(std::vector<restored_worker>& workers, bool need_full_sync_all, uint64_t wall_ms);
+
+  /// RegisterMsg (spec 4.7.1); `heartbeat_url` goes into extra_config.
+  msg::Msg on_register(const msg::RegisterMsg& m, double now_s, uint64_t wall_ms,
+                       const std::optional<std::string>& heartbeat_url);
+
+  /// HeartbeatMsg (spec 4.7.2).
+  msg::Msg on_heartbeat(const msg::HeartbeatMsg& m, double now_s, uint64_t wall_ms);
+
+  /// DeRegisterMsg or the reaper; false when the worker was unknown.
+  bool on_deregister(const std::string& instance_id, const msg::wire_int& worker_id,
+                     std::string_view why);
+
+  /// Workers silent past lmcache_worker_timeout are deregistered.
+  void reap(double now_s);
+
+  void on_sync_state(uint64_t uid, sync_phase phase, uint64_t missing);
+  void on_seq_gap(uint64_t n) { seq_discontinuities_ += n; }
+  void on_resync(uint64_t uid, const std::string& reason);
+  void on_location(uint64_t uid, const std::string& location);
+
+  /// Fills a worker's FullSyncStatusRetMsg with the global progress.
+  void complete_status(msg::FullSyncStatusRetMsg& ret);
+
+  const registry& reg() const noexcept { return reg_; }
+  uint64_t seq_discontinuities() const noexcept { return seq_discontinuities_; }
+
+  /// The registry changed in a way lookups and routes must see.
+  bool take_changed() noexcept { return std::exchange(changed_, false); }
+
+private:
+  registry::registration do_register(const std::string& instance_id,
+                                     const msg::wire_int& worker_id, const std::string& ip,
+                                     const msg::wire_int& port,
+                                     const std::optional<std::string>& peer_url, double now_s,
+                                     uint64_t wall_ms);
+  void persist(uint64_t uid);
+
+  controller_options options_;
+  directory_outbox& out_;
+  registry reg_;
+  cluster::hlc clock_;
+  uint64_t seq_discontinuities_ = 0;
+  bool changed_ = false;
+};
+
+} // namespace lmcc::actors

@@ -1,0 +1,292 @@
+#include "actors/kv_shard_core.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace lmcc::actors {
+
+kv_shard_core::kv_shard_core(shard_options opts, std::shared_ptr<kv_index> index,
+                             std::shared_ptr<persistence::store> store, shard_start_state start)
+  : opts_(opts), index_(std::move(index)), store_(std::move(store)),
+    holders_(std::move(start.holders)), next_position_(std::max<uint64_t>(1, start.next_position)),
+    slot_positions_(opts_.slot_count, 0), slot_stamps_(std::move(start.slot_stamps)),
+    snapshotted_versions_(std::move(start.clean_versions)),
+    last_round_start_ms_(start.started_ms) {
+  slot_stamps_.resize(opts_.slot_count, 0);
+  snapshotted_versions_.resize(opts_.slot_count, 0);
+  // Drop jobs a restart left in the index still need their background steps.
+  drops_pending_ = index_->read().drops_pending();
+}
+
+// -- write path ----------------------------------------------------------------
+
+void kv_shard_core::apply(const kv_sub_batch& sb) {
+  ++counters_.sub_batches;
+  auto& meta = holders_[sb.holder];
+  if (sb.has_intro && (meta.worker_uid != sb.intro_worker_uid || meta.location != sb.intro_location)) {
+    meta.worker_uid = sb.intro_worker_uid;
+    meta.location = sb.intro_location;
+    meta.intro_durable = false;
+    meta.changed = true;
+  }
+  auto& owed = owed_[sb.stream];
+  owed = std::max(owed, sb.number);
+  if (sb.incarnation < meta.incarnation) {
+    // A sub-batch of a registration that has been replaced (a worker actor
+    // of an older incarnation still draining): its entries were dropped.
+    ++counters_.fenced;
+    return;
+  }
+  if (sb.incarnation > meta.incarnation) {
+    meta.incarnation = sb.incarnation;
+    meta.changed = true;
+  }
+  {
+    auto w = index_->write();
+    if (sb.drop)
+      w.begin_drop(holder_set{sb.holder});
+    else
+      w.apply(sb.holder, sb.ops);
+    drops_pending_ = w.drops_pending();
+  }
+  counters_.ops += sb.ops.size();
+  if (sb.drop && !sb.has_mark) {
+    meta.mark = seq_mark{};
+    meta.changed = true;
+  }
+  if (sb.has_mark) {
+    // Lost records (a given-up commit) make the holder's watermark unknown
+    // until something replaces its entries: a full sync or a drop.
+    const bool keeps_gap = meta.mark.state == seq_state::gap && !sb.drop &&
+                           sb.mark.state != seq_state::syncing;
+    if (!keeps_gap && meta.mark != sb.mark) {
+      meta.mark = sb.mark;
+      meta.changed = true;
+    }
+  }
+  if (durable())
+    append_record(sb, meta);
+}
+
+void kv_shard_core::append_record(const kv_sub_batch& sb, holder_meta& meta) {
+  const uint64_t position = next_position_++;
+  for (const auto& op : sb.ops)
+    slot_positions_[slot_of(op.key, opts_.slot_count)] = position;
+  const bool write_mark = sb.has_mark || sb.drop || meta.mark.state == seq_state::gap;
+  persistence::holder_intro intro;
+  const bool write_intro = !meta.intro_durable && meta.worker_uid != 0;
+  if (write_intro) {
+    intro.worker_uid = meta.worker_uid;
+    intro.location = meta.location;
+    meta.intro_durable = true;
+  }
+  scratch_.clear();
+  persistence::encode_log_record(sb.holder, meta.incarnation, sb.drop,
+                                 write_mark ? std::optional<seq_mark>{meta.mark} : std::nullopt,
+                                 write_intro ? &intro : nullptr, sb.ops, scratch_);
+  if (!pending_)
+    pending_.emplace(store_->new_batch());
+  pending_->append_log(position, scratch_);
+  ++pending_records_;
+  pending_holders_.insert(sb.holder);
+  ++counters_.log_records;
+  counters_.log_bytes += scratch_.size();
+  log_bytes_total_ += scratch_.size();
+  log_bytes_since_round_ += scratch_.size();
+}
+
+kv_shard_core::commit_result kv_shard_core::commit(uint64_t now_ms) {
+  return write_pending(now_ms);
+}
+
+kv_shard_core::commit_result kv_shard_core::write_pending(uint64_t now_ms) {
+  commit_result result;
+  if (!durable() || !pending_ || pending_->empty()) {
+    result.acks.swap(owed_);
+    return result;
+  }
+  auto r = store_->commit(*pending_);
+  if (r) {
+    ++counters_.commits;
+    pending_.reset();
+    pending_records_ = 0;
+    pending_holders_.clear();
+    pending_slots_.clear();
+    pending_holder_states_.clear();
+    failing_since_ms_.reset();
+    result.acks.swap(owed_);
+    if (pending_floor_) {
+      if (auto released = store_->release_log_files(*pending_floor_); !released)
+        spdlog::warn("store-log-files-release-failed floor={} error={}", *pending_floor_,
+                     released.error().message);
+      pending_floor_.reset();
+    }
+    return result;
+  }
+  ++counters_.commit_failures;
+  result.ok = false;
+  result.error = r.error().message;
+  if (!failing_since_ms_)
+    failing_since_ms_ = now_ms;
+  if (now_ms - *failing_since_ms_ < static_cast<uint64_t>(opts_.commit_failure_grace.count()))
+    return result; // kept for a retry; acks wait
+  // Given up: the index keeps the ops, the disk will not. Their holders are
+  // marked `gap` (in a record of their own, committed with the next batch),
+  // the slots this batch would have snapshotted are dirty again, and the
+  // senders get their acks so that ingest goes on.
+  spdlog::error("store-commit-given-up records={} holders={} failing_ms={} error={} "
+                "(the holders' workers will be asked to resync after a restart)",
+                pending_records_, pending_holders_.size(), now_ms - *failing_since_ms_,
+                result.error);
+  counters_.records_given_up += pending_records_;
+  for (uint32_t slot : pending_slots_)
+    snapshotted_versions_[slot] = 0;
+  pending_slots_.clear();
+  // Holder states that were in the lost batch are written by the next round.
+  for (holder_id h : pending_holder_states_)
+    if (auto it = holders_.find(h); it != holders_.end()) {
+      it->second.changed = true;
+      it->second.intro_durable = false;
+    }
+  pending_holder_states_.clear();
+  if (round_) {
+    spdlog::warn("snapshot-round-aborted start_position={} reason=commit-given-up",
+                 round_->start_position);
+    round_.reset();
+  }
+  const holder_set lost = std::move(pending_holders_);
+  pending_floor_.reset();
+  pending_.reset();
+  pending_records_ = 0;
+  pending_holders_.clear();
+  failing_since_ms_.reset();
+  result.acks.swap(owed_);
+  for (holder_id h : lost) {
+    auto& meta = holders_[h];
+    meta.mark = seq_mark{seq_state::gap, 0};
+    meta.intro_durable = false;
+    meta.changed = true;
+    kv_sub_batch mark_only;
+    mark_only.holder = h;
+    mark_only.incarnation = meta.incarnation;
+    mark_only.has_mark = true;
+    mark_only.mark = meta.mark;
+    append_record(mark_only, meta);
+  }
+  return result;
+}
+
+// -- background work -------------------------------------------------------------
+
+bool kv_shard_core::snapshot_due(uint64_t now_ms) const {
+  if (!durable() || round_)
+    return false;
+  if (snapshot_requested_)
+    return true;
+  const uint64_t since = now_ms - last_round_start_ms_;
+  if (since < static_cast<uint64_t>(opts_.snapshot_min_interval.count()))
+    return false;
+  if (log_bytes_since_round_ >= opts_.snapshot_log_bytes)
+    return true;
+  return since >= static_cast<uint64_t>(opts_.snapshot_interval.count()) &&
+         log_bytes_since_round_ > 0;
+}
+
+bool kv_shard_core::background_due(uint64_t now_ms) const {
+  return drops_pending_ || round_.has_value() || snapshot_due(now_ms);
+}
+
+void kv_shard_core::request_snapshot() {
+  if (durable())
+    snapshot_requested_ = true;
+}
+
+kv_shard_core::commit_result kv_shard_core::background_step(uint64_t now_ms) {
+  if (drops_pending_) {
+    auto w = index_->write();
+    drops_pending_ = w.drop_step(opts_.drop_step_slots);
+    return commit_result{}; // nothing to write: the drop records are logged already
+  }
+  if (!round_ && snapshot_due(now_ms)) {
+    snapshot_requested_ = false;
+    round_state round;
+    round.start_position = next_position_ - 1;
+    round.start_log_bytes = log_bytes_total_;
+    round.started_ms = now_ms;
+    {
+      auto r = index_->read();
+      for (uint32_t slot = 0; slot < opts_.slot_count; ++slot)
+        if (r.slot(slot).version != snapshotted_versions_[slot])
+          round.slots.push_back(slot);
+    }
+    spdlog::debug("snapshot-round-start start_position={} dirty_slots={} log_bytes={}",
+                  round.start_position, round.slots.size(), log_bytes_since_round_);
+    round_ = std::move(round);
+    last_round_start_ms_ = now_ms;
+  }
+  if (!round_)
+    return commit_result{};
+  snapshot_some();
+  if (round_->cursor >= round_->slots.size())
+    finish_round(now_ms);
+  return write_pending(now_ms);
+}
+
+void kv_shard_core::snapshot_some() {
+  if (!pending_)
+    pending_.emplace(store_->new_batch());
+  // Covers every record applied so far: the pending ones commit in the same write.
+  const uint64_t stamp = next_position_ - 1;
+  uint64_t budget = opts_.snapshot_step_entries;
+  while (round_->cursor < round_->slots.size() && budget > 0) {
+    const uint32_t slot = round_->slots[round_->cursor++];
+    {
+      auto w = index_->write();
+      w.finish_drops_in(slot);
+      drops_pending_ = w.drops_pending();
+    }
+    auto r = index_->read();
+    const auto summary = r.slot(slot);
+    if (summary.entries == 0) {
+      pending_->delete_slot(slot);
+    } else {
+      persistence::slot_snapshot_writer writer{slot, stamp};
+      r.for_each_key(slot, [&](uint64_t key, std::span<const holder_id> hs) { writer.add(key, hs); });
+      scratch_.clear();
+      writer.finish(scratch_);
+      pending_->put_slot(slot, scratch_);
+      counters_.snapshot_bytes += scratch_.size();
+    }
+    snapshotted_versions_[slot] = summary.version;
+    slot_stamps_[slot] = stamp;
+    pending_slots_.push_back(slot);
+    ++counters_.snapshot_slots;
+    budget -= std::min(budget, std::max<uint64_t>(summary.entries, 64));
+  }
+}
+
+void kv_shard_core::finish_round(uint64_t now_ms) {
+  uint64_t written = 0;
+  for (auto& [h, meta] : holders_) {
+    if (!meta.changed)
+      continue;
+    pending_->put_holder(persistence::holder_state{h, meta.worker_uid, meta.location,
+                                                   meta.incarnation, meta.mark});
+    meta.changed = false;
+    meta.intro_durable = true;
+    pending_holder_states_.push_back(h);
+    ++written;
+  }
+  pending_->truncate_log(round_->start_position + 1);
+  pending_floor_ = round_->start_position + 1;
+  ++counters_.snapshot_rounds;
+  counters_.last_round_ms = static_cast<double>(now_ms - round_->started_ms);
+  log_bytes_since_round_ = log_bytes_total_ - round_->start_log_bytes;
+  spdlog::info("snapshot-round-done floor={} slots={} holders={} ms={} log_bytes_left={}",
+               round_->start_position + 1, round_->slots.size(), written, counters_.last_round_ms,
+               log_bytes_since_round_);
+  round_.reset();
+}
+
+} // namespace lmcc::actors

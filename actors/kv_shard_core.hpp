@@ -1,0 +1,231 @@
+// kv_shard_core: what a node's KV shard does, without the actor: applies
+// sub-batches to the index, appends them to the op log, acknowledges them
+// once durable, and snapshots dirty slots in the background.
+//
+// Write path. apply() changes the index (under its write lock, one sub-batch
+// at a time) and appends one op-log record to the pending batch; commit()
+// writes every pending record in one RocksDB write and returns the acks it may
+// now send: per sender stream, the highest sub-batch number committed. The
+// actor calls commit() when its mailbox has drained (a flush message it sent
+// itself lands behind everything queued), so load turns into large group
+// commits and an idle node commits per message. Without a store commit() only
+// hands out the acks.
+//
+// Failing commits. A commit that fails keeps its batch and is retried (the
+// actor backs off); acks wait, so the senders run out of credit and the PULL
+// sockets push back on the workers. If commits keep failing for
+// commit_failure_grace, the shard gives up on the pending records: it sends
+// their acks (the index in memory has them), and marks every holder in them
+// `gap`, a mark that stays on the holder's later records until a full sync
+// or a drop replaces it, so a restart asks exactly those workers to resync.
+//
+// Background work, in bounded steps between sub-batches: cleaning holder
+// drops (kv_index drop jobs) and snapshot rounds. A round starts when the log
+// has grown by snapshot_log_bytes since the last round, or snapshot_interval
+// has passed with dirty slots, never sooner than snapshot_min_interval after
+// the previous one. It remembers P0 (the last log position), writes every
+// slot whose version changed since its last snapshot (a few thousand entries
+// per step, each step one commit with whatever records are pending), then the
+// states of every holder, moves the log floor to P0 + 1 and deletes the log
+// below it. A crash anywhere in between loses nothing: see schema.hpp.
+//
+//   kv_shard_core core{opts, index, store};
+//   core.apply(sub_batch);
+//   auto r = core.commit(now_ms);       // r.acks: stream -> number
+//   while (core.background_due(now_ms)) core.background_step(now_ms);
+//
+// Context: owned by one kv_shard actor; not thread-safe. Time is passed in
+// (milliseconds of a monotonic clock). CAF-free.
+#pragma once
+
+#include "actors/kv_index.hpp"
+#include "actors/sub_batch.hpp"
+#include "persistence/store.hpp"
+
+#include <absl/container/flat_hash_map.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace lmcc::actors {
+
+/// How a node's KV shard logs, snapshots and cleans up. The cadence fields
+/// trade restart time (log replayed at start-up) against background work.
+struct shard_options {
+  /// Slots of the key space (slot = mix64(key) mod slot_count). Default: 4096
+  uint32_t slot_count = 4096;
+
+  /// A snapshot round starts once the op log has grown this much since the
+  /// last round: bounds what a restart replays (about 9 bytes an op, so the
+  /// default is ~3.5 M ops, well under a second of replay). Default: 32 MiB
+  uint64_t snapshot_log_bytes = uint64_t{32} << 20;
+
+  /// ... or once this much time has passed with dirty slots. Default: 60 s
+  std::chrono::milliseconds snapshot_interval{60'000};
+
+  /// Rounds never start closer together than this (a flood would otherwise
+  /// snapshot back to back). Default: 2 s
+  std::chrono::milliseconds snapshot_min_interval{2'000};
+
+  /// Entries encoded per snapshot step; bounds the time one step holds the
+  /// shard (about 2-5 ms). Default: 40000
+  uint64_t snapshot_step_entries = 40'000;
+
+  /// Slots cleaned per drop step. Default: 64
+  uint32_t drop_step_slots = 64;
+
+  /// How long commits may keep failing before the pending records are given
+  /// up (acked, their holders marked `gap`). Default: 5 s
+  std::chrono::milliseconds commit_failure_grace{5'000};
+};
+
+/// What the shard knows of a holder.
+struct holder_meta {
+  uint64_t worker_uid = 0;
+  std::string location;
+  uint64_t incarnation = 0;
+  seq_mark mark;
+  /// Its intro (worker uid and location) is in the log or an 'H' state.
+  bool intro_durable = false;
+  /// Changed since the last snapshot round wrote the holder states.
+  bool changed = false;
+};
+
+using holder_metas = absl::flat_hash_map<holder_id, holder_meta>;
+
+/// What a restart hands the shard (node_restore fills it).
+struct shard_start_state {
+  uint64_t next_position = 1;
+  /// The log position each slot's snapshot covers (0 = none).
+  std::vector<uint64_t> slot_stamps;
+  /// Each slot's index version as its snapshot left it (before the log was
+  /// replayed): a slot the replay changed is dirty for the next round.
+  std::vector<uint64_t> clean_versions;
+  holder_metas holders;
+  /// Monotonic milliseconds at start (the snapshot interval counts from it).
+  uint64_t started_ms = 0;
+};
+
+/// Counters for /metrics and the benchmarks.
+struct shard_counters {
+  uint64_t sub_batches = 0;
+  uint64_t ops = 0;
+  uint64_t fenced = 0; ///< sub-batches of an older incarnation, ignored
+  uint64_t commits = 0;
+  uint64_t commit_failures = 0;
+  uint64_t records_given_up = 0;
+  uint64_t log_records = 0;
+  uint64_t log_bytes = 0;
+  uint64_t snapshot_rounds = 0;
+  uint64_t snapshot_slots = 0;
+  uint64_t snapshot_bytes = 0;
+  double max_commit_ms = 0;
+  double last_round_ms = 0;
+};
+
+class kv_shard_core {
+public:
+  struct commit_result {
+    bool ok = true;
+    std::string error; ///< when !ok
+    /// Acks now owed: stream -> highest sub-batch number.
+    absl::flat_hash_map<uint64_t, uint64_t> acks;
+  };
+
+  kv_shard_core(shard_options opts, std::shared_ptr<kv_index> index,
+                std::shared_ptr<persistence::store> store, shard_start_state start = {});
+
+  bool durable() const noexcept { return store_ != nullptr; }
+
+  /// Applies a sub-batch to the index and appends its record to the pending
+  /// batch; its ack is owed once committed.
+  void apply(const kv_sub_batch& sb);
+
+  /// True when records wait for a commit or acks are owed.
+  bool work_pending() const noexcept { return !owed_.empty() || pending_records_ > 0; }
+
+  /// Commits what is pending (see the header).
+  commit_result commit(uint64_t now_ms);
+
+  /// Drop cleaning or a snapshot round has work now.
+  bool background_due(uint64_t now_ms) const;
+
+  /// One bounded step of background work (and the commit it includes).
+  commit_result background_step(uint64_t now_ms);
+
+  /// Starts a snapshot round now if anything is dirty (a clean stop, tests).
+  void request_snapshot();
+
+  bool snapshot_running() const noexcept { return round_.has_value(); }
+
+  /// Records how long a commit took (the actor measures it).
+  void note_commit_ms(double ms) noexcept {
+    counters_.max_commit_ms = std::max(counters_.max_commit_ms, ms);
+  }
+
+  // -- properties ------------------------------------------------------------
+
+  const holder_metas& holders() const noexcept { return holders_; }
+  const shard_counters& counters() const noexcept { return counters_; }
+  uint64_t next_position() const noexcept { return next_position_; }
+  /// The last log position whose record touched `slot` (0: none since start).
+  uint64_t slot_position(uint32_t slot) const { return slot_positions_.at(slot); }
+  /// The log position `slot`'s latest snapshot covers (0: none).
+  uint64_t slot_stamp(uint32_t slot) const { return slot_stamps_.at(slot); }
+  uint64_t log_bytes_since_round() const noexcept { return log_bytes_since_round_; }
+
+private:
+  struct round_state {
+    uint64_t start_position = 0; ///< P0
+    uint64_t start_log_bytes = 0;
+    std::vector<uint32_t> slots;
+    size_t cursor = 0;
+    uint64_t started_ms = 0;
+  };
+
+  void append_record(const kv_sub_batch& sb, holder_meta& meta);
+  void snapshot_some();
+  void finish_round(uint64_t now_ms);
+  bool snapshot_due(uint64_t now_ms) const;
+  commit_result write_pending(uint64_t now_ms);
+
+  shard_options opts_;
+  std::shared_ptr<kv_index> index_;
+  std::shared_ptr<persistence::store> store_;
+
+  holder_metas holders_;
+  uint64_t next_position_ = 1;
+  std::vector<uint64_t> slot_positions_;
+  std::vector<uint64_t> slot_stamps_;
+  std::vector<uint64_t> snapshotted_versions_;
+
+  std::optional<persistence::store::batch> pending_;
+  uint64_t pending_records_ = 0;
+  /// Holders with records in the pending batch (marked gap if it is given up).
+  holder_set pending_holders_;
+  absl::flat_hash_map<uint64_t, uint64_t> owed_;
+  std::optional<uint64_t> failing_since_ms_;
+  std::string scratch_;
+
+  std::optional<round_state> round_;
+  bool snapshot_requested_ = false;
+  uint64_t last_round_start_ms_ = 0;
+  bool drops_pending_ = false;
+  /// Slots whose snapshot is in the pending batch (dirty again if it is lost).
+  std::vector<uint32_t> pending_slots_;
+  /// Holder states in the pending batch (written again if it is lost).
+  std::vector<holder_id> pending_holder_states_;
+  /// A truncation in the pending batch: once committed, the log files below
+  /// it are released.
+  std::optional<uint64_t> pending_floor_;
+  uint64_t log_bytes_since_round_ = 0;
+  uint64_t log_bytes_total_ = 0;
+  shard_counters counters_;
+};
+
+} // namespace lmcc::actors

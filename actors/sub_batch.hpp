@@ -1,0 +1,52 @@
+// sub_batch: the unit of ingest between actors and, in a cluster, between
+// nodes: the ops of one worker batch (or a full-sync batch, or a holder drop)
+// that go to one destination shard, with what the destination needs to apply,
+// log and acknowledge them.
+//
+// Flow control and acknowledgement (DESIGN.md "Flow control"): each sender
+// (a worker actor, a full-sync session) numbers its sub-batches per
+// destination, 1, 2, 3, ... in `stream` (a random id of the sender); the
+// destination answers with a cumulative ack (stream, number) once a sub-batch
+// is applied to the index and, with persistence on, committed to the op log.
+// The sender returns the sub-batch's ingest credits on that ack, so what is
+// in flight from a PULL socket to the disk is bounded. The same scheme crosses
+// nodes: an ack from a remote primary means the sub-batch is there (and, with
+// replicas, held by them).
+//
+// Context: a plain value type; it crosses CAF's middleman (type_ids.hpp
+// registers it with an `inspect`). CAF-free.
+#pragma once
+
+#include "actors/ids.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace lmcc::actors {
+
+struct kv_sub_batch {
+  /// The sender's stream (acks go to the sender under this id).
+  uint64_t stream = 0;
+  /// Position in the stream to this destination, from 1.
+  uint64_t number = 0;
+  holder_id holder = 0;
+  /// The worker's registration this sub-batch belongs to; a destination drops
+  /// sub-batches of an incarnation older than one it has seen a drop for.
+  uint64_t incarnation = 0;
+  /// Drop every entry of `holder` (ops is empty).
+  bool drop = false;
+  /// The holder's seq watermark once applied, when it moves.
+  bool has_mark = false;
+  seq_mark mark;
+  /// Names the holder (its worker and location) for the op log, on the first
+  /// sub-batch a sender sends for it.
+  bool has_intro = false;
+  uint64_t intro_worker_uid = 0;
+  std::string intro_location;
+  std::vector<kv_op> ops;
+
+  friend bool operator==(const kv_sub_batch&, const kv_sub_batch&) = default;
+};
+
+} // namespace lmcc::actors

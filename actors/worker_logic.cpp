@@ -1,0 +1,246 @@
+#include "actors/worker_logic.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace lmcc::actors {
+
+namespace {
+
+constexpr std::string_view refused_text = "Failed to start sync: worker already syncing with "
+                                          "different sync_id or worker not found";
+
+} // namespace
+
+worker_logic::worker_logic(worker_config cfg, worker_outbox& out)
+  : cfg_(std::move(cfg)), out_(out), out_stream_(cfg_.stream_base, cfg_.destinations),
+    split_(cfg_.destinations) {
+  for (const auto& name : cfg_.locations) {
+    auto& loc = locations_[name];
+    loc.holder = make_holder_id(cfg_.instance_id, cfg_.worker_id, name);
+    loc.intro_sent.assign(cfg_.destinations, false);
+    if (auto it = cfg_.last_seq.find(name); it != cfg_.last_seq.end())
+      loc.last_seq = it->second;
+    if (cfg_.restored) {
+      auto e = cfg_.expected_next.find(name);
+      loc.expect_first = e != cfg_.expected_next.end() ? e->second : std::optional<uint64_t>{0};
+    }
+  }
+}
+
+worker_logic::location_state& worker_logic::location(const std::string& name) {
+  auto [it, inserted] = locations_.try_emplace(name);
+  if (inserted) {
+    it->second.holder = make_holder_id(cfg_.instance_id, cfg_.worker_id, name);
+    it->second.intro_sent.assign(cfg_.destinations, false);
+    // A location first reported after a restart must start at seq 0.
+    if (cfg_.restored)
+      it->second.expect_first = std::optional<uint64_t>{0};
+    out_.new_location(name);
+  }
+  return it->second;
+}
+
+// -- ingest --------------------------------------------------------------------
+
+void worker_logic::on_push(pushed_msg&& m) {
+  std::visit(
+      [&](auto& x) {
+        using M = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<M, msg::BatchedKVOperationMsg>) {
+          on_batch(x, m.credits);
+        } else if constexpr (std::is_same_v<M, msg::KVAdmitMsg> ||
+                             std::is_same_v<M, msg::KVEvictMsg>) {
+          // Legacy single-op messages are applied as one-op batches (spec 4.3.3).
+          msg::BatchedKVOperationMsg b{x.instance_id, x.worker_id, x.location, {}};
+          b.operations.push_back(msg::KVOpEvent{
+              std::is_same_v<M, msg::KVAdmitMsg> ? msg::OpType::admit : msg::OpType::evict, x.key,
+              x.seq_num});
+          on_batch(b, m.credits);
+        } else if constexpr (std::is_same_v<M, msg::FullSyncBatchMsg> ||
+                             std::is_same_v<M, msg::FullSyncEndMsg>) {
+          if (gate_ != gate::open && x.sync_id == sync_id_) {
+            out_.session_input(std::move(m));
+            return;
+          }
+          if constexpr (std::is_same_v<M, msg::FullSyncBatchMsg>)
+            spdlog::warn("full-sync-batch-dropped instance={} worker={} sync_id={} batch_id={} "
+                         "keys={} reason=no-matching-session",
+                         cfg_.instance_id, cfg_.worker_id.to_string(), x.sync_id,
+                         x.batch_id.to_string(), x.keys.size());
+          else
+            spdlog::warn("full-sync-end-ignored instance={} worker={} sync_id={} "
+                         "reason=no-running-session",
+                         cfg_.instance_id, cfg_.worker_id.to_string(), x.sync_id);
+          out_.give_credits(m.credits);
+        } else {
+          out_.give_credits(m.credits);
+        }
+      },
+      m.msg);
+}
+
+void worker_logic::on_batch(const msg::BatchedKVOperationMsg& m, uint64_t credits) {
+  if (m.operations.empty() || retired_) {
+    out_.give_credits(credits);
+    return;
+  }
+  if (gate_ != gate::open) {
+    ++discarded_; // spec 4.8.5: increments are discarded while a sync runs
+    out_.give_credits(credits);
+    return;
+  }
+  auto& loc = location(m.location);
+  const uint64_t first = m.operations.front().seq_num.bits();
+  if (loc.expect_first) {
+    const auto expected = *loc.expect_first;
+    loc.expect_first.reset();
+    if (expected && first != *expected) {
+      spdlog::warn("seq-gap-after-restart instance={} worker={} location={} expected={} got={} "
+                   "action=full-sync-requested",
+                   cfg_.instance_id, cfg_.worker_id.to_string(), m.location, *expected, first);
+      out_.request_resync("seq_gap_after_restart");
+    }
+  }
+  std::optional<std::pair<uint64_t, uint64_t>> gap;
+  std::optional<uint64_t> last = loc.last_seq;
+  std::vector<kv_op> ops;
+  ops.reserve(m.operations.size());
+  for (const auto& op : m.operations) {
+    const uint64_t seq = op.seq_num.bits();
+    if (last && seq != *last + 1 && !gap)
+      gap = std::make_pair(*last + 1, seq);
+    last = seq;
+    ops.push_back(kv_op{op.key.bits(), op.op_type == msg::OpType::admit});
+  }
+  loc.last_seq = last;
+  if (gap)
+    out_.seq_gap(m.location, gap->first, gap->second);
+  send_ops(loc, m.location, std::move(ops), seq_mark{seq_state::tracking, *last}, credits);
+}
+
+void worker_logic::send_ops(location_state& loc, const std::string& name,
+                            std::vector<kv_op>&& ops, std::optional<seq_mark> mark,
+                            uint64_t credits) {
+  auto make = [&](uint32_t d, std::vector<kv_op>&& part) {
+    kv_sub_batch sb;
+    sb.holder = loc.holder;
+    sb.incarnation = cfg_.incarnation;
+    if (mark) {
+      sb.has_mark = true;
+      sb.mark = *mark;
+    }
+    if (!loc.intro_sent[d]) {
+      sb.has_intro = true;
+      sb.intro_worker_uid = cfg_.uid;
+      sb.intro_location = name;
+      loc.intro_sent[d] = true;
+    }
+    sb.ops = std::move(part);
+    return sb;
+  };
+  if (cfg_.destinations == 1 || !cfg_.placement) {
+    auto sb = make(0, std::move(ops));
+    out_stream_.stamp(0, sb, credits);
+    out_.send(0, std::move(sb));
+    return;
+  }
+  const auto& table = *cfg_.placement;
+  for (const auto& op : ops)
+    split_[table[slot_of(op.key, cfg_.slot_count)]].push_back(op);
+  const uint64_t total = ops.size();
+  uint64_t left = credits;
+  uint32_t last_used = 0;
+  for (uint32_t d = 0; d < cfg_.destinations; ++d)
+    if (!split_[d].empty())
+      last_used = d;
+  for (uint32_t d = 0; d < cfg_.destinations; ++d) {
+    if (split_[d].empty())
+      continue;
+    const uint64_t share = d == last_used ? left : credits * split_[d].size() / total;
+    left -= share;
+    auto sb = make(d, std::move(split_[d]));
+    split_[d] = {};
+    out_stream_.stamp(d, sb, share);
+    out_.send(d, std::move(sb));
+  }
+}
+
+void worker_logic::on_ack(uint64_t stream, uint64_t up_to) {
+  if (uint64_t released = out_stream_.ack(stream, up_to); released > 0)
+    out_.give_credits(released);
+  maybe_go();
+}
+
+// -- full sync -------------------------------------------------------------------
+
+msg::FullSyncStartRetMsg worker_logic::on_sync_start(const msg::FullSyncStartMsg& m) {
+  if (retired_ || (gate_ != gate::open && sync_id_ != m.sync_id))
+    return msg::FullSyncStartRetMsg{m.sync_id, false, std::string{refused_text}};
+  const uint64_t batches = m.batch_count.is_negative() ? 0 : m.batch_count.bits();
+  if (batches > max_batch_count)
+    return msg::FullSyncStartRetMsg{m.sync_id, false,
+                                    "Failed to start sync: batch_count " +
+                                        m.batch_count.to_string() + " exceeds the limit of " +
+                                        std::to_string(max_batch_count)};
+  auto& loc = location(m.location);
+  loc.last_seq.reset();     // the next increment re-initialises the tracker
+  loc.expect_first.reset(); // the sync rebuilds the location
+  sync_id_ = m.sync_id;
+  gate_ = gate::draining;
+  out_.session_start(session_params{m.sync_id, m.location, loc.holder, cfg_.uid, cfg_.incarnation,
+                                    m.total_keys.is_negative() ? 0 : m.total_keys.bits(),
+                                    batches});
+  maybe_go();
+  return msg::FullSyncStartRetMsg{m.sync_id, true, std::nullopt};
+}
+
+void worker_logic::maybe_go() {
+  if (gate_ == gate::draining && out_stream_.idle()) {
+    gate_ = gate::syncing;
+    out_.session_go();
+  }
+}
+
+void worker_logic::on_session_ended(const std::string& sync_id, bool completed) {
+  if (sync_id != sync_id_ || gate_ == gate::open)
+    return; // an older session's news
+  gate_ = gate::open;
+  spdlog::debug("full-sync-gate-open instance={} worker={} sync_id={} completed={}",
+                cfg_.instance_id, cfg_.worker_id.to_string(), sync_id, completed);
+}
+
+// -- lifecycle --------------------------------------------------------------------
+
+void worker_logic::drop_all(uint64_t incarnation) {
+  for (auto& [name, loc] : locations_)
+    for (uint32_t d = 0; d < cfg_.destinations; ++d) {
+      kv_sub_batch sb;
+      sb.holder = loc.holder;
+      sb.incarnation = incarnation;
+      sb.drop = true;
+      sb.has_mark = true;
+      sb.mark = seq_mark{};
+      out_stream_.stamp(d, sb, 0);
+      out_.send(d, std::move(sb));
+    }
+}
+
+void worker_logic::on_reset(uint64_t incarnation) {
+  drop_all(incarnation);
+  cfg_.incarnation = incarnation;
+  cfg_.restored = false; // a new registration: nothing to continue
+  locations_.clear();
+  gate_ = gate::open;
+  sync_id_.clear();
+}
+
+void worker_logic::on_retire() {
+  // One above the registration's: sub-batches of it still in flight (from the
+  // session, say) land after the drop and are ignored.
+  drop_all(cfg_.incarnation + 1);
+  retired_ = true;
+  gate_ = gate::open;
+  sync_id_.clear();
+}
+
+} // namespace lmcc::actors

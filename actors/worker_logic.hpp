@@ -1,0 +1,166 @@
+// worker_logic: what a WorkerActor does for one registered LMCache worker,
+// without the actor: seq_num tracking per location (spec 4.3.2, and the check
+// of the first op after a restart), turning each BatchedKVOperationMsg into
+// sub-batches per destination shard, the acks that give the PULL socket its
+// credits back, and the gate that holds increments back while a full sync
+// runs (spec 4.8.5).
+//
+// Full sync and ordering. CAF orders messages per sender, and a sync is sent
+// by the worker's session actor, not by the worker actor, so the order is made
+// explicit with acks: on FullSyncStartMsg the gate closes (increments are
+// discarded, as LMCache does), and the session may start only once every
+// sub-batch this actor sent before is acknowledged (the session's first
+// sub-batch drops the location); the gate opens again only when the session
+// reports that the index acknowledged its last sub-batch. The same handshake
+// holds when the destinations are other nodes.
+//
+// Re-registration and deregistration drop every holder of the worker with a
+// newer incarnation, so a sub-batch of the old registration still in flight
+// (from this actor or its session) is ignored by the shard when it lands.
+//
+//   worker_logic w{config, outbox};
+//   w.on_push(pushed_msg{batch, 50});
+//   w.on_ack(stream, number);
+//
+// Context: owned by one worker actor; not thread-safe. CAF-free; every effect
+// goes through worker_outbox.
+#pragma once
+
+#include "actors/sub_batch_stream.hpp"
+#include "messages/lmcache_msgs.hpp"
+
+#include <absl/container/flat_hash_map.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace lmcc::actors {
+
+/// A frame from the PULL socket for one worker, with the ingest credits it holds.
+struct pushed_msg {
+  msg::Msg msg;
+  uint64_t credits = 0;
+};
+using pushed_msgs = std::vector<pushed_msg>;
+
+/// Where slots go: slot -> destination index (empty: everything to 0).
+using placement_table = std::shared_ptr<const std::vector<uint16_t>>;
+
+/// What a full sync's session starts with.
+struct session_params {
+  std::string sync_id;
+  std::string location;
+  holder_id holder = 0;
+  uint64_t worker_uid = 0;
+  uint64_t incarnation = 0;
+  uint64_t total_keys = 0;
+  uint64_t batch_count = 0;
+};
+
+/// The effects a worker's logic asks for.
+class worker_outbox {
+public:
+  virtual ~worker_outbox() = default;
+  virtual void send(uint32_t destination, kv_sub_batch&& sb) = 0;
+  virtual void give_credits(uint64_t n) = 0;
+  /// A seq discontinuity (spec 4.3.2), reported once per batch.
+  virtual void seq_gap(const std::string& location, uint64_t expected, uint64_t got) = 0;
+  /// Ask this worker alone for a full sync at its next heartbeat.
+  virtual void request_resync(const std::string& reason) = 0;
+  /// A location reported for the first time (the Directory names its holder).
+  virtual void new_location(const std::string& location) = 0;
+  /// The session (spawned on first use) takes over a new sync and buffers its
+  /// batches until go.
+  virtual void session_start(const session_params& p) = 0;
+  virtual void session_go() = 0;
+  /// A FullSyncBatchMsg or FullSyncEndMsg for the session.
+  virtual void session_input(pushed_msg&& m) = 0;
+};
+
+struct worker_config {
+  uint64_t uid = 0;
+  std::string instance_id;
+  msg::wire_int worker_id;
+  uint64_t incarnation = 0;
+  uint32_t slot_count = 4096;
+  /// Destination shards and the slot -> destination table.
+  uint32_t destinations = 1;
+  placement_table placement;
+  /// This actor's stream ids are [stream_base, stream_base + destinations).
+  uint64_t stream_base = 0;
+  /// Restored after a restart: per location the seq tracker and the seq the
+  /// first op must carry (nullopt: no check); other locations must start at 0.
+  bool restored = false;
+  std::map<std::string, uint64_t> last_seq;
+  std::map<std::string, std::optional<uint64_t>> expected_next;
+  std::vector<std::string> locations;
+};
+
+class worker_logic {
+public:
+  /// Most batches one sync may announce (bounds the session's bitmap).
+  static constexpr uint64_t max_batch_count = uint64_t{1} << 20;
+
+  worker_logic(worker_config cfg, worker_outbox& out);
+
+  /// One message of this worker from the PULL socket.
+  void on_push(pushed_msg&& m);
+
+  /// FullSyncStartMsg (spec 4.8.2): accepted unless another sync id runs.
+  msg::FullSyncStartRetMsg on_sync_start(const msg::FullSyncStartMsg& m);
+
+  void on_ack(uint64_t stream, uint64_t up_to);
+
+  /// The session's sync ended (completed: the index acknowledged all of it).
+  void on_session_ended(const std::string& sync_id, bool completed);
+
+  /// A re-registration: everything of the old incarnation is dropped.
+  void on_reset(uint64_t incarnation);
+
+  /// Deregistration: everything is dropped; finished() once acknowledged.
+  void on_retire();
+
+  bool finished() const noexcept { return retired_ && out_stream_.idle(); }
+  bool gate_open() const noexcept { return gate_ == gate::open; }
+  uint64_t discarded_batches() const noexcept { return discarded_; }
+  const sub_batch_stream& stream() const noexcept { return out_stream_; }
+  uint64_t incarnation() const noexcept { return cfg_.incarnation; }
+
+private:
+  enum class gate : uint8_t {
+    open,     ///< increments flow
+    draining, ///< a sync was accepted; waiting for this actor's acks
+    syncing,  ///< the session runs
+  };
+
+  struct location_state {
+    holder_id holder = 0;
+    std::optional<uint64_t> last_seq;
+    /// After a restore: the seq the first op must carry (checked once).
+    std::optional<std::optional<uint64_t>> expect_first;
+    std::vector<bool> intro_sent; ///< per destination
+  };
+
+  location_state& location(const std::string& name);
+  void on_batch(const msg::BatchedKVOperationMsg& m, uint64_t credits);
+  void send_ops(location_state& loc, const std::string& name, std::vector<kv_op>&& ops,
+                std::optional<seq_mark> mark, uint64_t credits);
+  void drop_all(uint64_t incarnation);
+  void maybe_go();
+
+  worker_config cfg_;
+  worker_outbox& out_;
+  sub_batch_stream out_stream_;
+  absl::flat_hash_map<std::string, location_state> locations_;
+  gate gate_ = gate::open;
+  std::string sync_id_;
+  bool retired_ = false;
+  uint64_t discarded_ = 0;
+  std::vector<std::vector<kv_op>> split_; ///< per destination, reused
+};
+
+} // namespace lmcc::actors

@@ -1,0 +1,294 @@
+// directory_logic with a recording directory_outbox: registration order from
+// the HLC, re-registration, the heartbeat recovery path, deregistration and
+// the reaper, resync reasons, locations, restore and the view.
+// CAF-free: linked with lmcc_actor_logic only.
+#include "actors/directory_logic.hpp"
+
+#if defined(CAF_VERSION)
+#error "directory_logic pulls in CAF"
+#endif
+
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace lmcc::actors {
+namespace {
+
+using msg::wire_int;
+
+struct recording_outbox : directory_outbox {
+  std::vector<std::pair<uint64_t, bool>> spawned; ///< uid, restored
+  std::vector<const restored_worker*> spawned_plans;
+  std::vector<std::pair<uint64_t, uint64_t>> resets;
+  std::vector<uint64_t> retired, deleted;
+  std::vector<persistence::worker_row> rows;
+  std::vector<std::string> forgotten, events;
+
+  void spawn_worker(const worker_record& rec, const restored_worker* r) override {
+    spawned.emplace_back(rec.uid, r != nullptr);
+    spawned_plans.push_back(r);
+  }
+  void reset_worker(uint64_t uid, uint64_t inc) override { resets.emplace_back(uid, inc); }
+  void retire_worker(uint64_t uid) override { retired.push_back(uid); }
+  void put_row(const persistence::worker_row& row) override { rows.push_back(row); }
+  void delete_row(uint64_t uid) override { deleted.push_back(uid); }
+  void forget_control(const std::string& e) override { forgotten.push_back(e); }
+  void count(std::string_view e) override { events.emplace_back(e); }
+};
+
+constexpr uint64_t wall = 1'700'000'000'000; // ms
+
+msg::RegisterMsg reg(std::string inst, int64_t w, std::string ip = "10.0.0.1", int64_t port = 8500) {
+  return msg::RegisterMsg{std::move(inst), w, std::move(ip), port, std::nullopt};
+}
+
+msg::HeartbeatMsg hb(std::string inst, int64_t w) {
+  return msg::HeartbeatMsg{std::move(inst), w, "10.0.0.1", 8500, std::nullopt};
+}
+
+std::vector<std::string> instances_in_order(const directory_logic& d) {
+  std::vector<std::string> out;
+  for (const auto* w : d.reg().all_workers())
+    out.push_back(w->instance_id + "/" + w->worker_id.to_string());
+  return out;
+}
+
+std::vector<std::string> commands_of(const msg::Msg& m) {
+  std::vector<std::string> out;
+  for (const auto& c : std::get<msg::HeartbeatRetMsg>(m).commands)
+    std::visit([&](const auto& x) { out.push_back(x.reason.value_or("")); }, c);
+  return out;
+}
+
+TEST(directory_logic, registration_answers_with_the_heartbeat_url_and_persists_the_row) {
+  recording_outbox out;
+  directory_logic d{controller_options{}, out};
+  auto ret = d.on_register(reg("A", 0), 1.5, wall, std::string{"ctl:8082"});
+  const auto& r = std::get<msg::RegisterRetMsg>(ret);
+  ASSERT_EQ(r.extra_config.size(), 1u);
+  EXPECT_EQ(r.extra_config.begin()->first, "heartbeat_url");
+  EXPECT_EQ(r.extra_config.begin()->second, "ctl:8082");
+  EXPECT_TRUE(std::get<msg::RegisterRetMsg>(d.on_register(reg("A", 1), 1.5, wall, std::nullopt))
+                  .extra_config.empty());
+  const uint64_t uid = worker_uid("A", wire_int{0});
+  ASSERT_EQ(out.spawned.size(), 2u);
+  EXPECT_EQ(out.spawned[0], (std::pair<uint64_t, bool>{uid, false}));
+  ASSERT_EQ(out.rows.size(), 2u);
+  EXPECT_EQ(out.rows[0].uid, uid);
+  EXPECT_EQ(out.rows[0].registration_time, 1.5);
+  EXPECT_EQ(out.rows[0], to_row(*d.reg().record(uid)));
+  EXPECT_EQ(std::count(out.events.begin(), out.events.end(), "worker_registered"), 2);
+  EXPECT_TRUE(d.take_changed());
+  EXPECT_FALSE(d.take_changed());
+}
+
+TEST(directory_logic, registration_order_follows_hlc_stamps_even_when_the_wall_clock_steps_back) {
+  recording_outbox out;
+  directory_logic d{controller_options{}, out};
+  d.on_register(reg("B", 0), 1, wall, std::nullopt);
+  d.on_register(reg("A", 0), 1, wall, std::nullopt);        // the same millisecond
+  d.on_register(reg("C", 0), 1, wall - 60'000, std::nullopt); // the clock stepped back
+  EXPECT_EQ(instances_in_order(d), (std::vector<std::string>{"B/0", "A/0", "C/0"}));
+  const auto* b = d.reg().find("B", 0);
+  const auto* a = d.reg().find("A", 0);
+  const auto* c = d.reg().find("C", 0);
+  EXPECT_EQ(cluster::hlc::physical_of(b->registration_order), wall);
+  EXPECT_LT(b->registration_order, a->registration_order);
+  EXPECT_LT(a->registration_order, c->registration_order);
+}
+
+TEST(directory_logic, an_instance_keeps_its_position_after_its_first_worker_deregisters) {
+  recording_outbox out;
+  directory_logic d{controller_options{}, out};
+  d.on_register(reg("A", 0), 1, wall, std::nullopt);
+  d.on_register(reg("B", 0), 1, wall + 1, std::nullopt);
+  d.on_register(reg("A", 1), 1, wall + 2, std::nullopt);
+  ASSERT_TRUE(d.on_deregister("A", 0, "test"));
+  d.on_register(reg("A", 2), 1, wall + 3, std::nullopt);
+  EXPECT_EQ(instances_in_order(d), (std::vector<std::string>{"A/1", "A/2", "B/0"}));
+  EXPECT_EQ(out.rows.back().instance_order, d.reg().find("A", 1)->instance_order);
+}
+
+TEST(directory_logic, reregistration_keeps_the_position_and_resets_under_a_new_incarnation) {
+  recording_outbox out;
+  directory_logic d{controller_options{}, out};
+  d.on_register(reg("A", 0), 1, wall, std::nullopt);
+  d.on_register(reg("B", 0), 1, wall, std::nullopt);
+  const uint64_t uid = worker_uid("A", wire_int{0});
+  const uint64_t first = d.reg().record(uid)->incarnation;
+  d.on_sync_state(uid, sync_phase::failed, 0);
+  d.take_changed();
+  d.on_register(reg("A", 0, "10.0.0.9", 9000), 2, wall + 5, std::nullopt);
+  const auto* rec = d.reg().record(uid);
+  EXPECT_GT(rec->incarnation, first);
+  EXPECT_EQ(out.resets, (std::vector<std::pair<uint64_t, uint64_t>>{{uid, rec->incarnation}}));
+  EXPECT_EQ(out.spawned.size(), 2u); // no new actor
+  EXPECT_EQ(rec->sync, sync_phase::none);
+  EXPECT_EQ(rec->control_endpoint(), "10.0.0.9:9000");
+  EXPECT_EQ(instances_in_order(d).front(), "A/0");
+  EXPECT_EQ(out.rows.back().incarnation, rec->incarnation);
+  EXPECT_EQ(out.rows.back().port, wire_int{9000});
+  EXPECT_EQ(std::count(out.events.begin(), out.events.end(), "worker_reregistered"), 1);
+  EXPECT_TRUE(d.take_changed());
+}
+
+TEST(directory_logic, a_heartbeat_of_an_unknown_worker_reregisters_it_and_asks_for_a_full_sync) {
+  recording_outbox out;
+  directory_logic d{controller_options{}, out};
+  auto ret = d.on_heartbeat(hb("A", 3), 7.0, wall);
+  EXPECT_EQ(commands_of(ret), (std::vector<std::string>{"worker_re_registered"}));
+  const uint64_t uid = worker_uid("A", wire_int{3});
+  ASSERT_NE(d.reg().record(uid), nullptr);
+  EXPECT_TRUE(d.reg().record(uid)->has_heartbeated);
+  EXPECT_EQ(out.spawned, (std::vector<std::pair<uint64_t, bool>>{{uid, false}}));
+  ASSERT_FALSE(out.rows.empty());
+}
+
+TEST(directory_logic, a_worker_reregistered_by_its_heartbeat_is_persisted_as_heartbeating) {
+  recording_outbox out;
+  directory_logic d{controller_options{}, out};
+  d.on_heartbeat(hb("A", 3), 7.0, wall);
+  d.on_heartbeat(hb("A", 3), 8.0, wall);
+  ASSERT_FALSE(out.rows.empty());
+  EXPECT_TRUE(d.reg().find("A", 3)->has_heartbeated);
+  EXPECT_TRUE(out.rows.back().has_heartbeated) << "the durable row disagrees with the registry";
+}
+
+TEST(directory_logic, the_first_heartbeat_persists_the_row_and_requests_follow_the_registry) {
+  recording_outbox out;
+  directory_logic d{controller_options{}, out};
+  d.on_register(reg("A", 0), 1, wall, std::nullopt);
+  const uint64_t uid = worker_uid("A", wire_int{0});
+  EXPECT_EQ(out.rows.size(), 1u);
+  // A fresh controller asks every worker (LMCache's need_full_sync_all).
+  EXPECT_EQ(commands_of(d.on_heartbeat(hb("A", 0), 2, wall)),
+            (std::vector<std::string>{"controller_restart"}));
+  ASSERT_EQ(out.rows.size(), 2u);
+  EXPECT_TRUE(out.rows[1].has_heartbeated);
+  EXPECT_EQ(out.rows[1].last_heartbeat_time, 2.0);
+  d.on_sync_state(uid, sync_phase::syncing, 3);
+  EXPECT_TRUE(commands_of(d.on_heartbeat(hb("A", 0), 3, wall)).empty());
+  EXPECT_EQ(out.rows.size(), 2u); // later heartbeats are not persisted
+  d.on_sync_state(uid, sync_phase::completed, 0);
+  msg::FullSyncStatusRetMsg status;
+  d.complete_status(status);
+  EXPECT_DOUBLE_EQ(status.global_progress, 1.0);
+  EXPECT_TRUE(status.can_exit_freeze);
+  d.on_sync_state(uid, sync_phase::failed, 0);
+  EXPECT_EQ(commands_of(d.on_heartbeat(hb("A", 0), 4, wall)),
+            (std::vector<std::string>{"sync_failed_retry"}));
+}
+
+TEST(directory_logic, a_resync_reason_is_asked_of_that_worker_alone) {
+  recording_outbox out;
+  directory_logic d{controller_options{}, out};
+  std::vector<restored_worker> none;
+  d.restore(none, false, wall); // a restored node: no controller_restart
+  d.on_register(reg("A", 0), 1, wall, std::nullopt);
+  d.on_register(reg("A", 1), 1, wall, std::nullopt);
+  d.on_resync(worker_uid("A", wire_int{1}), "seq_gap_after_restart");
+  EXPECT_TRUE(commands_of(d.on_heartbeat(hb("A", 0), 2, wall)).empty());
+  EXPECT_EQ(commands_of(d.on_heartbeat(hb("A", 1), 2, wall)),
+            (std::vector<std::string>{"seq_gap_after_restart"}));
+  EXPECT_EQ(std::count(out.events.begin(), out.events.end(),
+                       "full_sync_requested_seq_gap_after_restart"),
+            1);
+  d.on_seq_gap(3);
+  d.on_seq_gap(2);
+  EXPECT_EQ(d.seq_discontinuities(), 5u);
+}
+
+TEST(directory_logic, deregistration_retires_deletes_and_forgets_the_worker) {
+  recording_outbox out;
+  directory_logic d{controller_options{}, out};
+  d.on_register(reg("A", 0, "10.0.0.5", 8600), 1, wall, std::nullopt);
+  d.take_changed();
+  const uint64_t uid = worker_uid("A", wire_int{0});
+  EXPECT_TRUE(d.on_deregister("A", 0, "DeRegisterMsg"));
+  EXPECT_EQ(out.retired, (std::vector<uint64_t>{uid}));
+  EXPECT_EQ(out.deleted, (std::vector<uint64_t>{uid}));
+  EXPECT_EQ(out.forgotten, (std::vector<std::string>{"10.0.0.5:8600"}));
+  EXPECT_EQ(std::count(out.events.begin(), out.events.end(), "worker_deregistered"), 1);
+  EXPECT_TRUE(d.take_changed());
+  EXPECT_EQ(d.reg().worker_count(), 0u);
+  EXPECT_FALSE(d.on_deregister("A", 0, "again")); // unknown: no effects
+  EXPECT_EQ(out.retired.size(), 1u);
+  EXPECT_FALSE(d.take_changed());
+}
+
+TEST(directory_logic, the_reaper_removes_silent_workers_that_once_heartbeated) {
+  controller_options o;
+  o.lmcache_worker_timeout = std::chrono::milliseconds{30'000};
+  recording_outbox out;
+  directory_logic d{o, out};
+  d.on_register(reg("quiet", 0), 0, wall, std::nullopt);
+  d.on_register(reg("talker", 0), 0, wall, std::nullopt);
+  d.on_heartbeat(hb("talker", 0), 10, wall);
+  d.reap(39);
+  EXPECT_TRUE(out.retired.empty());
+  d.reap(41);
+  EXPECT_EQ(out.retired, (std::vector<uint64_t>{worker_uid("talker", wire_int{0})}));
+  d.reap(1e9);
+  EXPECT_EQ(out.retired.size(), 1u); // a worker that never heartbeated stays
+}
+
+TEST(directory_logic, locations_enter_the_view_with_their_ranks) {
+  recording_outbox out;
+  directory_logic d{controller_options{}, out};
+  d.on_register(reg("A", 0), 1, wall, std::nullopt);
+  d.on_register(reg("B", 0), 1, wall, std::nullopt);
+  d.take_changed();
+  const uint64_t a = worker_uid("A", wire_int{0}), b = worker_uid("B", wire_int{0});
+  d.on_location(b, "disk");
+  EXPECT_TRUE(d.take_changed());
+  d.on_location(b, "cpu");
+  d.on_location(a, "cpu");
+  auto view = d.reg().make_view();
+  auto [w, e] = view->find(make_holder_id("B", wire_int{0}, "cpu"));
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->uid, b);
+  EXPECT_EQ(w->instance_rank, 1u);
+  EXPECT_EQ(e->location, "cpu");
+  EXPECT_EQ(e->location_rank, 1u);
+  d.on_location(999, "x"); // unknown worker: refused and counted
+  EXPECT_EQ(std::count(out.events.begin(), out.events.end(), "worker_location_refused"), 1);
+}
+
+TEST(directory_logic, restore_spawns_restored_workers_with_their_plans_and_later_stamps_follow) {
+  recording_outbox out;
+  directory_logic d{controller_options{}, out};
+  std::vector<restored_worker> workers(2);
+  const uint64_t future = (wall + 3'600'000) << cluster::hlc::logical_bits; // a faster clock
+  for (int i = 0; i < 2; ++i) {
+    auto& rec = workers[static_cast<size_t>(i)].record;
+    rec.instance_id = "R";
+    rec.worker_id = i;
+    rec.uid = worker_uid("R", wire_int{i});
+    rec.registration_order = future + static_cast<uint64_t>(i);
+    rec.instance_order = future;
+    rec.incarnation = future + 10 + static_cast<uint64_t>(i);
+    rec.locations = {"cpu"};
+  }
+  workers[1].resync_reason = "snapshot_damaged";
+  d.restore(workers, false, wall);
+  EXPECT_TRUE(d.take_changed());
+  ASSERT_EQ(out.spawned.size(), 2u);
+  EXPECT_TRUE(out.spawned[0].second);
+  EXPECT_EQ(out.spawned_plans[1], &workers[1]);
+  EXPECT_FALSE(d.reg().need_full_sync_all());
+  EXPECT_TRUE(commands_of(d.on_heartbeat(hb("R", 0), 5, wall)).empty());
+  EXPECT_EQ(commands_of(d.on_heartbeat(hb("R", 1), 5, wall)),
+            (std::vector<std::string>{"snapshot_damaged"}));
+  // A new registration on this node's slower clock still comes after them.
+  d.on_register(reg("R", 2), 5, wall, std::nullopt);
+  EXPECT_GT(d.reg().find("R", 2)->registration_order, future + 11);
+  EXPECT_EQ(instances_in_order(d), (std::vector<std::string>{"R/0", "R/1", "R/2"}));
+  // Re-registering a restored worker gets a newer incarnation than its row's.
+  d.on_register(reg("R", 0), 6, wall, std::nullopt);
+  EXPECT_GT(out.resets.back().second, future + 10);
+}
+
+} // namespace
+} // namespace lmcc::actors

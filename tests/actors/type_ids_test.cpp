@@ -1,0 +1,216 @@
+// type_ids + inspect: every value type that crosses nodes survives CAF 0.17's
+// binary_serializer / binary_deserializer bit for bit, and
+// register_message_types() registers the block, so a caf::message carrying
+// them serializes through an actor system the way the middleman does it.
+// The one actors test that links CAF (lmcc_actors).
+#include "actors/type_ids.hpp"
+
+#include <caf/binary_deserializer.hpp>
+#include <caf/binary_serializer.hpp>
+#include <gtest/gtest.h>
+
+#include <typeindex>
+
+namespace lmcc::actors {
+namespace {
+
+using msg::wire_int;
+
+/// x -> bytes -> a fresh T, with no actor system (the types' own inspect).
+template <class T>
+T round_trip(T x, size_t* bytes = nullptr) {
+  std::vector<char> buf;
+  caf::binary_serializer sink{nullptr, buf};
+  auto e = sink(x);
+  EXPECT_FALSE(e) << "serialize failed";
+  if (bytes)
+    *bytes = buf.size();
+  T out{};
+  caf::binary_deserializer source{nullptr, buf};
+  auto d = source(out);
+  EXPECT_FALSE(d) << "deserialize failed";
+  return out;
+}
+
+kv_sub_batch full_sub_batch() {
+  kv_sub_batch sb;
+  sb.stream = UINT64_MAX;
+  sb.number = 1ULL << 40;
+  sb.holder = make_holder_id("vllm-0", wire_int{3}, "LocalCPUBackend");
+  sb.incarnation = 0x123456789abcdefULL;
+  sb.drop = false;
+  sb.has_mark = true;
+  sb.mark = seq_mark{seq_state::tracking, UINT64_MAX};
+  sb.has_intro = true;
+  sb.intro_worker_uid = worker_uid("vllm-0", wire_int{3});
+  sb.intro_location = "LocalCPUBackend";
+  sb.ops = {{0, true}, {UINT64_MAX, false}, {42, true}};
+  return sb;
+}
+
+TEST(type_ids, a_sub_batch_round_trips_with_every_field) {
+  const auto sb = full_sub_batch();
+  EXPECT_EQ(round_trip(sb), sb);
+  kv_sub_batch drop;
+  drop.holder = 7;
+  drop.drop = true;
+  drop.has_mark = true;
+  drop.mark = seq_mark{seq_state::syncing, 0};
+  EXPECT_EQ(round_trip(drop), drop);
+  EXPECT_EQ(round_trip(kv_sub_batch{}), kv_sub_batch{});
+}
+
+TEST(type_ids, a_pushed_batch_keeps_keys_two_to_the_64_minus_1_and_minus_1_apart) {
+  msg::BatchedKVOperationMsg b{"vllm-0", wire_int{-2}, "LocalCPUBackend", {}};
+  b.operations.push_back({msg::OpType::admit, wire_int::from_unsigned(UINT64_MAX), 5});
+  b.operations.push_back({msg::OpType::evict, wire_int{-1}, wire_int::from_unsigned(UINT64_MAX)});
+  const pushed_msg in{msg::Msg{b}, 2};
+  const auto out = round_trip(in);
+  EXPECT_EQ(out.credits, 2u);
+  const auto& back = std::get<msg::BatchedKVOperationMsg>(out.msg);
+  EXPECT_EQ(back, b);
+  ASSERT_EQ(back.operations.size(), 2u);
+  EXPECT_FALSE(back.operations[0].key.is_negative());
+  EXPECT_TRUE(back.operations[1].key.is_negative());
+  EXPECT_EQ(back.operations[0].key.bits(), back.operations[1].key.bits());
+  EXPECT_NE(back.operations[0].key, back.operations[1].key);
+  EXPECT_TRUE(back.worker_id.is_negative());
+}
+
+TEST(type_ids, wire_ints_keep_their_sign_apart_from_their_bits) {
+  for (auto v : {wire_int{0}, wire_int{-1}, wire_int::from_unsigned(UINT64_MAX), wire_int{INT64_MIN},
+                 wire_int::from_unsigned(1ULL << 63)}) {
+    const auto back = round_trip(v);
+    EXPECT_EQ(back, v);
+    EXPECT_EQ(back.is_negative(), v.is_negative());
+  }
+}
+
+TEST(type_ids, worker_rows_round_trip_with_and_without_a_peer_url) {
+  persistence::worker_row r;
+  r.uid = worker_uid("A", wire_int{-1});
+  r.instance_id = "A";
+  r.worker_id = wire_int{-1};
+  r.ip = "10.0.0.1";
+  r.port = wire_int::from_unsigned(UINT64_MAX);
+  r.registration_time = 1700000000.125;
+  r.last_heartbeat_time = -0.0;
+  r.has_heartbeated = true;
+  r.registration_order = 1ULL << 60;
+  r.instance_order = 3;
+  r.incarnation = UINT64_MAX;
+  EXPECT_EQ(round_trip(r), r);
+  EXPECT_FALSE(round_trip(r).peer_init_url);
+  r.peer_init_url = ""; // present but empty is not absent
+  EXPECT_EQ(round_trip(r), r);
+  r.peer_init_url = "10.0.0.1:8200";
+  EXPECT_EQ(round_trip(r), r);
+  std::vector<persistence::worker_row> rows{r, persistence::worker_row{}};
+  EXPECT_EQ(round_trip(rows), rows);
+}
+
+TEST(type_ids, marks_ops_params_and_phases_round_trip) {
+  for (auto s : {seq_state::none, seq_state::tracking, seq_state::syncing, seq_state::resynced,
+                 seq_state::gap})
+    EXPECT_EQ(round_trip(seq_mark{s, 12345678901ULL}), (seq_mark{s, 12345678901ULL}));
+  std::vector<kv_op> ops;
+  for (uint64_t i = 0; i < 1000; ++i)
+    ops.push_back({i * 0x9e3779b97f4a7c15ULL, i % 3 == 0});
+  EXPECT_EQ(round_trip(ops), ops);
+  EXPECT_TRUE(round_trip(std::vector<kv_op>{}).empty());
+  const session_params p{"sync-1", "LocalDiskBackend", 99, 98, 97, 4000, 2};
+  const auto back = round_trip(p);
+  EXPECT_EQ(back.sync_id, p.sync_id);
+  EXPECT_EQ(back.location, p.location);
+  EXPECT_EQ(back.holder, p.holder);
+  EXPECT_EQ(back.worker_uid, p.worker_uid);
+  EXPECT_EQ(back.incarnation, p.incarnation);
+  EXPECT_EQ(back.total_keys, p.total_keys);
+  EXPECT_EQ(back.batch_count, p.batch_count);
+  for (auto phase : {sync_phase::none, sync_phase::syncing, sync_phase::completed, sync_phase::failed})
+    EXPECT_EQ(round_trip(phase), phase);
+}
+
+TEST(type_ids, messages_of_several_types_round_trip_through_their_msgpack_encoding) {
+  msg::HeartbeatRetMsg hb;
+  hb.commands.emplace_back(msg::FullSyncCommand{"worker_re_registered", std::nullopt});
+  const std::vector<msg::Msg> msgs = {
+      msg::Msg{msg::RegisterMsg{"A", 0, "10.0.0.1", 8500, "10.0.0.1:8200"}},
+      msg::Msg{msg::RegisterMsg{"A", wire_int{-5}, "h", wire_int::from_unsigned(UINT64_MAX), std::nullopt}},
+      msg::Msg{hb},
+      msg::Msg{msg::FullSyncBatchMsg{"A", 0, "cpu", "s1", 3, {wire_int{-1}, wire_int::from_unsigned(UINT64_MAX)}}},
+      msg::Msg{msg::FullSyncStatusRetMsg{"s1", false, 0.25, false, {1, 2}}},
+      msg::Msg{msg::ErrorMsg{"nope"}},
+      msg::Msg{msg::ClearMsg{"e", "A", "cpu"}},
+  };
+  for (const auto& m : msgs) {
+    SCOPED_TRACE(msg::type_tag_of(m));
+    EXPECT_EQ(round_trip(m), m);
+  }
+  std::vector<pushed_msg> round;
+  for (const auto& m : msgs)
+    round.push_back(pushed_msg{m, 3});
+  const auto back = round_trip(round);
+  ASSERT_EQ(back.size(), round.size());
+  for (size_t i = 0; i < back.size(); ++i)
+    EXPECT_EQ(back[i].msg, round[i].msg);
+}
+
+TEST(type_ids, corrupted_bytes_fail_to_deserialize_instead_of_making_up_a_message) {
+  std::vector<char> buf;
+  caf::binary_serializer sink{nullptr, buf};
+  msg::Msg m{msg::ErrorMsg{"nope"}};
+  ASSERT_FALSE(sink(m));
+  buf.resize(buf.size() - 2); // the msgpack bytes lose their tail
+  msg::Msg out;
+  caf::binary_deserializer source{nullptr, buf};
+  EXPECT_TRUE(source(out));
+}
+
+TEST(type_ids, register_message_types_registers_the_block) {
+  caf::actor_system_config cfg;
+  register_message_types(cfg);
+  const std::vector<std::pair<std::type_index, std::string>> expected = {
+      {typeid(kv_sub_batch), "lmcc::actors::kv_sub_batch"},
+      {typeid(pushed_msg), "lmcc::actors::pushed_msg"},
+      {typeid(session_params), "lmcc::actors::session_params"},
+      {typeid(sync_phase), "lmcc::actors::sync_phase"},
+      {typeid(msg::Msg), "lmcc::msg::Msg"},
+      {typeid(wire_int), "lmcc::msg::wire_int"},
+      {typeid(kv_op), "lmcc::persistence::kv_op"},
+      {typeid(seq_mark), "lmcc::persistence::seq_mark"},
+      {typeid(persistence::worker_row), "lmcc::persistence::worker_row"},
+      {typeid(std::vector<pushed_msg>), "std::vector<lmcc::actors::pushed_msg>"},
+      {typeid(std::vector<kv_op>), "std::vector<lmcc::persistence::kv_op>"},
+      {typeid(std::vector<persistence::worker_row>), "std::vector<lmcc::persistence::worker_row>"},
+  };
+  for (const auto& [type, name] : expected) {
+    SCOPED_TRACE(name);
+    auto it = cfg.type_names_by_rtti.find(type);
+    ASSERT_NE(it, cfg.type_names_by_rtti.end());
+    EXPECT_EQ(it->second, name);
+    ASSERT_TRUE(cfg.value_factories_by_name.contains(name));
+  }
+}
+
+TEST(type_ids, a_registered_message_survives_the_serializer_of_an_actor_system) {
+  caf::actor_system_config cfg;
+  register_message_types(cfg);
+  cfg.set("scheduler.max-threads", 1);
+  caf::actor_system sys{cfg};
+  const auto sb = full_sub_batch();
+  auto m = caf::make_message(apply_atom::value, sb);
+  std::vector<char> buf;
+  caf::binary_serializer sink{sys, buf};
+  ASSERT_FALSE(sink(m));
+  caf::message back;
+  caf::binary_deserializer source{sys, buf};
+  ASSERT_FALSE(source(back));
+  ASSERT_TRUE((back.match_elements<apply_atom, kv_sub_batch>()));
+  EXPECT_EQ(back.get_as<kv_sub_batch>(1), sb);
+  // Local-only types are not in the block.
+  EXPECT_FALSE(cfg.type_names_by_rtti.contains(typeid(node_stats)));
+}
+
+} // namespace
+} // namespace lmcc::actors
