@@ -7,6 +7,7 @@
 // to the actors at spawn time.
 #pragma once
 
+#include "actors/kv_shard_core.hpp"
 #include "messages/chunk_hash.hpp"
 
 #include <chrono>
@@ -19,9 +20,20 @@ struct controller_options {
   /// This node's id in logs (and, later, in the cluster ring). Default: "n1"
   std::string node_id = "n1";
 
-  /// KVShard actors the index is split over. More shards spread index work over
-  /// more scheduler threads; each costs one actor. Default: 8
-  uint32_t shard_count = 8;
+  /// Ingest in flight (KV ops and full-sync keys) between the PULL socket and
+  /// the store: past it the node stops reading its PULL socket, so ZMQ and TCP
+  /// push back on the workers. Bounds the node's ingest memory (about 70
+  /// bytes an op in flight) and must cover the pipeline's latency at full
+  /// speed (a few ms of ops). Default: 262144
+  uint64_t max_inflight_ops = 262'144;
+
+  /// Reading resumes once in-flight ingest falls below this share of
+  /// max_inflight_ops. Default: 0.5
+  double inflight_resume_ratio = 0.5;
+
+  /// Op-log snapshot cadence and the shard's background work (slot_count is
+  /// taken from slot_count below). Defaults: see shard_options.
+  shard_options shard;
 
   /// Slots the key space is cut into (slot = mix64(key) mod slot_count); a
   /// power of two. Slots are the unit of ownership and, later, handoff.

@@ -1,13 +1,15 @@
-// directory: the node's entry point for worker traffic and its worker registry.
+// directory: the node's worker registry and the answerer of every request
+// that is not a lookup (directory_logic.hpp is the logic; this file adapts it
+// to CAF).
 //
-// Every message from the gateway comes here first. The directory owns the
-// registry (registration order, addresses, heartbeats, the full-sync tracker's
-// global view) and one worker_actor per registered worker; it forwards a
-// worker's KV batches and full-sync messages to that worker's actor after
-// interning the location, answers registration, heartbeats and registry queries
-// itself, sends lookups to the lookup actors and control commands to the
-// control fan-out. After every registry change it pushes a fresh
-// directory_view to the lookup actors.
+// It answers registration, heartbeats, full-sync start and status, and the
+// registry queries; it hands control commands to the control fan-out; it owns
+// one WorkerActor per registered worker and, after every registry change,
+// publishes a fresh directory_view to the lookup actors and a fresh ingest
+// route table to the PULL thread. It never carries ingest (the PULL thread
+// routes a worker's frames to its actor) and never writes the disk (rows go to
+// an asynchronous writer), so heartbeats and registrations never queue behind
+// either.
 //
 //   auto dir = sys.spawn(directory_main, directory_config{...});
 //   self->request(dir, 5s, request_atom::value, msg::Msg{register_msg})...
@@ -17,13 +19,15 @@
 
 #include "actors/control_fanout.hpp"
 #include "actors/controller_options.hpp"
+#include "actors/directory_logic.hpp"
+#include "actors/ingest_routes.hpp"
 #include "actors/lookup_actor.hpp"
 #include "actors/restore_plan.hpp"
 #include "actors/worker_actor.hpp"
-#include "persistence/store.hpp"
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
@@ -33,10 +37,10 @@ namespace lmcc::actors {
 using directory_actor = directory_feedback_actor::extend<
     caf::reacts_to<push_atom, msg::Msg>, caf::replies_to<request_atom, msg::Msg>::with<msg::Msg>,
     caf::replies_to<stats_atom>::with<node_stats>, caf::reacts_to<tick_atom>,
-    // Answers once every batch it received so far is committed by the shards.
+    // Answers once everything every worker actor sent so far is acknowledged.
     caf::replies_to<drain_atom>::with<bool>>;
 
-/// Hooks into the rest of the node, so that actors stay free of sockets.
+/// Hooks into the rest of the node, so that actors stay free of sockets and disks.
 struct directory_hooks {
   /// The heartbeat URL to hand a worker registering from this IP (spec 2.3), if any.
   std::function<std::optional<std::string>(const std::string& worker_ip)> heartbeat_url_for;
@@ -44,6 +48,9 @@ struct directory_hooks {
   std::function<void(const std::string& endpoint)> forget_control;
   /// Counts a named event in the node's metrics.
   std::function<void(std::string_view event)> count_event;
+  /// Persists a worker row / deletes one, asynchronously (null: in memory only).
+  std::function<void(const persistence::worker_row&)> put_row;
+  std::function<void(uint64_t uid)> delete_row;
 };
 
 struct directory_config {
@@ -52,10 +59,11 @@ struct directory_config {
   std::vector<lookup_actor> lookups;
   control_fanout_actor fanout;
   directory_hooks hooks;
-  uint64_t seed = 0; ///< for worker_event_id suffixes
-  /// The node's store (null: in memory only). The directory writes worker rows
-  /// (registration, new location, first heartbeat, reset, deregistration).
-  std::shared_ptr<persistence::store> store;
+  uint64_t seed = 0; ///< worker_event_id suffixes and stream ids
+  std::shared_ptr<const kv_index> index;
+  std::shared_ptr<shard_monitor> shard_stats;
+  std::shared_ptr<credit_gate> gate;
+  std::shared_ptr<route_board> routes;
   /// Workers taken back from the store, in registration order.
   std::vector<restored_worker> restored;
   /// LMCache's need_full_sync_all at start: true on a node that starts empty,
@@ -63,26 +71,22 @@ struct directory_config {
   bool need_full_sync_all = true;
 };
 
+class directory_effects;
+
 struct directory_state {
   static inline const char* name = "lmcc.directory";
 
   directory_config cfg;
-  registry reg;
-  std::map<uint32_t, worker_actor> workers;
-  uint64_t seq_discontinuities = 0;
-  /// Resets sent to a worker's actor and not yet acknowledged by every shard;
-  /// its row says reset_pending while this is non-zero.
-  std::map<uint32_t, uint32_t> pending_resets;
+  std::unique_ptr<directory_effects> effects;
+  std::unique_ptr<directory_logic> logic;
+  std::map<uint64_t, worker_actor> workers;
   size_t next_lookup = 0;
   std::mt19937_64 rng;
 
   std::string random_hex();
-  void count(std::string_view event) const;
 
-  /// Writes the worker's row (no-op without a store); failures are logged.
-  void persist_row(uint32_t worker_num);
-  /// Deletes the worker's row.
-  void persist_removal(uint32_t worker_num);
+  directory_state();
+  ~directory_state();
 };
 
 directory_actor::behavior_type

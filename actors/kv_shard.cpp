@@ -1,167 +1,159 @@
 #include "actors/kv_shard.hpp"
 
+#include "actors/clock.hpp"
+
 #include <spdlog/spdlog.h>
 
 namespace lmcc::actors {
+namespace {
 
-persistence::store::batch& kv_shard_state::batch() {
-  if (!pending)
-    pending.emplace();
-  return *pending;
+using self_ptr = kv_shard_actor::stateful_pointer<kv_shard_state>;
+
+constexpr auto tick_interval = std::chrono::milliseconds{500};
+constexpr auto max_retry_delay = std::chrono::milliseconds{1000};
+
+void publish(self_ptr self) {
+  auto& core = *self->state.core;
+  self->state.monitor->publish(shard_stats{core.counters(), core.next_position(),
+                                           core.log_bytes_since_round(),
+                                           core.snapshot_running()});
 }
 
-void kv_shard_state::apply(holder_id h, const kv_op_list& ops) {
-  index.apply(h, ops);
-  if (!durable())
-    return;
-  auto& b = batch();
-  for (const auto& op : ops) {
-    uint32_t slot = slot_of(op.key, durability.slot_count);
-    if (op.admit)
-      b.admit(slot, op.key, h);
-    else
-      b.evict(slot, op.key, h);
+void send_acks(self_ptr self, kv_shard_core::commit_result& r) {
+  auto& senders = self->state.senders;
+  for (const auto& [stream, number] : r.acks) {
+    auto it = senders.find(stream);
+    if (it == senders.end())
+      continue; // a sub-batch sent anonymously (a restart's drops)
+    if (it->second)
+      self->send(caf::actor_cast<ack_receiver_actor>(it->second), ack_atom::value, stream, number);
+    senders.erase(it);
   }
 }
 
-void kv_shard_state::set_watermark(holder_id h, uint64_t value) {
-  if (!durable() || watermarks_frozen)
-    return;
-  // Written once per commit, not once per message: under load a commit covers
-  // many messages of the same holder and only the last value matters.
-  watermarks[h] = value;
-  dirty_watermarks.insert(h);
+void schedule_background(self_ptr self) {
+  auto& st = self->state;
+  if (!st.background_scheduled && st.core->background_due(monotonic_ms())) {
+    st.background_scheduled = true;
+    self->send(self, background_atom::value);
+  }
 }
 
-uint64_t kv_shard_state::erase(uint32_t worker_num, int32_t location_index) {
-  auto matches = [worker_num, location_index](holder_id h) {
-    return worker_of(h) == worker_num &&
-           (location_index < 0 || location_of(h) == static_cast<uint32_t>(location_index));
-  };
-  if (!durable())
-    return index.erase_holders(matches);
-  auto& b = batch();
-  uint64_t erased = index.erase_holders(matches, [&](uint64_t key, holder_id h) {
-    b.evict(slot_of(key, durability.slot_count), key, h);
-  });
-  for (auto it = watermarks.begin(); it != watermarks.end();) {
-    if (matches(it->first)) {
-      b.delete_watermark(worker_of(it->first), location_of(it->first), durability.shard_index);
-      dirty_watermarks.erase(it->first);
-      it = watermarks.erase(it);
-    } else {
-      ++it;
+/// Commits; on failure retries later with backoff (its acks wait until then).
+void flush(self_ptr self) {
+  auto& st = self->state;
+  const auto start = std::chrono::steady_clock::now();
+  auto r = st.core->commit(monotonic_ms());
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  st.core->note_commit_ms(ms);
+  send_acks(self, r);
+  if (!r.ok) {
+    st.retry_delay = std::min(max_retry_delay, std::max(std::chrono::milliseconds{10},
+                                                        st.retry_delay * 2));
+    if (st.core->counters().commit_failures % 100 == 1)
+      spdlog::error("store-commit-failed failures={} retry_ms={} error={}",
+                    st.core->counters().commit_failures, st.retry_delay.count(), r.error);
+    if (!st.flush_scheduled) {
+      st.flush_scheduled = true;
+      self->delayed_send(self, st.retry_delay, flush_atom::value);
     }
+  } else {
+    st.retry_delay = std::chrono::milliseconds{0};
   }
-  return erased;
+  schedule_background(self);
+  publish(self);
 }
 
-void kv_shard_state::commit() {
-  // The watermarks go last, in the same write as the ops they cover.
-  for (holder_id h : dirty_watermarks)
-    batch().put_watermark(persistence::watermark{worker_of(h), location_of(h),
-                                                 durability.shard_index, watermarks.at(h)});
-  dirty_watermarks.clear();
-  if (!pending || pending->empty())
-    return;
-  size_t ops = pending->size();
-  ++commits;
-  auto r = durability.store->commit(*pending);
-  if (r) {
-    pending.reset();
-    return;
-  }
-  ++commit_failures;
-  // One line per failure would flood the log while a disk is full; the count
-  // is in the stats and every 1000th failure is logged again.
-  if (commit_failures % 1000 == 1)
-    spdlog::error("store-commit-failed shard={} ops={} failures={} error={}",
-                  durability.shard_index, ops, commit_failures, r.error().message);
-  if (ops > durability.max_pending_ops) {
-    spdlog::error("store-commit-dropped shard={} ops={} watermarks=frozen (workers whose ops "
-                  "were dropped will be asked for a full sync after a restart)",
-                  durability.shard_index, ops);
-    pending.reset();
-    watermarks_frozen = true;
+void schedule_flush(self_ptr self) {
+  auto& st = self->state;
+  if (!st.flush_scheduled) {
+    st.flush_scheduled = true;
+    self->send(self, flush_atom::value);
   }
 }
 
-holder_lists kv_shard_state::find(const key_list& keys) const {
-  holder_lists out;
-  out.reserve(keys.size());
-  for (uint64_t k : keys)
-    out.push_back(index.holders(k));
-  return out;
-}
-
-shard_stats kv_shard_state::stats() const {
-  shard_stats s;
-  s.entries = index.entries();
-  s.keys = index.keys();
-  s.memory_bytes = index.memory_bytes();
-  s.commits = commits;
-  s.commit_failures = commit_failures;
-  s.by_holder.assign(index.entries_by_holder().begin(), index.entries_by_holder().end());
-  return s;
-}
+} // namespace
 
 kv_shard_actor::behavior_type kv_shard(kv_shard_actor::stateful_pointer<kv_shard_state> self,
                                        std::shared_ptr<shard_init> init) {
   auto& st = self->state;
-  st.durability = std::move(init->durability);
-  st.index = std::move(init->index);
-  st.watermarks = std::move(init->watermarks);
+  st.monitor = init->monitor ? init->monitor : std::make_shared<shard_monitor>();
+  st.core = std::make_unique<kv_shard_core>(init->options, std::move(init->index),
+                                            std::move(init->store), std::move(init->start));
+  for (const auto& [h, incarnation] : init->drop_at_start) {
+    kv_sub_batch drop;
+    drop.holder = h;
+    drop.incarnation = incarnation;
+    drop.drop = true;
+    st.core->apply(drop);
+  }
+  if (!init->drop_at_start.empty()) {
+    spdlog::info("store-stale-holders-dropped holders={}", init->drop_at_start.size());
+    schedule_flush(self);
+  }
   init.reset();
-  // The flush message queues behind whatever is already in the mailbox, so
-  // everything that arrived meanwhile shares one commit.
-  auto schedule_flush = [self] {
-    auto& s = self->state;
-    if (s.durable() && !s.flush_scheduled) {
-      s.flush_scheduled = true;
-      self->send(self, flush_atom::value);
-    }
-  };
+  self->delayed_send(self, tick_interval, tick_atom::value);
   self->set_exit_handler([self](caf::exit_msg& m) {
-    self->state.commit(); // a clean stop leaves nothing pending behind
+    // A clean stop leaves nothing pending behind.
+    auto r = self->state.core->commit(monotonic_ms());
+    if (!r.ok)
+      spdlog::error("store-final-commit-failed error={}", r.error);
+    publish(self);
     self->quit(m.reason);
   });
   return {
-      [self, schedule_flush](apply_atom, holder_id h, const kv_op_list& ops) {
-        self->state.apply(h, ops);
-        schedule_flush();
-      },
-      [self, schedule_flush](apply_atom, holder_id h, const kv_op_list& ops, uint64_t seq) {
-        self->state.apply(h, ops);
-        self->state.set_watermark(h, seq);
-        schedule_flush();
-      },
-      [self, schedule_flush](mark_atom, holder_id h, uint64_t mark) {
-        self->state.set_watermark(h, mark);
-        schedule_flush();
-      },
-      [self](erase_atom, uint32_t worker_num, int32_t location_index) {
-        auto erased = self->state.erase(worker_num, location_index);
-        self->state.commit();
-        return erased;
-      },
-      [self](erase_atom, uint32_t worker_num, int32_t location_index, uint64_t mark) {
-        auto erased = self->state.erase(worker_num, location_index);
-        if (location_index >= 0)
-          self->state.set_watermark(make_holder(worker_num, static_cast<uint32_t>(location_index)),
-                                    mark);
-        self->state.commit();
-        return erased;
+      [self](apply_atom, const kv_sub_batch& sb) {
+        auto& st = self->state;
+        st.core->apply(sb);
+        if (auto& sender = st.senders[sb.stream]; !sender)
+          sender = self->current_sender();
+        schedule_flush(self);
       },
       [self](flush_atom) {
         self->state.flush_scheduled = false;
-        self->state.commit();
+        flush(self);
+      },
+      [self](background_atom) {
+        auto& st = self->state;
+        st.background_scheduled = false;
+        auto r = st.core->background_step(monotonic_ms());
+        send_acks(self, r);
+        if (!r.ok && !st.flush_scheduled) {
+          st.flush_scheduled = true;
+          self->delayed_send(self, std::chrono::milliseconds{50}, flush_atom::value);
+        }
+        schedule_background(self);
+        publish(self);
+      },
+      [self](tick_atom) {
+        schedule_background(self);
+        publish(self);
+        self->delayed_send(self, tick_interval, tick_atom::value);
       },
       [self](drain_atom) {
-        self->state.commit();
-        return !self->state.pending.has_value();
+        auto& st = self->state;
+        auto r = st.core->commit(monotonic_ms());
+        send_acks(self, r);
+        publish(self);
+        return r.ok && !st.core->work_pending();
       },
-      [self](find_atom, const key_list& keys) { return self->state.find(keys); },
-      [self](stats_atom) { return self->state.stats(); },
+      [self](snapshot_atom) {
+        auto& st = self->state;
+        st.core->request_snapshot();
+        const uint64_t now = monotonic_ms();
+        bool ok = true;
+        // An explicit round runs to the end in this handler (admin/tests).
+        while (ok && st.core->background_due(now)) {
+          auto r = st.core->background_step(now);
+          send_acks(self, r);
+          ok = r.ok;
+          if (!st.core->snapshot_running() && !st.core->background_due(now))
+            break;
+        }
+        publish(self);
+        return ok;
+      },
   };
 }
 

@@ -19,9 +19,6 @@
 
 namespace lmcc::actors {
 
-using reply_callback = std::function<void(msg::Msg)>;
-using stats_callback = std::function<void(std::optional<node_stats>)>;
-
 using request_bridge_actor =
     caf::typed_actor<caf::reacts_to<request_atom, msg::Msg, uint32_t, reply_callback>,
                      caf::reacts_to<stats_atom, uint32_t, stats_callback>>;
@@ -39,6 +36,3 @@ request_bridge_main(request_bridge_actor::stateful_pointer<request_bridge_state>
                     directory_actor directory);
 
 } // namespace lmcc::actors
-
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(lmcc::actors::reply_callback)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(lmcc::actors::stats_callback)

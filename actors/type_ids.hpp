@@ -1,70 +1,103 @@
-// type_ids: every atom and message type the node's actors exchange, in one place.
+// type_ids: every atom and message type the node's actors exchange, in one
+// place: the one CAF type-id block of lmcc.
 //
-// CAF 0.17.6's type-id block (CAF_BEGIN_TYPE_ID_BLOCK) registers types for
-// serialization and requires an `inspect` overload for each. The single-node
-// actors exchange messages only inside one process, so lmcc declares them here
-// as local-only types (CAF_ALLOW_UNSAFE_MESSAGE_TYPE: never serialized; a send
-// to a remote actor would fail loudly). The cluster work replaces the entries
-// that cross nodes with inspectable types in a type-id block in this file.
+// Types that cross nodes are in the block, each with an `inspect`
+// (actors/inspect.hpp), and are registered once with
+// `cfg.add_message_types<caf::id_block::lmcc>()` (register_message_types()).
+// CAF 0.17's block registers T but not std::vector<T>: the vectors actors
+// exchange are listed as entries of their own. Types that never leave a
+// process (callbacks, shared pointers to immutable views, statistics) are
+// declared local-only below with CAF_ALLOW_UNSAFE_MESSAGE_TYPE; sending one
+// to a remote actor fails loudly.
 //
 // Context: included by every actor header; declares no state.
 #pragma once
 
 #include "actors/control_plan.hpp"
-#include "actors/full_sync_session.hpp"
-#include "actors/kv_index.hpp"
+#include "actors/inspect.hpp"
+#include "actors/kv_shard_core.hpp"
 #include "actors/registry.hpp"
+#include "actors/sub_batch.hpp"
+#include "actors/worker_logic.hpp"
 #include "messages/expected.hpp"
 #include "messages/lmcache_msgs.hpp"
 
 #include <caf/all.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
+
+CAF_BEGIN_TYPE_ID_BLOCK(lmcc, caf::first_custom_type_id)
+
+  // -- atoms: gateway -> actors -------------------------------------------------
+  CAF_ADD_ATOM(lmcc, lmcc::actors, push_atom, "push")       // S1 messages
+  CAF_ADD_ATOM(lmcc, lmcc::actors, request_atom, "request") // a request with one reply
+  CAF_ADD_ATOM(lmcc, lmcc::actors, stats_atom, "stats")     // a statistics snapshot
+
+  // -- atoms: directory <-> worker and session actors --------------------------------
+  CAF_ADD_ATOM(lmcc, lmcc::actors, sync_start_atom, "syncstart")
+  CAF_ADD_ATOM(lmcc, lmcc::actors, sync_status_atom, "syncstat")
+  CAF_ADD_ATOM(lmcc, lmcc::actors, sync_state_atom, "syncstate")
+  CAF_ADD_ATOM(lmcc, lmcc::actors, session_done_atom, "sessdone")
+  CAF_ADD_ATOM(lmcc, lmcc::actors, go_atom, "go")
+  CAF_ADD_ATOM(lmcc, lmcc::actors, seq_gap_atom, "seqgap")
+  CAF_ADD_ATOM(lmcc, lmcc::actors, location_atom, "location")
+  CAF_ADD_ATOM(lmcc, lmcc::actors, reset_atom, "reset")
+  CAF_ADD_ATOM(lmcc, lmcc::actors, retire_atom, "retire")
+  CAF_ADD_ATOM(lmcc, lmcc::actors, tick_atom, "tick")
+  CAF_ADD_ATOM(lmcc, lmcc::actors, resync_atom, "resync") // a worker must full-sync
+
+  // -- atoms: senders <-> KV shards ----------------------------------------------------
+  CAF_ADD_ATOM(lmcc, lmcc::actors, apply_atom, "apply")     // a kv_sub_batch
+  CAF_ADD_ATOM(lmcc, lmcc::actors, ack_atom, "ack")         // (stream, number) is durable
+  CAF_ADD_ATOM(lmcc, lmcc::actors, flush_atom, "flush")     // commit what is pending
+  CAF_ADD_ATOM(lmcc, lmcc::actors, background_atom, "bg")   // one step of background work
+  CAF_ADD_ATOM(lmcc, lmcc::actors, snapshot_atom, "snapshot") // a snapshot round now
+  CAF_ADD_ATOM(lmcc, lmcc::actors, drain_atom, "drain")     // everything sent so far is durable
+
+  // -- atoms: directory -> row writer ---------------------------------------------------
+  CAF_ADD_ATOM(lmcc, lmcc::actors, row_put_atom, "rowput")
+  CAF_ADD_ATOM(lmcc, lmcc::actors, row_delete_atom, "rowdel")
+
+  // -- atoms: directory -> lookup and control actors -------------------------------------
+  CAF_ADD_ATOM(lmcc, lmcc::actors, view_atom, "view")
+  CAF_ADD_ATOM(lmcc, lmcc::actors, fanout_atom, "fanout")
+  CAF_ADD_ATOM(lmcc, lmcc::actors, control_result_atom, "ctlresult")
+
+  // -- types that cross nodes (sorted) -----------------------------------------------------
+  CAF_ADD_TYPE_ID(lmcc, (lmcc::actors::kv_sub_batch))
+  CAF_ADD_TYPE_ID(lmcc, (lmcc::actors::pushed_msg))
+  CAF_ADD_TYPE_ID(lmcc, (lmcc::actors::session_params))
+  CAF_ADD_TYPE_ID(lmcc, (lmcc::actors::sync_phase))
+  CAF_ADD_TYPE_ID(lmcc, (lmcc::msg::Msg))
+  CAF_ADD_TYPE_ID(lmcc, (lmcc::msg::wire_int))
+  CAF_ADD_TYPE_ID(lmcc, (lmcc::persistence::kv_op))
+  CAF_ADD_TYPE_ID(lmcc, (lmcc::persistence::seq_mark))
+  CAF_ADD_TYPE_ID(lmcc, (lmcc::persistence::worker_row))
+  CAF_ADD_TYPE_ID(lmcc, (std::vector<lmcc::actors::pushed_msg>))
+  CAF_ADD_TYPE_ID(lmcc, (std::vector<lmcc::persistence::kv_op>))
+  CAF_ADD_TYPE_ID(lmcc, (std::vector<lmcc::persistence::worker_row>))
+
+CAF_END_TYPE_ID_BLOCK(lmcc)
 
 namespace lmcc::actors {
 
-// -- atoms: gateway -> actors ---------------------------------------------------
-using push_atom = caf::atom_constant<caf::atom("push")>; ///< fire-and-forget WorkerMsg/OrchMsg
-using request_atom = caf::atom_constant<caf::atom("request")>; ///< request with one reply Msg
-using stats_atom = caf::atom_constant<caf::atom("stats")>;     ///< statistics snapshot
+/// Registers the block with an actor system config (call once, before the system exists).
+inline void register_message_types(caf::actor_system_config& cfg) {
+  cfg.add_message_types<caf::id_block::lmcc>();
+}
 
-// -- atoms: directory <-> worker actors -----------------------------------------
-using batch_atom = caf::atom_constant<caf::atom("batch")>;
-using sync_start_atom = caf::atom_constant<caf::atom("syncstart")>;
-using sync_batch_atom = caf::atom_constant<caf::atom("syncbatch")>;
-using sync_end_atom = caf::atom_constant<caf::atom("syncend")>;
-using sync_status_atom = caf::atom_constant<caf::atom("syncstat")>;
-using sync_state_atom = caf::atom_constant<caf::atom("syncstate")>;
-using seq_gap_atom = caf::atom_constant<caf::atom("seqgap")>;
-using reset_atom = caf::atom_constant<caf::atom("reset")>;
-using retire_atom = caf::atom_constant<caf::atom("retire")>;
-using tick_atom = caf::atom_constant<caf::atom("tick")>;
-using resync_atom = caf::atom_constant<caf::atom("resync")>;        ///< worker must full-sync
-using reset_done_atom = caf::atom_constant<caf::atom("resetdone")>; ///< reset durable everywhere
+// -- local-only message types ---------------------------------------------------
 
-// -- atoms: worker actors / lookups -> KV shards -----------------------------------
-using apply_atom = caf::atom_constant<caf::atom("apply")>;
-using erase_atom = caf::atom_constant<caf::atom("erase")>;
-using find_atom = caf::atom_constant<caf::atom("find")>;
-using mark_atom = caf::atom_constant<caf::atom("mark")>;   ///< set a seq watermark mark
-using flush_atom = caf::atom_constant<caf::atom("flush")>; ///< commit what is pending
-using drain_atom = caf::atom_constant<caf::atom("drain")>; ///< everything sent so far is committed
-
-// -- atoms: directory -> lookup and control actors ----------------------------------
-using view_atom = caf::atom_constant<caf::atom("view")>;
-using fanout_atom = caf::atom_constant<caf::atom("fanout")>;
-using control_result_atom = caf::atom_constant<caf::atom("ctlresult")>;
-
-/// Entries per holder of one shard, plus its totals.
+/// A shard's numbers for /metrics (read through the shard's monitor).
 struct shard_stats {
-  uint64_t entries = 0;
-  uint64_t keys = 0;
-  uint64_t memory_bytes = 0;
-  uint64_t commits = 0;         ///< store writes this shard made
-  uint64_t commit_failures = 0; ///< of which failed (kept and retried)
-  std::vector<std::pair<holder_id, uint64_t>> by_holder;
+  shard_counters counters;
+  uint64_t next_position = 0;
+  uint64_t log_bytes_since_round = 0;
+  bool snapshot_running = false;
 };
 
 /// One worker in a statistics snapshot.
@@ -84,29 +117,20 @@ struct node_stats {
   uint64_t workers_completed = 0;
   double global_progress = 0;
   uint64_t missing_batches_total = 0;
-  uint64_t store_commits = 0;
-  uint64_t store_commit_failures = 0;
+  shard_stats shard;
 };
 
-using holder_lists = std::vector<kv_index::holder_list>;
-using key_list = std::vector<uint64_t>;
-using kv_op_list = std::vector<kv_op>;
 using view_ptr = std::shared_ptr<const directory_view>;
 using control_reply = msg::expected<msg::Msg>;
+/// Called exactly once with a request's reply, on any thread.
+using reply_callback = std::function<void(msg::Msg)>;
+using stats_callback = std::function<void(std::optional<node_stats>)>;
 
 } // namespace lmcc::actors
 
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(lmcc::msg::Msg)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(lmcc::msg::BatchedKVOperationMsg)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(lmcc::msg::FullSyncStartMsg)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(lmcc::msg::FullSyncBatchMsg)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(lmcc::msg::FullSyncEndMsg)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(lmcc::msg::FullSyncStatusMsg)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(lmcc::actors::kv_op_list)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(lmcc::actors::holder_lists)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(lmcc::actors::shard_stats)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(lmcc::actors::node_stats)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(lmcc::actors::view_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(lmcc::actors::control_plan)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(lmcc::actors::control_reply)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(lmcc::actors::sync_phase)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(lmcc::actors::reply_callback)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(lmcc::actors::stats_callback)

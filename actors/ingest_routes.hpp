@@ -1,0 +1,63 @@
+// ingest_routes: which worker actor takes the PULL-socket frames of which
+// worker, published by the directory for the front end's PULL thread.
+//
+// The PULL thread routes every frame of a registered worker straight to that
+// worker's actor (one hop, no funnel through the directory); the directory
+// publishes a fresh immutable table after every registration change, before
+// it answers the RegisterMsg, so a worker's first batch (sent after its
+// registration reply) always finds its route.
+//
+//   auto table = board.current();              // PULL thread, once per round
+//   if (auto* r = find_route(*table, instance, worker_id)) send to r->actor
+//
+// Thread-safety: route_board is thread-safe; tables are immutable.
+#pragma once
+
+#include "actors/ids.hpp"
+#include "actors/worker_actor.hpp"
+
+#include <absl/container/flat_hash_map.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace lmcc::actors {
+
+struct ingest_route {
+  std::string instance_id;
+  msg::wire_int worker_id;
+  worker_actor actor;
+};
+
+/// By worker uid.
+using ingest_route_table = absl::flat_hash_map<uint64_t, ingest_route>;
+
+/// The route of (instance_id, worker_id), or nullptr when it is not registered.
+inline const ingest_route* find_route(const ingest_route_table& table,
+                                      std::string_view instance_id,
+                                      const msg::wire_int& worker_id) {
+  auto it = table.find(worker_uid(instance_id, worker_id));
+  if (it == table.end() || it->second.instance_id != instance_id ||
+      it->second.worker_id != worker_id)
+    return nullptr;
+  return &it->second;
+}
+
+class route_board {
+public:
+  void publish(std::shared_ptr<const ingest_route_table> table) {
+    std::lock_guard lock{mutex_};
+    table_ = std::move(table);
+  }
+  std::shared_ptr<const ingest_route_table> current() const {
+    std::lock_guard lock{mutex_};
+    return table_;
+  }
+
+private:
+  mutable std::mutex mutex_;
+  std::shared_ptr<const ingest_route_table> table_ = std::make_shared<ingest_route_table>();
+};
+
+} // namespace lmcc::actors

@@ -1,0 +1,107 @@
+// inspect: CAF 0.17 `inspect` overloads for every value type that crosses
+// nodes (type_ids.hpp registers them), so CAF's binary serializer (and the
+// middleman) can carry them. Each lives in its type's namespace for ADL; the
+// modules that define the types stay CAF-free.
+//
+// - wire_int keeps its sign bit apart from its 64-bit pattern (2^64-1 and -1
+//   stay distinct, as on the LMCache wire).
+// - msg::Msg, the variant of every LMCache message, travels as its msgpack
+//   encoding: the codec is exact and already tested byte for byte, so the
+//   cluster reuses it rather than walking a 51-way variant a second time.
+//
+// Context: header-only; include through actors/type_ids.hpp.
+#pragma once
+
+#include "actors/sub_batch.hpp"
+#include "actors/worker_logic.hpp"
+#include "messages/codec_msgpack.hpp"
+#include "persistence/schema.hpp"
+
+#include <caf/error.hpp>
+#include <caf/meta/load_callback.hpp>
+#include <caf/meta/save_callback.hpp>
+#include <caf/meta/type_name.hpp>
+#include <caf/sec.hpp>
+
+#include <string>
+
+namespace lmcc::msg {
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, wire_int& x) {
+  uint64_t bits = x.bits();
+  bool negative = x.is_negative();
+  auto load = caf::meta::load_callback([&]() -> caf::error {
+    x = negative ? wire_int{static_cast<int64_t>(bits)} : wire_int::from_unsigned(bits);
+    return caf::none;
+  });
+  return f(caf::meta::type_name("lmcc.wire_int"), bits, negative, load);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, Msg& x) {
+  std::string bytes;
+  auto save = caf::meta::save_callback([&]() -> caf::error {
+    bytes = encode_msgpack(x);
+    return caf::none;
+  });
+  auto load = caf::meta::load_callback([&]() -> caf::error {
+    auto decoded = decode_msgpack(bytes);
+    if (!decoded)
+      return caf::make_error(caf::sec::invalid_argument, decoded.error().message);
+    x = std::move(*decoded);
+    return caf::none;
+  });
+  return f(caf::meta::type_name("lmcc.Msg"), save, bytes, load);
+}
+
+} // namespace lmcc::msg
+
+namespace lmcc::persistence {
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, kv_op& x) {
+  return f(caf::meta::type_name("lmcc.kv_op"), x.key, x.admit);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, seq_mark& x) {
+  return f(caf::meta::type_name("lmcc.seq_mark"), x.state, x.seq);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, worker_row& x) {
+  // CAF 0.17 has no std::optional support: a flag and a string.
+  bool has_peer = x.peer_init_url.has_value();
+  std::string peer = x.peer_init_url.value_or("");
+  auto load = caf::meta::load_callback([&]() -> caf::error {
+    x.peer_init_url = has_peer ? std::optional<std::string>{peer} : std::nullopt;
+    return caf::none;
+  });
+  return f(caf::meta::type_name("lmcc.worker_row"), x.uid, x.instance_id, x.worker_id, x.ip,
+           x.port, has_peer, peer, x.registration_time, x.last_heartbeat_time, x.has_heartbeated,
+           x.registration_order, x.instance_order, x.incarnation, load);
+}
+
+} // namespace lmcc::persistence
+
+namespace lmcc::actors {
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, kv_sub_batch& x) {
+  return f(caf::meta::type_name("lmcc.sub_batch"), x.stream, x.number, x.holder, x.incarnation,
+           x.drop, x.has_mark, x.mark, x.has_intro, x.intro_worker_uid, x.intro_location, x.ops);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, pushed_msg& x) {
+  return f(caf::meta::type_name("lmcc.pushed_msg"), x.msg, x.credits);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, session_params& x) {
+  return f(caf::meta::type_name("lmcc.session_params"), x.sync_id, x.location, x.holder,
+           x.worker_uid, x.incarnation, x.total_keys, x.batch_count);
+}
+
+} // namespace lmcc::actors
