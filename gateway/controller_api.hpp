@@ -55,8 +55,9 @@ struct snapshot_outcome {
   std::string dir;
   uint64_t sequence = 0; ///< RocksDB sequence number of the checkpoint
   uint64_t workers = 0;
-  uint64_t watermarks = 0;
-  uint64_t entries = 0;
+  uint64_t holders = 0;
+  uint64_t slots = 0;       ///< slot snapshot values in the checkpoint
+  uint64_t log_records = 0; ///< op-log records above the floor
   uint64_t files = 0;
   uint64_t bytes = 0;
   double seconds = 0;

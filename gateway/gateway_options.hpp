@@ -50,6 +50,16 @@ struct zmq_options {
   /// requests are answered at once with an ErrorMsg ("too many pending requests").
   /// Default: 1024
   uint32_t max_pending_per_peer = 1024;
+
+  /// How long the PULL thread waits for more frames before it hands a small
+  /// round to the actors (0: never waits). Each round costs thread wake-ups,
+  /// so at moderate rates waiting cuts the CPU per op; it adds at most this
+  /// much to when an op is applied (LMCache workers batch for 10 ms
+  /// themselves). Default: 2 ms
+  std::chrono::milliseconds pull_coalesce{2};
+
+  /// A round this large (in ops) is handed over at once. Default: 4096
+  uint64_t pull_coalesce_ops = 4096;
 };
 
 struct control_options {

@@ -893,8 +893,9 @@ private:
                 json{{"dir", out.dir},
                      {"sequence", out.sequence},
                      {"workers", out.workers},
-                     {"watermarks", out.watermarks},
-                     {"entries", out.entries},
+                     {"holders", out.holders},
+                     {"slots", out.slots},
+                     {"log_records", out.log_records},
                      {"files", out.files},
                      {"bytes", out.bytes},
                      {"seconds", out.seconds}});

@@ -44,6 +44,7 @@ struct frontend_counters {
   std::atomic<int64_t> reply_active{0};      ///< S2 + S3 requests whose reply has not left
   std::atomic<int64_t> pull_has_pending{0};  ///< 1 if S1 had more input after the last drain
   std::atomic<int64_t> reply_has_pending{0}; ///< 1 if S2 had more input after the last drain
+  std::atomic<int64_t> pull_paused{0};       ///< 1 while S1 is not read (no ingest credit)
 };
 
 class zmq_frontend {

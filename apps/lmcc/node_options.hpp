@@ -42,6 +42,10 @@ struct node_options {
 
   /// CAF scheduler threads; 0 = the machine's core count. Default: 0
   uint32_t scheduler_threads = 0;
+
+  /// Accept POST /admin/faults (injected store failures, for crash and chaos
+  /// tests). Never on in production. Default: false
+  bool fault_injection = false;
 };
 
 } // namespace lmcc::apps

@@ -1,16 +1,21 @@
 #include "apps/lmcc/node_runtime.hpp"
 
 #include "actors/control_fanout.hpp"
+#include "actors/credit_gate.hpp"
 #include "actors/directory.hpp"
+#include "actors/ingest_router.hpp"
+#include "actors/ingest_routes.hpp"
 #include "actors/kv_shard.hpp"
 #include "actors/lookup_actor.hpp"
 #include "actors/request_bridge.hpp"
+#include "actors/row_writer.hpp"
 #include "apps/lmcc/node_restore.hpp"
 #include "gateway/control_channel.hpp"
 #include "gateway/http_api.hpp"
 #include "gateway/metrics.hpp"
 #include "gateway/zmq_frontend.hpp"
 
+#include <absl/container/flat_hash_map.h>
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 #include <zmq.hpp>
@@ -30,6 +35,12 @@ caf::actor_system_config& configure(caf::actor_system_config& cfg, const node_op
   // moderate polling phase adds ~50 us to every hop (shared/notes/caf-0.17.md).
   cfg.set("scheduler.max-threads", threads);
   cfg.set("work-stealing.moderate-poll-attempts", 0);
+  // CAF's default lets an actor keep its thread until its mailbox is empty; a
+  // busy shard or worker actor would then hold a thread for a whole credit's
+  // worth of ingest while a heartbeat waits. Yielding every 64 messages keeps
+  // requests within milliseconds of arriving.
+  cfg.set("scheduler.max-throughput", 64);
+  actors::register_message_types(cfg);
   return cfg;
 }
 
@@ -40,6 +51,39 @@ std::future<T> ready_future(T value) {
   return p.get_future();
 }
 
+/// (instance_id, worker_id) of a worker push that goes to the worker's actor.
+std::optional<std::pair<const std::string*, const msg::wire_int*>> worker_of(const msg::Msg& m) {
+  return std::visit(
+      [](const auto& x) -> std::optional<std::pair<const std::string*, const msg::wire_int*>> {
+        using M = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<M, msg::BatchedKVOperationMsg> ||
+                      std::is_same_v<M, msg::KVAdmitMsg> || std::is_same_v<M, msg::KVEvictMsg> ||
+                      std::is_same_v<M, msg::FullSyncBatchMsg> ||
+                      std::is_same_v<M, msg::FullSyncEndMsg>)
+          return std::make_pair(&x.instance_id, &x.worker_id);
+        else
+          return std::nullopt;
+      },
+      m);
+}
+
+/// The front end's view of the credit gate.
+class gate_adapter final : public gateway::ingest_gate {
+public:
+  explicit gate_adapter(actors::credit_gate& gate) : gate_(gate) {}
+  bool exhausted() const override { return gate_.exhausted(); }
+  uint64_t room() const override {
+    const uint64_t in_flight = gate_.in_flight();
+    return in_flight >= gate_.limit() ? 0 : gate_.limit() - in_flight;
+  }
+  bool arm() override { return gate_.arm(); }
+  void disarm() override { gate_.disarm(); }
+  int wake_fd() const override { return gate_.wake_fd(); }
+
+private:
+  actors::credit_gate& gate_;
+};
+
 } // namespace
 
 class node_runtime::impl {
@@ -47,7 +91,14 @@ public:
   // -- construction ----------------------------------------------------------
 
   explicit impl(node_options opts)
-    : options_(std::move(opts)), system_(configure(config_, options_)) {}
+    : options_(std::move(opts)), system_(configure(config_, options_)),
+      index_(std::make_shared<actors::kv_index>(options_.controller.slot_count)),
+      gate_(std::make_shared<actors::credit_gate>(
+          options_.controller.max_inflight_ops,
+          std::max<uint64_t>(1, static_cast<uint64_t>(
+                                    static_cast<double>(options_.controller.max_inflight_ops) *
+                                    options_.controller.inflight_resume_ratio)))),
+      gate_adapter_(*gate_) {}
 
   // -- member variables (construction order = the order things start) --------
 
@@ -56,17 +107,25 @@ public:
   caf::actor_system_config config_;
   caf::actor_system system_;
   gateway::node_metrics metrics_;
+  std::shared_ptr<actors::kv_index> index_;
+  std::shared_ptr<actors::credit_gate> gate_;
+  gate_adapter gate_adapter_;
+  std::shared_ptr<actors::route_board> routes_ = std::make_shared<actors::route_board>();
+  std::shared_ptr<actors::shard_monitor> shard_monitor_ = std::make_shared<actors::shard_monitor>();
   /// Shared so that actors reach it through weak pointers: a directory still
   /// working through its mailbox while the node stops (a deregistration, the
   /// reaper) must find it gone, not freed.
   std::shared_ptr<gateway::control_channel> control_;
   std::unique_ptr<gateway::zmq_frontend> frontend_;
   std::unique_ptr<gateway::http_api> http_;
-  std::vector<actors::kv_shard_actor> shards_;
+  actors::kv_shard_actor shard_;
   std::vector<actors::lookup_actor> lookups_;
+  std::atomic<size_t> next_lookup_{0};
   actors::control_fanout_actor fanout_;
   actors::directory_actor directory_;
   actors::request_bridge_actor bridge_;
+  actors::row_writer_actor rows_;
+  actors::ingest_router_actor router_;
   std::shared_ptr<persistence::store> store_;
   /// The actors exist (after loading): API calls may reach them.
   std::atomic<bool> serving_{false};
@@ -76,20 +135,29 @@ public:
   std::chrono::milliseconds orchestration_timeout() const {
     // The control channel gives each worker command one control timeout once it
     // reaches the head of that worker's queue; the caller waits that long plus
-    // the internal bound. A command queued behind a silent worker's commands can
-    // therefore come back as a timeout here while the worker's queue drains.
+    // the internal bound.
     return options_.control.request_timeout + options_.controller.internal_timeout;
+  }
+
+  const actors::lookup_actor& next_lookup() {
+    return lookups_[next_lookup_.fetch_add(1, std::memory_order_relaxed) % lookups_.size()];
   }
 
   void spawn_actors(node_state& state) {
     const auto& c = options_.controller;
     store_ = state.store;
-    for (auto& init : state.shards)
-      shards_.push_back(system_.spawn(actors::kv_shard, std::move(init)));
+    auto init = std::make_shared<actors::shard_init>();
+    init->options = c.shard;
+    init->options.slot_count = c.slot_count;
+    init->index = index_;
+    init->store = state.store;
+    init->start = std::move(state.shard);
+    init->monitor = shard_monitor_;
+    init->drop_at_start = std::move(state.drop_holders);
+    shard_ = system_.spawn(actors::kv_shard, std::move(init));
     for (uint32_t i = 0; i < std::max(1U, c.lookup_actors); ++i)
-      lookups_.push_back(system_.spawn(
-          actors::lookup_main,
-          actors::lookup_config{shards_, c.slot_count, c.chunk_hashing, c.internal_timeout}));
+      lookups_.push_back(
+          system_.spawn(actors::lookup_main, actors::lookup_config{index_, c.chunk_hashing}));
     std::weak_ptr<gateway::control_channel> control = control_;
     fanout_ = system_.spawn(
         actors::control_fanout_main,
@@ -100,9 +168,11 @@ public:
               else
                 done(msg::codec_error{"the node is stopping: no command is sent to " + endpoint});
             }});
+    if (state.store)
+      rows_ = system_.spawn<caf::detached>(actors::row_writer_main, state.store);
     actors::directory_config dc;
     dc.options = c;
-    dc.shards = shards_;
+    dc.shards = {shard_};
     dc.lookups = lookups_;
     dc.fanout = fanout_;
     auto* frontend = frontend_.get();
@@ -115,27 +185,53 @@ public:
         channel->forget(endpoint);
     };
     dc.hooks.count_event = [metrics](std::string_view e) { metrics->count_event(e); };
+    if (rows_) {
+      auto rows = rows_;
+      dc.hooks.put_row = [rows](const persistence::worker_row& row) {
+        caf::anon_send(rows, actors::row_put_atom::value, row);
+      };
+      dc.hooks.delete_row = [rows](uint64_t uid) {
+        caf::anon_send(rows, actors::row_delete_atom::value, uid);
+      };
+    }
     dc.seed = std::random_device{}();
-    dc.store = state.store;
+    dc.index = index_;
+    dc.shard_stats = shard_monitor_;
+    dc.gate = gate_;
+    dc.routes = routes_;
     dc.restored = std::move(state.workers);
     dc.need_full_sync_all = state.need_full_sync_all;
     directory_ = system_.spawn(actors::directory_main, std::move(dc));
     bridge_ = system_.spawn(actors::request_bridge_main, directory_);
+    router_ = system_.spawn(actors::ingest_router_main);
   }
 
-  /// Commits every batch the directory has received (a clean stop loses none),
-  /// bounded by the internal timeout.
-  void drain() {
-    if (!store_ || !directory_)
-      return;
-    auto start = std::chrono::steady_clock::now();
+  /// Waits (bounded) for one drain answer.
+  template <class Handle>
+  bool drain_one(const Handle& h, std::string_view what) {
     caf::scoped_actor self{system_};
     bool ok = false;
-    self->request(directory_, options_.controller.internal_timeout, actors::drain_atom::value)
-        .receive(
-            [&](bool all) { ok = all; },
-            [&](caf::error& e) { spdlog::warn("node-drain-failed error={}", caf::to_string(e)); });
-    spdlog::info("node-drained committed={} seconds={:.3f}", ok,
+    self->request(h, options_.controller.internal_timeout, actors::drain_atom::value)
+        .receive([&](bool all) { ok = all; },
+                 [&](caf::error& e) {
+                   spdlog::warn("node-drain-failed what={} error={}", what, caf::to_string(e));
+                 });
+    return ok;
+  }
+
+  /// Everything the front end handed over is applied and, with persistence,
+  /// committed: worker actors wait for their acks, which come after commits.
+  void drain() {
+    if (!directory_)
+      return;
+    auto start = std::chrono::steady_clock::now();
+    bool ok = drain_one(router_, "ingest router");
+    ok = drain_one(directory_, "workers") && ok;
+    ok = drain_one(shard_, "shard") && ok;
+    if (rows_)
+      ok = drain_one(rows_, "rows") && ok;
+    spdlog::info("node-drained committed={} inflight_ops={} seconds={:.3f}", ok,
+                 gate_->in_flight(),
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
 
@@ -153,6 +249,55 @@ public:
                      promise->set_value(std::move(s));
                    }});
     return future;
+  }
+
+  /// Routes one drain round of the PULL socket: each worker's frames go to
+  /// its actor in one message, holding their ingest credits.
+  void route_round(std::vector<msg::Msg>& frames) {
+    auto table = routes_->current();
+    actors::ingest_round groups;
+    absl::flat_hash_map<uint64_t, size_t> by_uid;
+    auto flush_groups = [&] {
+      if (groups.empty())
+        return;
+      // One message into the scheduler per round (ingest_router.hpp).
+      caf::anon_send(router_, actors::push_atom::value, std::move(groups));
+      groups = {};
+      by_uid.clear();
+    };
+    for (auto& m : frames) {
+      if (msg::family_of(m) == msg::msg_family::orchestration) {
+        // Fire-and-forget orchestration (e.g. a ClearMsg pushed by an external
+        // system): handled like the HTTP call, the reply is dropped.
+        request(std::move(m), orchestration_timeout(), [](msg::Msg) {});
+        continue;
+      }
+      if (std::holds_alternative<msg::DeRegisterMsg>(m)) {
+        // After this worker's earlier frames: they reach its actor before the
+        // directory's retire does.
+        flush_groups();
+        caf::anon_send(directory_, actors::push_atom::value, std::move(m));
+        continue;
+      }
+      auto who = worker_of(m);
+      if (!who)
+        continue;
+      const auto* route = actors::find_route(*table, *who->first, *who->second);
+      if (!route) {
+        metrics_.count_event(std::holds_alternative<msg::BatchedKVOperationMsg>(m)
+                                 ? "batch_from_unknown_worker"
+                                 : "push_from_unknown_worker");
+        continue;
+      }
+      const uint64_t credits = gateway::ingest_credits(m);
+      gate_->take(credits);
+      const uint64_t uid = actors::worker_uid(*who->first, *who->second);
+      auto [it, inserted] = by_uid.try_emplace(uid, groups.size());
+      if (inserted)
+        groups.push_back(actors::ingest_group{route->actor, {}});
+      groups[it->second].msgs.push_back(actors::pushed_msg{std::move(m), credits});
+    }
+    flush_groups();
   }
 };
 
@@ -172,7 +317,9 @@ void node_runtime::start() {
   // HTTP first: /healthz answers and /readyz says 503 while the index loads.
   d.http_->start();
   d.started_ = true;
-  auto state = load_node_state(d.options_);
+  auto state = load_node_state(d.options_, *d.index_);
+  const auto entries = state.entries;
+  const auto seconds = state.seconds;
   d.spawn_actors(state);
   d.serving_ = true;
   // Workers' PUSH sockets hold their messages until this binds, so nothing
@@ -184,11 +331,11 @@ void node_runtime::start() {
     return p ? std::to_string(*p) : std::string("off");
   };
   spdlog::info("node-ready node={} http=http://{}:{} pull=tcp://{}:{} reply={} heartbeat={} "
-               "shards={} store={} entries={} load_seconds={:.3f}",
+               "store={} entries={} load_seconds={:.3f} max_inflight_ops={}",
                d.options_.controller.node_id, d.options_.http.host, d.http_->port(), z.host,
                z.pull_port, port_or_off(z.reply_port), port_or_off(z.heartbeat_port),
-               d.options_.controller.shard_count, state.store ? state.store->path() : "off",
-               state.entries, state.seconds);
+               d.store_ ? d.store_->path() : "off", entries, seconds,
+               d.options_.controller.max_inflight_ops);
 }
 
 void node_runtime::stop() {
@@ -204,23 +351,28 @@ void node_runtime::stop() {
   // Fails queued worker commands; their callbacks still reach the live fan-out.
   d.control_.reset();
   d.drain();
-  auto exit_all = [&](auto& handles) {
-    for (auto& h : handles)
+  auto exit = [](const auto& h) {
+    if (h)
       caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
   };
-  exit_all(d.shards_);
-  exit_all(d.lookups_);
-  caf::anon_send_exit(d.fanout_, caf::exit_reason::user_shutdown);
-  caf::anon_send_exit(d.directory_, caf::exit_reason::user_shutdown);
-  caf::anon_send_exit(d.bridge_, caf::exit_reason::user_shutdown);
-  d.shards_.clear();
+  for (auto& l : d.lookups_)
+    exit(l);
+  exit(d.fanout_);
+  exit(d.directory_);
+  exit(d.bridge_);
+  exit(d.shard_);
+  exit(d.rows_);
+  exit(d.router_);
   d.lookups_.clear();
   d.fanout_ = nullptr;
   d.directory_ = nullptr;
   d.bridge_ = nullptr;
+  d.shard_ = nullptr;
+  d.rows_ = nullptr;
+  d.router_ = nullptr;
   d.system_.await_all_actors_done();
   d.serving_ = false;
-  d.store_.reset(); // the shards committed what they held when they exited
+  d.store_.reset(); // the shard and the row writer committed what they held when they exited
   spdlog::info("node-stopped node={}", d.options_.controller.node_id);
 }
 
@@ -228,17 +380,14 @@ uint16_t node_runtime::http_port() const {
   return impl_->http_ ? impl_->http_->port() : 0;
 }
 
-void node_runtime::on_push(msg::Msg m) {
-  auto& d = *impl_;
-  if (!d.serving_)
+void node_runtime::on_push_round(std::vector<msg::Msg>& frames) {
+  if (!impl_->serving_)
     return; // the front end starts after the load; only reached while stopping
-  if (msg::family_of(m) == msg::msg_family::orchestration) {
-    // Fire-and-forget orchestration (e.g. a ClearMsg pushed by an external
-    // system): handled like the HTTP call, the reply is dropped.
-    d.request(std::move(m), d.orchestration_timeout(), [](msg::Msg) {});
-    return;
-  }
-  caf::anon_send(d.directory_, actors::push_atom::value, std::move(m));
+  impl_->route_round(frames);
+}
+
+gateway::ingest_gate* node_runtime::gate() {
+  return &impl_->gate_adapter_;
 }
 
 void node_runtime::on_request(gateway::request_socket, msg::Msg m, gateway::reply_fn reply) {
@@ -246,13 +395,17 @@ void node_runtime::on_request(gateway::request_socket, msg::Msg m, gateway::repl
   auto started = std::chrono::steady_clock::now();
   std::string op{msg::type_tag_of(m)};
   auto* metrics = &d.metrics_;
-  d.request(
-      std::move(m), d.options_.controller.internal_timeout,
-      [reply = std::move(reply), started, op, metrics](msg::Msg r) {
-        metrics->observe_request(
-            op, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
-        reply(std::move(r));
-      });
+  actors::reply_callback done = [reply = std::move(reply), started, op, metrics](msg::Msg r) {
+    metrics->observe_request(
+        op, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    reply(std::move(r));
+  };
+  if (std::holds_alternative<msg::BatchedP2PLookupMsg>(m)) {
+    // One hop: the lookup actor reads the index and answers through `done`.
+    caf::anon_send(d.next_lookup(), actors::request_atom::value, std::move(m), std::move(done));
+    return;
+  }
+  d.request(std::move(m), d.options_.controller.internal_timeout, std::move(done));
 }
 
 std::future<msg::Msg> node_runtime::orchestrate(msg::Msg request) {
@@ -261,8 +414,13 @@ std::future<msg::Msg> node_runtime::orchestrate(msg::Msg request) {
     return ready_future(msg::Msg{msg::ErrorMsg{"the node is loading its index; see /readyz"}});
   auto promise = std::make_shared<std::promise<msg::Msg>>();
   auto future = promise->get_future();
-  d.request(std::move(request), d.orchestration_timeout(),
-            [promise](msg::Msg r) { promise->set_value(std::move(r)); });
+  actors::reply_callback done = [promise](msg::Msg r) { promise->set_value(std::move(r)); };
+  if (std::holds_alternative<msg::LookupMsg>(request)) {
+    caf::anon_send(d.next_lookup(), actors::request_atom::value, std::move(request),
+                   std::move(done));
+    return future;
+  }
+  d.request(std::move(request), d.orchestration_timeout(), std::move(done));
   return future;
 }
 
@@ -299,10 +457,11 @@ std::future<gateway::key_stats> node_runtime::stats() {
 }
 
 std::future<gateway::controller_gauges> node_runtime::gauges() {
+  auto& d = *impl_;
   gateway::controller_gauges g;
-  if (!impl_->serving_)
+  if (!d.serving_)
     return ready_future(g);
-  auto s = impl_->node_stats().get();
+  auto s = d.node_stats().get();
   if (!s)
     return ready_future(g);
   g.kv_pool_keys_count = s->total_entries;
@@ -312,14 +471,32 @@ std::future<gateway::controller_gauges> node_runtime::gauges() {
   g.full_sync_workers_completed = s->workers_completed;
   g.full_sync_global_progress = s->global_progress;
   g.full_sync_missing_batches_total = s->missing_batches_total;
-  impl_->metrics_.set_gauge("index_keys", static_cast<double>(s->total_keys));
-  impl_->metrics_.set_gauge("index_memory_bytes", static_cast<double>(s->index_memory_bytes));
-  if (auto store = impl_->store_) {
-    impl_->metrics_.set_gauge("store_commits", static_cast<double>(s->store_commits));
-    impl_->metrics_.set_gauge("store_commit_failures",
-                              static_cast<double>(s->store_commit_failures));
-    if (auto bytes = store->disk_bytes())
-      impl_->metrics_.set_gauge("store_disk_bytes", static_cast<double>(*bytes));
+  auto gauge = [&](std::string_view name, double v) { d.metrics_.set_gauge(name, v); };
+  gauge("index_keys", static_cast<double>(s->total_keys));
+  gauge("index_memory_bytes", static_cast<double>(s->index_memory_bytes));
+  gauge("ingest_inflight_ops", static_cast<double>(d.gate_->in_flight()));
+  gauge("ingest_inflight_limit", static_cast<double>(d.gate_->limit()));
+  gauge("ingest_inflight_peak", static_cast<double>(d.gate_->peak()));
+  gauge("ingest_pull_stalls", static_cast<double>(d.gate_->stalls()));
+  const auto& c = s->shard.counters;
+  gauge("shard_sub_batches", static_cast<double>(c.sub_batches));
+  gauge("shard_ops", static_cast<double>(c.ops));
+  gauge("shard_fenced_sub_batches", static_cast<double>(c.fenced));
+  if (d.store_) {
+    gauge("store_commits", static_cast<double>(c.commits));
+    gauge("store_commit_failures", static_cast<double>(c.commit_failures));
+    gauge("store_records_given_up", static_cast<double>(c.records_given_up));
+    gauge("store_commit_max_seconds", c.max_commit_ms / 1000.0);
+    gauge("store_log_records", static_cast<double>(c.log_records));
+    gauge("store_log_bytes", static_cast<double>(c.log_bytes));
+    gauge("store_log_bytes_since_snapshot", static_cast<double>(s->shard.log_bytes_since_round));
+    gauge("store_log_position", static_cast<double>(s->shard.next_position));
+    gauge("store_snapshot_rounds", static_cast<double>(c.snapshot_rounds));
+    gauge("store_snapshot_slots", static_cast<double>(c.snapshot_slots));
+    gauge("store_snapshot_bytes", static_cast<double>(c.snapshot_bytes));
+    gauge("store_snapshot_last_round_seconds", c.last_round_ms / 1000.0);
+    if (auto bytes = d.store_->disk_bytes())
+      gauge("store_disk_bytes", static_cast<double>(*bytes));
   }
   return ready_future(g);
 }
@@ -347,15 +524,17 @@ std::future<gateway::snapshot_outcome> node_runtime::snapshot(const std::string&
   out.dir = dir;
   out.sequence = info->sequence;
   out.workers = info->workers;
-  out.watermarks = info->watermarks;
-  out.entries = info->entries;
+  out.holders = info->holders;
+  out.slots = info->slots;
+  out.log_records = info->log_records;
   out.files = info->files.size();
   for (const auto& f : info->files)
     out.bytes += f.size;
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  spdlog::info("snapshot-written dir={} node={} entries={} workers={} files={} bytes={} "
-               "seconds={:.3f}",
-               dir, info->node_id, out.entries, out.workers, out.files, out.bytes, out.seconds);
+  spdlog::info("snapshot-written dir={} node={} workers={} holders={} slots={} log_records={} "
+               "files={} bytes={} seconds={:.3f}",
+               dir, info->node_id, out.workers, out.holders, out.slots, out.log_records, out.files,
+               out.bytes, out.seconds);
   return ready_future(std::move(out));
 }
 

@@ -43,7 +43,8 @@ public:
   uint16_t http_port() const;
 
   // -- frontend_handler ------------------------------------------------------
-  void on_push(msg::Msg m) override;
+  void on_push_round(std::vector<msg::Msg>& frames) override;
+  gateway::ingest_gate* gate() override;
   void on_request(gateway::request_socket socket, msg::Msg m, gateway::reply_fn reply) override;
 
   // -- controller_api --------------------------------------------------------

@@ -45,9 +45,10 @@ int run_snapshot(const std::string& node, const std::string& out_dir, std::chron
     return 1;
   }
   out << "snapshot-written dir=" << reply.value("dir", dir)
-      << " entries=" << reply.value("entries", uint64_t{0})
       << " workers=" << reply.value("workers", uint64_t{0})
-      << " watermarks=" << reply.value("watermarks", uint64_t{0})
+      << " holders=" << reply.value("holders", uint64_t{0})
+      << " slots=" << reply.value("slots", uint64_t{0})
+      << " log_records=" << reply.value("log_records", uint64_t{0})
       << " files=" << reply.value("files", uint64_t{0})
       << " bytes=" << reply.value("bytes", uint64_t{0})
       << " seconds=" << reply.value("seconds", 0.0) << "\n";

@@ -107,7 +107,7 @@ TEST(NodeConfig, DefaultsAreLmcachesWithTheHeartbeatSocketOn) {
   EXPECT_EQ(o.controller.lmcache_worker_timeout, 300s);
   EXPECT_EQ(o.zmq.advertise_host, "");
   EXPECT_EQ(o.controller.node_id, "n1");
-  EXPECT_EQ(o.controller.shard_count, 8U);
+  EXPECT_EQ(o.controller.max_inflight_ops, 262144U);
   EXPECT_EQ(o.controller.slot_count, 4096U);
   EXPECT_EQ(o.data_dir, "./lmcc-data");
   EXPECT_EQ(o.log_level, "info");
@@ -289,7 +289,7 @@ lmcache_worker_timeout: 120
 controller_advertise_host: ctrl.yaml
 extra_config: null
 lmcc_node_id: yaml-node
-lmcc_shards: 4
+lmcc_max_inflight_ops: 4096
 lmcc_slots: 1024
 lmcc_data_dir: /var/lib/lmcc
 lmcc_log_level: debug
@@ -316,7 +316,7 @@ lmcc_chunk_size: 128
   EXPECT_EQ(o.controller.lmcache_worker_timeout, 120s);
   EXPECT_EQ(o.zmq.advertise_host, "ctrl.yaml");
   EXPECT_EQ(o.controller.node_id, "yaml-node");
-  EXPECT_EQ(o.controller.shard_count, 4U);
+  EXPECT_EQ(o.controller.max_inflight_ops, 4096U);
   EXPECT_EQ(o.controller.slot_count, 1024U);
   EXPECT_EQ(o.data_dir, "/var/lib/lmcc");
   EXPECT_EQ(o.log_level, "debug");
@@ -393,11 +393,13 @@ TEST(NodeConfig, BrokenOrMissingYamlFileIsAnError) {
 // -- precedence ----------------------------------------------------------------------
 
 TEST(NodeConfig, EnvironmentOverridesYaml) {
-  temp_yaml file{"controller_port: 9300\ncontroller_host: yaml.host\nlmcc_shards: 2\n"};
-  auto r = resolve_ok({"--config", file.path()}, {{"LMCACHE_CONTROLLER_CONTROLLER_PORT", "9400"},
-                                                  {"LMCACHE_CONTROLLER_LMCC_SHARDS", "16"}});
+  temp_yaml file{
+      "controller_port: 9300\ncontroller_host: yaml.host\nlmcc_max_inflight_ops: 2048\n"};
+  auto r = resolve_ok({"--config", file.path()},
+                      {{"LMCACHE_CONTROLLER_CONTROLLER_PORT", "9400"},
+                       {"LMCACHE_CONTROLLER_LMCC_MAX_INFLIGHT_OPS", "16384"}});
   EXPECT_EQ(r.options.http.port, 9400);
-  EXPECT_EQ(r.options.controller.shard_count, 16U);
+  EXPECT_EQ(r.options.controller.max_inflight_ops, 16384U);
   EXPECT_EQ(r.options.http.host, "yaml.host"); // not overridden
 }
 
@@ -483,7 +485,9 @@ TEST(NodeConfig, ValidationRules) {
       {{"--port", "65536"}, "in 1..65535"},
       {{"--slots", "1000"}, "--slots (lmcc_slots): expected a power of two, got 1000"},
       {{"--slots", "0"}, "--slots (lmcc_slots)"},
-      {{"--shards", "0"}, "--shards (lmcc_shards): expected an integer in 1..65536, got '0'"},
+      {{"--max-inflight-ops", "0"},
+       "--max-inflight-ops (lmcc_max_inflight_ops): expected an integer in 1024..4294967296, got "
+       "'0'"},
       {{"--full-sync-completion-threshold", "1.5"},
        "--full-sync-completion-threshold (lmcc_full_sync_completion_threshold): expected a number "
        "in [0, 1], got '1.5'"},
@@ -510,10 +514,11 @@ TEST(NodeConfig, ValidationRules) {
 
 TEST(NodeConfig, EveryErrorIsReported) {
   auto error =
-      resolve_error({"--port", "x", "--slots", "3"}, {{"LMCACHE_CONTROLLER_LMCC_SHARDS", "none"}});
+      resolve_error({"--port", "x", "--slots", "3"},
+                    {{"LMCACHE_CONTROLLER_LMCC_MAX_INFLIGHT_OPS", "none"}});
   EXPECT_NE(error.find("--port (controller_port)"), std::string::npos) << error;
   EXPECT_NE(error.find("--slots (lmcc_slots)"), std::string::npos) << error;
-  EXPECT_NE(error.find("LMCACHE_CONTROLLER_LMCC_SHARDS"), std::string::npos) << error;
+  EXPECT_NE(error.find("LMCACHE_CONTROLLER_LMCC_MAX_INFLIGHT_OPS"), std::string::npos) << error;
 }
 
 // -- lmcc's own flags -------------------------------------------------------------------
@@ -521,8 +526,8 @@ TEST(NodeConfig, EveryErrorIsReported) {
 TEST(NodeConfig, LmccFlags) {
   auto r = resolve_ok({"--node-id",
                        "n7",
-                       "--shards",
-                       "3",
+                       "--max-inflight-ops",
+                       "3000",
                        "--slots",
                        "8192",
                        "--data-dir",
@@ -549,7 +554,7 @@ TEST(NodeConfig, LmccFlags) {
                        "16"});
   const auto& o = r.options;
   EXPECT_EQ(o.controller.node_id, "n7");
-  EXPECT_EQ(o.controller.shard_count, 3U);
+  EXPECT_EQ(o.controller.max_inflight_ops, 3000U);
   EXPECT_EQ(o.controller.slot_count, 8192U);
   EXPECT_EQ(o.data_dir, "/d");
   EXPECT_EQ(o.log_level, "warn");
@@ -647,7 +652,7 @@ TEST(NodeConfig, DumpConfigParsesBackWithTheEffectiveValues) {
   EXPECT_EQ(y["lmcc_slots"].as<int>(), 4096);
   EXPECT_EQ(y["lmcc_log_level"].as<std::string>(), "info");
   for (const char* key :
-       {"lmcc_shards", "lmcc_data_dir", "lmcc_persistence", "lmcc_persist_sync",
+       {"lmcc_max_inflight_ops", "lmcc_data_dir", "lmcc_persistence", "lmcc_persist_sync",
         "lmcc_rocksdb_block_cache_mb", "lmcc_rocksdb_write_buffer_mb", "lmcc_restore_from",
         "lmcc_full_sync_timeout_s", "lmcc_control_timeout_ms", "lmcc_max_frame_bytes",
         "lmcc_max_body_bytes", "lmcc_max_tokens", "lmcc_http_threads", "lmcc_chunk_size"})

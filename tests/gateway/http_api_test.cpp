@@ -696,14 +696,16 @@ TEST_F(http_api_test, env_shows_only_lmcache_and_lmcc_variables) {
 
 TEST_F(http_api_test, admin_snapshot_passes_the_dir_and_reports_the_checkpoint) {
   snapshot_outcome ok;
-  ok.entries = 7;
+  ok.slots = 7;
+  ok.log_records = 3;
   ok.workers = 2;
   ok.files = 5;
   ok.bytes = 4096;
   controller_.set_snapshot_reply(ok);
   auto j = expect_json(post("/admin/snapshot", R"({"dir": "/tmp/snap-1"})"), 200);
   EXPECT_EQ(j["dir"], "/tmp/snap-1");
-  EXPECT_EQ(j["entries"], 7);
+  EXPECT_EQ(j["slots"], 7);
+  EXPECT_EQ(j["log_records"], 3);
   EXPECT_EQ(j["workers"], 2);
   EXPECT_EQ(j["files"], 5);
   EXPECT_EQ(j["bytes"], 4096);

@@ -241,20 +241,26 @@ def test_reregistration_drops_a_running_sync(node, make_worker):
     wait_until(lambda: w.full_sync_status("other")["is_complete"], message="complete")
 
 
-def test_end_after_a_timeout_still_completes(node_factory, make_worker):
-    # spec 4.8.2: End needs a matching sync_id only (state not checked).
+def test_end_after_a_timeout_does_not_complete(node_factory, make_worker):
+    # LMCache's End needs a matching sync_id only (spec 4.8.2), so an End after
+    # the timeout would report a partial key set as complete. lmcc keeps an
+    # expired session FAILED: the End is ignored and the worker is asked to
+    # retry (sync_failed_retry) at its next heartbeat.
     node = node_factory("--full-sync-timeout", "1")
     w = make_worker(node, unique("fs-late-end"), 0)
     w.register()
+    # Clears the fresh node's "ask everyone" flag (see test_timeout above).
+    assert w.full_sync_status("none")["can_exit_freeze"] is True
     assert w.full_sync_start("late", [1, 2], 1)["accepted"] is True
-    w.full_sync_batches("late", [1, 2], 1)
+    w.full_sync_batches("late", [1, 2], 1, only=[0])  # batch 1 never comes
     wait_until(lambda: "full-sync-timeout" in node.log_text(), timeout=10, interval=0.05,
                message="the session to time out")
     w.full_sync_end("late", 2)
-    status = wait_until(lambda: (s := w.full_sync_status("late"))["is_complete"] and s,
-                        message="complete after a late End")
-    assert status["missing_batches"] == []
-    wait_until(lambda: sync_gauges(node)["completed"] == 1, message="completed gauge")
+    wait_until(lambda: "full-sync-end-ignored" in node.log_text(), message="the late End ignored")
+    status = w.full_sync_status("late")
+    assert status["is_complete"] is False, status
+    assert sync_gauges(node)["completed"] == 0
+    assert w.heartbeat()["commands"] == [full_sync_command("sync_failed_retry")]
 
 
 def test_status_reply_is_self_consistent_right_after_end(node_factory, make_worker):

@@ -1,0 +1,218 @@
+// pull_loop: the body of the S1 PULL socket thread: read multiparts while
+// the ingest gate has room, decode each frame in isolation, and hand a drain
+// round's frames to the handler at once.
+//
+// Private to gateway/: included by zmq_frontend.cpp only.
+#pragma once
+
+#include "gateway/internal/socket_util.hpp"
+#include "gateway/zmq_frontend.hpp"
+#include "messages/codec_json.hpp"
+
+#include <thread>
+#include <vector>
+
+namespace lmcc::gateway::internal {
+
+// -- S1 PULL loop --------------------------------------------------------------
+
+class pull_loop {
+public:
+  pull_loop(zmq::socket_t& socket, const event_fd& wake, frontend_handler& handler,
+            const zmq_options& options, frontend_counters& counters,
+            const std::atomic<bool>& stopping)
+    : socket_(socket), wake_(wake), handler_(handler), options_(options), counters_(counters),
+      stopping_(stopping) {}
+
+  void run() {
+    ingest_gate* gate = handler_.gate();
+    zmq_pollitem_t items[2] = {{socket_.handle(), 0, ZMQ_POLLIN, 0},
+                               {nullptr, wake_.fd(), ZMQ_POLLIN, 0}};
+    while (!stopping_.load()) {
+      try {
+        if (gate && gate->exhausted() && wait_for_credit(*gate))
+          continue;
+        zmq::poll(items, 2, poll_interval);
+        if (stopping_.load() || !(items[0].revents & ZMQ_POLLIN))
+          continue;
+        const uint64_t room = gate ? gate->room() : UINT64_MAX;
+        round_credits_ = 0;
+        drain(room);
+        coalesce(room);
+        hand_over_round();
+        counters_.pull_has_pending.store(has_input(socket_) ? 1 : 0);
+      } catch (const zmq::error_t& e) {
+        if (e.num() == ETERM) {
+          spdlog::warn("zmq-frontend-context-closed socket=pull");
+          break;
+        }
+        if (e.num() != EINTR)
+          spdlog::error("pull-socket-error socket=pull error={}", e.what());
+      } catch (const std::exception& e) {
+        spdlog::error("pull-loop-error socket=pull error={}", e.what());
+      }
+    }
+    hand_over_queued();
+  }
+
+private:
+  /// On stop: what ZMQ has already taken off the wire is, for the workers,
+  /// sent; handing it over lets the node's drain commit it instead of making
+  /// every busy worker resync after a clean restart. Bounded in time, since
+  /// workers may keep sending while the socket is open.
+  void hand_over_queued() {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    uint64_t handed = 0;
+    try {
+      while (std::chrono::steady_clock::now() < deadline && receive_one()) {
+        ++handed;
+        if (round_.size() >= 4096)
+          hand_over_round();
+      }
+      hand_over_round();
+    } catch (const std::exception& e) {
+      spdlog::warn("pull-final-drain-error error={}", e.what());
+    }
+    if (handed > 0)
+      spdlog::info("pull-final-drain frames_handed_over={}", handed);
+  }
+
+  /// Receives and handles one multipart; false when there was none.
+  bool receive_one() {
+    zmq::message_t frame;
+    if (!socket_.recv(frame, zmq::recv_flags::dontwait))
+      return false;
+    std::vector<zmq::message_t> frames;
+    size_t total = 0;
+    for (;;) {
+      ++total;
+      const bool more = frame.more();
+      if (frames.size() < options_.max_frames_per_multipart)
+        frames.push_back(std::move(frame)); // leaves `frame` empty and reusable
+      if (!more || !socket_.recv(frame, zmq::recv_flags::none))
+        break; // recv cannot fail here: ZMQ delivers multiparts atomically
+    }
+    counters_.pull_frames.fetch_add(total);
+    if (total > frames.size()) {
+      counters_.bad_frames.fetch_add(total - frames.size());
+      log_bad(0, {},
+              fmt::format("{} frames in one multipart, max {}: dropped {}", total,
+                          options_.max_frames_per_multipart, total - frames.size()));
+    }
+    for (const auto& f : frames) {
+      try {
+        handle_frame(f.to_string_view());
+      } catch (const std::exception& e) {
+        // Say std::bad_alloc while decoding: this frame is lost, the rest are not.
+        counters_.bad_frames.fetch_add(1);
+        log_bad(f.size(), f.to_string_view(), e.what());
+      }
+    }
+    return true;
+  }
+
+  /// Reads what is queued, up to a round's worth.
+  void drain(uint64_t room) {
+    for (int i = 0; i < max_messages_per_drain && !stopping_.load() && round_credits_ < room &&
+                    receive_one();
+         ++i) {
+    }
+  }
+
+  /// A small round waits up to pull_coalesce for more frames: every round
+  /// costs thread wake-ups in the node (ZMQ -> this thread -> the actors), and
+  /// on a VM every wake-up is a costly syscall. The thread sleeps rather than
+  /// polls: while it does not read, ZMQ's I/O thread queues arriving frames
+  /// without signalling it, so a sleep also saves the I/O thread's wake-ups.
+  /// LMCache workers batch their own ops for up to 10 ms.
+  void coalesce(uint64_t room) {
+    if (options_.pull_coalesce.count() <= 0 || round_.empty() ||
+        round_credits_ >= options_.pull_coalesce_ops || round_credits_ >= room)
+      return;
+    std::this_thread::sleep_for(options_.pull_coalesce);
+    drain(room);
+  }
+
+  /// Stops reading S1 until the gate has credit again (or the loop stops);
+  /// true when it waited.
+  bool wait_for_credit(ingest_gate& gate) {
+    if (!gate.arm())
+      return false;
+    counters_.pull_paused.store(1);
+    zmq_pollitem_t items[2] = {{nullptr, gate.wake_fd(), ZMQ_POLLIN, 0},
+                               {nullptr, wake_.fd(), ZMQ_POLLIN, 0}};
+    while (!stopping_.load()) {
+      zmq::poll(items, 2, poll_interval);
+      if (items[0].revents & ZMQ_POLLIN)
+        break;
+      if (!gate.exhausted())
+        break; // a wake-up lost to a race costs one poll interval, never a hang
+    }
+    gate.disarm();
+    counters_.pull_paused.store(0);
+    return true;
+  }
+
+  /// Hands the frames decoded since the last hand-over to the handler.
+  void hand_over_round() {
+    if (round_.empty())
+      return;
+    try {
+      handler_.on_push_round(round_);
+    } catch (const std::exception& e) {
+      handler_failed("round", e.what());
+    } catch (...) {
+      handler_failed("round", "unknown exception");
+    }
+    counters_.pull_active.fetch_sub(static_cast<int64_t>(round_.size()));
+    round_.clear();
+  }
+
+  void handle_frame(std::string_view frame) {
+    auto decoded = msg::decode_frame(frame, options_.limits);
+    if (!decoded) {
+      counters_.bad_frames.fetch_add(1);
+      log_bad(frame.size(), frame, decoded.error().message);
+      return;
+    }
+    const auto family = msg::family_of(*decoded);
+    const std::string_view type = msg::type_tag_of(*decoded);
+    if (family != msg::msg_family::worker_push && family != msg::msg_family::orchestration) {
+      counters_.bad_frames.fetch_add(1);
+      log_bad(frame.size(), frame, fmt::format("unexpected message type {} on pull socket", type));
+      return;
+    }
+    counters_.pull_active.fetch_add(1);
+    round_credits_ += ingest_credits(*decoded);
+    round_.push_back(std::move(*decoded));
+  }
+
+  void handler_failed(std::string_view type, std::string_view what) {
+    counters_.handler_errors.fetch_add(1);
+    uint64_t suppressed = 0;
+    if (handler_log_.allow(suppressed))
+      spdlog::error("pull-handler-threw socket=pull type={} error={} suppressed={}", type,
+                    printable(what), suppressed);
+  }
+
+  void log_bad(size_t bytes, std::string_view frame, std::string_view error) {
+    uint64_t suppressed = 0;
+    if (bad_log_.allow(suppressed))
+      spdlog::warn("pull-bad-frame socket=pull bytes={} head={} error={} suppressed={}", bytes,
+                   hex(frame, log_head_bytes), printable(error), suppressed);
+  }
+
+  zmq::socket_t& socket_;
+  const event_fd& wake_;
+  frontend_handler& handler_;
+  const zmq_options& options_;
+  frontend_counters& counters_;
+  const std::atomic<bool>& stopping_;
+  log_throttle bad_log_;
+  log_throttle handler_log_;
+  /// Frames decoded in this drain round, handed over together, and their credits.
+  std::vector<msg::Msg> round_;
+  uint64_t round_credits_ = 0;
+};
+
+} // namespace lmcc::gateway::internal

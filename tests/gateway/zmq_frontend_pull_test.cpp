@@ -1,0 +1,208 @@
+// zmq_frontend's PULL socket S1 against real PUSH clients on loopback: frames
+// handed over per drain round in order, bad frames counted, the ingest gate
+// stopping and resuming the reads, and libzmq's frame limit. Helpers in
+// zmq_frontend_support.hpp.
+#include "zmq_frontend_support.hpp"
+
+#include <zmq.h>
+
+#include <cstring>
+
+namespace lmcc::gateway {
+namespace {
+
+using namespace test;
+
+// -- S1 PULL ----------------------------------------------------------------------
+
+TEST_F(zmq_frontend_test, pull_hands_over_every_good_frame_in_order_and_counts_the_bad_ones) {
+  start();
+  auto push = pusher();
+  send_frames(push, {
+                        msg::encode_msgpack(deregister_msg("a")),
+                        "GET / HTTP/1.1",
+                        "{not json",
+                        "\xff\xfe\xfd",
+                        msg::encode_json(deregister_msg("b")),
+                        msg::encode_msgpack(clear_msg("c")),
+                        msg::encode_msgpack(heartbeat_msg("wrong-family")),
+                        msg::encode_msgpack(deregister_msg("d")),
+                    });
+  ASSERT_TRUE(wait_until([&] { return handler.pushes().size() == 4; }));
+  EXPECT_EQ(handler.pushes(), (std::vector<Msg>{deregister_msg("a"), deregister_msg("b"),
+                                                clear_msg("c"), deregister_msg("d")}));
+  EXPECT_EQ(counters().pull_frames.load(), 8u);
+  EXPECT_EQ(counters().bad_frames.load(), 4u);
+
+  // The loop is still there for the next multipart.
+  send_frames(push, {msg::encode_msgpack(deregister_msg("e"))});
+  ASSERT_TRUE(wait_until([&] { return handler.pushes().size() == 5; }));
+  EXPECT_EQ(handler.pushes().back(), deregister_msg("e"));
+  EXPECT_TRUE(wait_until([&] { return counters().pull_active.load() == 0; }));
+}
+
+TEST_F(zmq_frontend_test, pull_logs_bad_frames_at_most_about_once_a_second) {
+  log_capture logs;
+  start();
+  auto push = pusher();
+  send_frames(push, std::vector<std::string>(100, "\xff"));
+  ASSERT_TRUE(wait_until([&] { return counters().bad_frames.load() == 100; }));
+  frontend->stop();
+  const auto lines = logs.lines_starting_with("pull-bad-frame ");
+  ASSERT_FALSE(lines.empty());
+  // 100 bad frames take far less than a second; allow a few lines on a slow machine.
+  EXPECT_LE(lines.size(), 5u);
+  EXPECT_TRUE(lines[0].starts_with("pull-bad-frame socket=pull bytes=1 head=ff error="))
+      << lines[0];
+}
+
+TEST_F(zmq_frontend_test, pull_drops_the_frames_beyond_the_multipart_limit) {
+  options.max_frames_per_multipart = 2;
+  start();
+  auto push = pusher();
+  send_frames(push,
+              {msg::encode_msgpack(deregister_msg("a")), msg::encode_msgpack(deregister_msg("b")),
+               msg::encode_msgpack(deregister_msg("c")), msg::encode_msgpack(deregister_msg("d"))});
+  send_frames(push, {msg::encode_msgpack(deregister_msg("e"))});
+  ASSERT_TRUE(wait_until([&] { return handler.pushes().size() == 3; }));
+  EXPECT_EQ(handler.pushes(),
+            (std::vector<Msg>{deregister_msg("a"), deregister_msg("b"), deregister_msg("e")}));
+  EXPECT_EQ(counters().pull_frames.load(), 5u);
+  EXPECT_EQ(counters().bad_frames.load(), 2u);
+}
+
+TEST_F(zmq_frontend_test, pull_survives_a_handler_that_throws) {
+  start();
+  auto push = pusher();
+  // The round holding "boom" is lost with its handler call, not the loop.
+  send_frames(push, {msg::encode_msgpack(deregister_msg("boom")),
+                     msg::encode_msgpack(deregister_msg("after"))});
+  ASSERT_TRUE(wait_until([&] { return counters().handler_errors.load() == 1; }));
+  send_frames(push, {msg::encode_msgpack(deregister_msg("next"))});
+  ASSERT_TRUE(wait_until([&] { return handler.pushes().size() == 1; }));
+  EXPECT_EQ(handler.pushes(), (std::vector<Msg>{deregister_msg("next")}));
+  EXPECT_TRUE(wait_until([&] { return counters().pull_active.load() == 0; }));
+}
+
+TEST_F(zmq_frontend_test, a_round_hands_over_every_frame_of_a_multipart_together) {
+  start();
+  auto push = pusher();
+  std::vector<std::string> frames;
+  std::vector<Msg> want;
+  for (int i = 0; i < 20; ++i) {
+    frames.push_back(msg::encode_msgpack(deregister_msg(std::to_string(i))));
+    want.push_back(deregister_msg(std::to_string(i)));
+  }
+  send_frames(push, frames);
+  ASSERT_TRUE(wait_until([&] { return handler.pushes().size() == 20; }));
+  EXPECT_EQ(handler.pushes(), want);
+  EXPECT_EQ(handler.rounds(), (std::vector<size_t>{20})); // one multipart, one round
+}
+
+// -- S1 flow control ---------------------------------------------------------------
+
+TEST_F(zmq_frontend_test, an_exhausted_gate_stops_the_reads_until_its_eventfd_fires) {
+  gate.close_gate();
+  handler.use_gate(&gate);
+  start();
+  ASSERT_TRUE(wait_until([&] { return counters().pull_paused.load() == 1; }));
+  EXPECT_GE(gate.arms.load(), 1);
+  auto push = pusher();
+  for (const char* id : {"a", "b", "c"})
+    send_frames(push, {msg::encode_msgpack(deregister_msg(id))});
+  // Paused: the frames stay queued in ZMQ (and push back on the worker).
+  EXPECT_FALSE(wait_until([&] { return counters().pull_frames.load() > 0; }, 300ms));
+  EXPECT_TRUE(handler.pushes().empty());
+  EXPECT_EQ(counters().pull_paused.load(), 1);
+
+  gate.open(UINT64_MAX);
+  ASSERT_TRUE(wait_until([&] { return handler.pushes().size() == 3; }));
+  EXPECT_EQ(handler.pushes(),
+            (std::vector<Msg>{deregister_msg("a"), deregister_msg("b"), deregister_msg("c")}));
+  EXPECT_EQ(counters().pull_paused.load(), 0);
+  EXPECT_GE(gate.disarms.load(), 1);
+
+  // Exhausted again: the next frames wait for the next wake-up.
+  gate.close_gate();
+  send_frames(push, {msg::encode_msgpack(deregister_msg("d"))});
+  ASSERT_TRUE(wait_until([&] {
+    return counters().pull_paused.load() == 1 || handler.pushes().size() == 4;
+  }));
+  // "d" may have been read before the loop saw the gate closed; if not, it waits.
+  if (handler.pushes().size() == 3) {
+    EXPECT_FALSE(wait_until([&] { return handler.pushes().size() == 4; }, 200ms));
+    gate.open(UINT64_MAX);
+  }
+  ASSERT_TRUE(wait_until([&] { return handler.pushes().size() == 4; }));
+}
+
+TEST_F(zmq_frontend_test, a_drain_round_stops_once_its_frames_hold_the_room) {
+  gate.close_gate(); // closed while the frames queue up, so one round sees them all
+  handler.use_gate(&gate);
+  start();
+  ASSERT_TRUE(wait_until([&] { return counters().pull_paused.load() == 1; }));
+  auto push = pusher();
+  for (int i = 0; i < 6; ++i)
+    send_frames(push, {msg::encode_msgpack(deregister_msg(std::to_string(i)))}); // 1 credit each
+  msg::BatchedKVOperationMsg batch{"w", 0, "cpu", {}};
+  for (int i = 0; i < 5; ++i)
+    batch.operations.push_back({msg::OpType::admit, i, i}); // 5 credits
+  send_frames(push, {msg::encode_msgpack(Msg{batch})});
+  send_frames(push, {msg::encode_msgpack(deregister_msg("last"))});
+  gate.open(2);
+  ASSERT_TRUE(wait_until([&] { return handler.pushes().size() == 8; }));
+  // A round stops once it holds `room` credits: at most two of the single
+  // frames, and the batch overshoots by its own multipart only.
+  const auto rounds = handler.rounds();
+  size_t total = 0;
+  for (size_t n : rounds) {
+    EXPECT_LE(n, 2u);
+    total += n;
+  }
+  EXPECT_EQ(total, 8u);
+  EXPECT_GE(rounds.size(), 4u);
+  EXPECT_EQ(handler.pushes().back(), deregister_msg("last")); // order kept across rounds
+}
+
+TEST_F(zmq_frontend_test, a_frame_over_twice_the_limit_drops_its_connection_and_others_go_on) {
+  options.limits.max_frame_bytes = 1024; // libzmq refuses frames over 2048
+  start();
+  zmq::socket_t big(ctx, zmq::socket_type::push);
+  big.set(zmq::sockopt::linger, 0);
+  big.set(zmq::sockopt::sndtimeo, client_timeout_ms);
+  big.set(zmq::sockopt::reconnect_ivl, -1); // the dropped connection stays dropped
+  // Watch the client's connection from its own side.
+  ASSERT_EQ(zmq_socket_monitor(big.handle(), "inproc://big-monitor", ZMQ_EVENT_DISCONNECTED), 0);
+  zmq::socket_t monitor(ctx, zmq::socket_type::pair);
+  monitor.set(zmq::sockopt::linger, 0);
+  monitor.set(zmq::sockopt::rcvtimeo, client_timeout_ms * 2);
+  monitor.connect("inproc://big-monitor");
+  big.connect("tcp://127.0.0.1:" + std::to_string(options.pull_port));
+  auto good = pusher();
+
+  send_frames(big, {msg::encode_msgpack(deregister_msg("before"))});
+  ASSERT_TRUE(wait_until([&] { return handler.pushes().size() == 1; }));
+  // Between the limits: read, and refused by the decoder (counted as bad).
+  const std::string middle = msg::encode_msgpack(deregister_msg(std::string(1500, 'm')));
+  send_frames(big, {middle});
+  ASSERT_TRUE(wait_until([&] { return counters().bad_frames.load() == 1; }));
+  send_frames(big, {std::string(4096, 'x')}); // over twice the limit
+  zmq::message_t event;
+  ASSERT_TRUE(monitor.recv(event, zmq::recv_flags::none)) << "the connection was not dropped";
+  uint16_t id = 0;
+  std::memcpy(&id, event.data(), sizeof id);
+  EXPECT_EQ(id, ZMQ_EVENT_DISCONNECTED);
+  zmq::message_t endpoint;
+  (void)monitor.recv(endpoint, zmq::recv_flags::none);
+
+  send_frames(good, {msg::encode_msgpack(deregister_msg("other-peer"))});
+  ASSERT_TRUE(wait_until([&] { return handler.pushes().size() == 2; }));
+  EXPECT_EQ(handler.pushes(),
+            (std::vector<Msg>{deregister_msg("before"), deregister_msg("other-peer")}));
+  EXPECT_EQ(counters().pull_frames.load(), 3u); // the oversized frame never reached lmcc
+  EXPECT_EQ(counters().bad_frames.load(), 1u);
+  zmq_socket_monitor(big.handle(), nullptr, 0);
+}
+
+} // namespace
+} // namespace lmcc::gateway
