@@ -1,12 +1,12 @@
 // The pre-scan, tree adapter and decode function below are copied unchanged
 // from messages/codec_msgpack.cpp as it was before the single-pass reader
 // (commit 89c1391); only the names of the namespace and the entry point differ.
-// It reaches into messages/internal/ on purpose: the walk is shared, and what
-// the differential test compares is everything before it.
+// The walk is the frozen copy in reference_decode_walk.hpp, so the whole old
+// path stays as it was while the live one changes.
 #include "tests/conformance/reference_msgpack_decoder.hpp"
 
-#include "messages/internal/decode_walk.hpp"
 #include "messages/internal/utf8.hpp"
+#include "tests/conformance/reference_decode_walk.hpp"
 
 #include <msgpack.hpp>
 
@@ -16,7 +16,7 @@ namespace lmcc::test {
 namespace {
 
 using namespace lmcc::msg;
-using msg::internal::node_kind;
+using msg::reference_walk::node_kind;
 
 // -- limits pre-scan ----------------------------------------------------------
 
@@ -174,14 +174,14 @@ msg::expected<msg::Msg> reference_decode_msgpack(std::string_view frame,
     size_t first_end = 0;
     msgpack::object_handle tree = msgpack::unpack(
         frame.data(), offset, first_end, reference_everything, nullptr, msgpack::unpack_limit{});
-    internal::walker<msgpack_adapter> walk{limits.max_depth};
+    reference_walk::walker<msgpack_adapter> walk{limits.max_depth};
     Msg result = walk.read_msg(tree.get());
     if (offset != frame.size())
       return codec_error{"MessagePack data is malformed: trailing characters (byte " +
                          std::to_string(offset) + ")"};
     return result;
-  } catch (const internal::walk_failure& f) {
-    return internal::to_codec_error(f);
+  } catch (const reference_walk::walk_failure& f) {
+    return reference_walk::to_codec_error(f);
   } catch (const std::exception& e) {
     return codec_error{std::string{"MessagePack data is malformed: "} + e.what()};
   }

@@ -3,7 +3,8 @@
 //
 // It is the old messages/codec_msgpack.cpp decoding path, unchanged: a limits
 // pre-scan with msgpack-cxx's SAX parser, then msgpack-cxx's object tree,
-// walked by messages/internal/decode_walk.hpp. Slow (it builds a zone-allocated
+// walked by the typed walk of that time (frozen in reference_decode_walk.hpp).
+// Slow (it builds a zone-allocated
 // tree), but its accept/reject decisions, decoded values and error texts are
 // the behaviour the wire conformance suites pinned; the new decoder must match
 // it on every input.
