@@ -116,7 +116,7 @@ public:
 
   ~comparison() {
     std::printf("msgpack_differential: %d decodes by each decoder, %d accepted, %zu distinct "
-                "refusals\n",
+                "refusal texts\n",
                 decodes_, accepted_, refusals_.size());
   }
 
@@ -191,6 +191,47 @@ TEST(msgpack_differential, mutated_frames_decode_as_before) {
   for (const auto& [text, count] : cmp.refusals())
     saw_trailing |= text.find("trailing characters") != std::string::npos;
   EXPECT_TRUE(saw_trailing);
+}
+
+TEST(msgpack_differential, deep_nesting_under_raised_depth_limits_decodes_as_before) {
+  // The default limit (64) keeps the reader's stack of open containers
+  // inline; a raised one takes it to the heap. Nesting sits in an unknown
+  // field (skipped by the walk) and in a command's `args` (walked as Any).
+  using lmcc::test::mp;
+  auto nested = [](size_t depth) { return std::string(depth, '\x91') + "\x01"; };
+  int accepted = 0;
+  for (uint32_t max_depth : {64u, 65u, 100u, 1500u, 5000u}) {
+    msg::decode_limits lim;
+    lim.max_depth = max_depth;
+    for (size_t depth : {62u, 63u, 64u, 65u, 99u, 100u, 1000u, 1497u, 1498u, 1499u, 2000u}) {
+      SCOPED_TRACE("max_depth " + std::to_string(max_depth) + ", depth " + std::to_string(depth));
+      std::string unknown = mp{}.map(3)
+                                .str("type")
+                                .str("ErrorMsg")
+                                .str("error")
+                                .str("x")
+                                .str("extra")
+                                .raw(nested(depth));
+      std::string args = mp{}.map(2)
+                             .str("type")
+                             .str("HeartbeatRetMsg")
+                             .str("commands")
+                             .array(1)
+                             .map(2)
+                             .str("command_type")
+                             .str("full_sync")
+                             .str("args")
+                             .map(1)
+                             .str("a")
+                             .raw(nested(depth));
+      for (const std::string& frame : {unknown, args}) {
+        std::string now = outcome(msg::decode_msgpack(frame, lim));
+        EXPECT_EQ(now, outcome(lmcc::test::reference_decode_msgpack(frame, lim)));
+        accepted += now.starts_with("accepted") ? 1 : 0;
+      }
+    }
+  }
+  EXPECT_GE(accepted, 30); // the deep frames within the raised limits decode
 }
 
 TEST(msgpack_differential, detects_a_difference) {

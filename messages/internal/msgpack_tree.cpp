@@ -1,0 +1,436 @@
+// msgpack_tree::read: one pass over the bytes (see msgpack_tree.hpp for the design).
+//
+// It reproduces, decision for decision, what the old decoder's limits
+// pre-scan did on top of msgpack-cxx's parser (tests/conformance/
+// reference_msgpack_decoder.cpp keeps that code): it stops at the first of
+//   - a value whose header or bytes run past the frame: truncated;
+//   - the never-used type byte 0xc1: malformed;
+//   - containers declaring, in total, more elements than the frame has bytes
+//     (each element needs one): truncated, checked before any limit;
+//   - an array or map longer than its limit, then nesting deeper than the limit;
+//   - a str longer than the string limit, then a str that is not UTF-8
+//     (checked only once its bytes are known to be present);
+//   - a bin longer than the string limit.
+// msgpack_differential_test holds the two decoders to the same results.
+#include "messages/internal/msgpack_tree.hpp"
+
+#include "messages/internal/utf8.hpp"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cstring>
+#include <vector>
+
+namespace lmcc::msg::internal {
+namespace {
+
+/// The unsigned big-endian field of `width` bytes at `p`.
+uint64_t load_big_endian(const unsigned char* p, unsigned width) noexcept {
+  auto swap = [](auto v) {
+    if constexpr (std::endian::native == std::endian::little) {
+      if constexpr (sizeof v == 2)
+        return static_cast<decltype(v)>(__builtin_bswap16(v));
+      else if constexpr (sizeof v == 4)
+        return static_cast<decltype(v)>(__builtin_bswap32(v));
+      else
+        return static_cast<decltype(v)>(__builtin_bswap64(v));
+    } else {
+      return v;
+    }
+  };
+  switch (width) {
+  case 1:
+    return p[0];
+  case 2: {
+    uint16_t v;
+    std::memcpy(&v, p, sizeof v);
+    return swap(v);
+  }
+  case 4: {
+    uint32_t v;
+    std::memcpy(&v, p, sizeof v);
+    return swap(v);
+  }
+  default: {
+    uint64_t v;
+    std::memcpy(&v, p, sizeof v);
+    return swap(v);
+  }
+  }
+}
+
+/// Most strings on the wire are short ASCII (field names, ids, locations):
+/// those are valid UTF-8 without a call into simdjson's dispatcher.
+bool is_valid_utf8_string(const unsigned char* s, size_t n) noexcept {
+  uint64_t high_bits = 0;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t word;
+    std::memcpy(&word, s + i, sizeof word);
+    high_bits |= word;
+  }
+  for (; i < n; ++i)
+    high_bits |= s[i];
+  if ((high_bits & 0x8080808080808080) == 0)
+    return true;
+  return is_valid_utf8(std::string_view{reinterpret_cast<const char*>(s), n});
+}
+
+/// What a msgpack type byte starts. Decoding goes through this table so that
+/// the bytes' mix of widths and signs costs no unpredictable branch: keys are
+/// random 64-bit hashes, half uint64 and half int64 on the wire.
+enum class byte_role : uint8_t {
+  fixed,    ///< a scalar of `length` bytes in all: ints, nil, bools, floats, fixext
+  fixstr,   ///< a str whose length is in the type byte
+  str,      ///< a str with a `length`-byte length field
+  bin,      ///< bytes with a `length`-byte length field
+  ext,      ///< an ext with a `length`-byte length field, then a type byte
+  fixarray, ///< an array whose element count is in the type byte
+  fixmap,   ///< a map whose entry count is in the type byte
+  array,    ///< an array with a `length`-byte count field
+  map,      ///< a map with a `length`-byte count field
+  invalid,  ///< 0xc1, which msgpack never uses
+};
+
+struct type_byte {
+  byte_role role = byte_role::invalid;
+  uint8_t length = 0;                ///< see byte_role
+  node_kind kind = node_kind::other; ///< fixed: what the scalar is
+  bool is_signed = false;            ///< integer: two's complement (fixints count as int8)
+  uint8_t int_shift = 0;             ///< integer: 64 - its width in bits
+};
+
+constexpr std::array<type_byte, 256> make_type_bytes() {
+  std::array<type_byte, 256> t{};
+  for (unsigned c = 0; c < 256; ++c) {
+    if (c <= 0x7f || c >= 0xe0) // fixints: the type byte itself, read as int8
+      t[c] = {byte_role::fixed, 1, node_kind::integer, true, 56};
+    else if (c <= 0x8f)
+      t[c].role = byte_role::fixmap;
+    else if (c <= 0x9f)
+      t[c].role = byte_role::fixarray;
+    else if (c <= 0xbf)
+      t[c].role = byte_role::fixstr;
+  }
+  t[0xc0] = {byte_role::fixed, 1, node_kind::nil};
+  t[0xc2] = {byte_role::fixed, 1, node_kind::boolean};
+  t[0xc3] = {byte_role::fixed, 1, node_kind::boolean};
+  for (unsigned i = 0; i < 4; ++i) {
+    auto width = static_cast<uint8_t>(1u << i);
+    auto shift = static_cast<uint8_t>(64 - 8 * width);
+    t[0xcc + i] = {byte_role::fixed, static_cast<uint8_t>(1 + width), node_kind::integer, false,
+                   shift};
+    t[0xd0 + i] = {byte_role::fixed, static_cast<uint8_t>(1 + width), node_kind::integer, true,
+                   shift};
+    if (i < 3) {
+      t[0xc4 + i] = {byte_role::bin, width};
+      t[0xc7 + i] = {byte_role::ext, width};
+      t[0xd9 + i] = {byte_role::str, width};
+    }
+  }
+  t[0xca] = {byte_role::fixed, 5, node_kind::floating};
+  t[0xcb] = {byte_role::fixed, 9, node_kind::floating};
+  for (unsigned i = 0; i < 5; ++i) // fixext 1..16: a type byte and the data
+    t[0xd4 + i] = {byte_role::fixed, static_cast<uint8_t>(2 + (1u << i)), node_kind::other};
+  t[0xdc] = {byte_role::array, 2};
+  t[0xdd] = {byte_role::array, 4};
+  t[0xde] = {byte_role::map, 2};
+  t[0xdf] = {byte_role::map, 4};
+  return t;
+}
+
+constexpr std::array<type_byte, 256> type_bytes = make_type_bytes();
+
+/// The containers open around the current value, innermost on top: inline up
+/// to the default depth limit, on the heap only under a larger configured
+/// one, and then no larger than the nesting actually met.
+template <class T>
+class open_containers {
+public:
+  open_containers() = default;
+  open_containers(const open_containers&) = delete;
+  open_containers& operator=(const open_containers&) = delete;
+
+  bool empty() const noexcept { return size_ == 0; }
+  size_t size() const noexcept { return size_; }
+  T& top() noexcept { return data_[size_ - 1]; }
+  void push(T v) {
+    if (size_ == capacity_)
+      grow();
+    data_[size_++] = v;
+  }
+  void pop() noexcept { --size_; }
+
+private:
+  void grow() {
+    std::vector<T> bigger(2 * capacity_);
+    std::copy(data_, data_ + size_, bigger.begin());
+    spill_ = std::move(bigger);
+    data_ = spill_.data();
+    capacity_ = spill_.size();
+  }
+
+  std::array<T, 64> inline_;
+  std::vector<T> spill_;
+  T* data_ = inline_.data();
+  size_t size_ = 0;
+  size_t capacity_ = inline_.size();
+};
+
+// -- the reader -------------------------------------------------------------------
+
+/// One pass over the first object of a frame: every check, and the nodes.
+class frame_reader {
+public:
+  frame_reader(std::string_view frame, const decode_limits& limits)
+    : data_(reinterpret_cast<const unsigned char*>(frame.data())), size_(frame.size()),
+      limits_(limits) {}
+
+  /// Reads the first object; on failure `error()` says why.
+  bool run() {
+    // Real messages take 4 bytes or more per value (keys are strings), so this
+    // is usually the only allocation; a denser frame grows the array, never
+    // past one node per frame byte.
+    reserve(size_ / 4 + 16);
+    used_ = 1; // the root
+    size_t target = 0;
+    for (;;) {
+      if (pos_ == size_)
+        return truncated();
+      if (!value(target))
+        return false;
+      while (!open_.empty() && open_.top().left == 0)
+        open_.pop();
+      if (open_.empty()) {
+        end_ = pos_;
+        return true;
+      }
+      target = open_.top().next++;
+      --open_.top().left;
+    }
+  }
+
+  size_t end() const noexcept { return end_; }
+  std::unique_ptr<msgpack_node[]> take_nodes() && { return std::move(nodes_); }
+  codec_error error() && { return {std::move(error_)}; }
+
+private:
+  /// The children of an open container that are still to be read.
+  struct open_run {
+    size_t next; ///< the node the next child fills
+    uint64_t left;
+  };
+
+  bool have(uint64_t n) const noexcept { return n <= size_ - pos_; }
+
+  bool truncated() { return fail("Input data was truncated"); }
+  bool fail(std::string why) {
+    error_ = std::move(why);
+    return false;
+  }
+
+  /// Reads the value at pos_ into node `target` (a container's header only:
+  /// its children are read next, into the run of nodes reserved for them).
+  bool value(size_t target) {
+    const unsigned c = data_[pos_];
+    const type_byte& b = type_bytes[c];
+    uint64_t length = 0;
+    switch (b.role) {
+    case byte_role::fixed:
+      if (!have(b.length))
+        return truncated();
+      scalar(nodes_[target], b);
+      if (b.kind == node_kind::integer)
+        integer_run(b.length);
+      return true;
+    case byte_role::fixstr:
+      return str(target, 1, c & 0x1fu);
+    case byte_role::str:
+      return read_length(b.length, length) && str(target, 1 + b.length, length);
+    case byte_role::bin:
+      return read_length(b.length, length) && bin(target, 1 + b.length, length);
+    case byte_role::ext: // the length counts the data, not the ext's type byte
+      if (!read_length(b.length, length) || !have(1 + b.length + 1 + length))
+        return truncated();
+      nodes_[target].kind = static_cast<uint8_t>(node_kind::other);
+      pos_ += 1 + b.length + 1 + length;
+      return true;
+    case byte_role::fixarray:
+      return container(target, 1, c & 0x0fu, false);
+    case byte_role::fixmap:
+      return container(target, 1, c & 0x0fu, true);
+    case byte_role::array:
+      return read_length(b.length, length) && container(target, 1 + b.length, length, false);
+    case byte_role::map:
+      return read_length(b.length, length) && container(target, 1 + b.length, length, true);
+    case byte_role::invalid:
+      break;
+    }
+    return fail("MessagePack data is malformed: invalid opcode");
+  }
+
+  bool read_length(unsigned width, uint64_t& length) {
+    if (!have(1 + width))
+      return truncated();
+    length = load_big_endian(data_ + pos_ + 1, width);
+    return true;
+  }
+
+  /// A scalar of b.length bytes, all present.
+  void scalar(msgpack_node& n, const type_byte& b) {
+    n.kind = static_cast<uint8_t>(b.kind);
+    switch (b.kind) {
+    case node_kind::integer:
+      integer(n, b, pos_ + b.length);
+      break;
+    case node_kind::boolean:
+      n.boolean = data_[pos_] == 0xc3;
+      break;
+    case node_kind::floating:
+      if (b.length == 5) // float32, widened as msgspec does
+        n.f = std::bit_cast<float>(static_cast<uint32_t>(load_big_endian(data_ + pos_ + 1, 4)));
+      else
+        n.f = std::bit_cast<double>(load_big_endian(data_ + pos_ + 1, 8));
+      break;
+    default: // nil, fixext
+      break;
+    }
+    pos_ += b.length;
+  }
+
+  /// Any int ending at `end`, without a branch on its width or sign: the
+  /// eight bytes that end there hold it in their low bytes (a fixint is its
+  /// own type byte), and shifting it up and back down extends its sign or
+  /// zeroes the rest. A signed encoding of a non-negative value is an
+  /// ordinary unsigned int, as msgspec (and msgpack-cxx before) read it.
+  void integer(msgpack_node& n, const type_byte& b, size_t end) const noexcept {
+    uint64_t raw = 0;
+    if (end >= 8) {
+      raw = load_big_endian(data_ + end - 8, 8);
+    } else { // within the frame's first 8 bytes: only there could that start before it
+      for (size_t i = 0; i < end; ++i)
+        raw = (raw << 8) | data_[i];
+    }
+    uint64_t up = raw << b.int_shift;
+    auto as_signed = static_cast<int64_t>(up) >> b.int_shift;
+    n.kind = static_cast<uint8_t>(node_kind::integer);
+    n.negative = b.is_signed && as_signed < 0;
+    n.u = b.is_signed ? static_cast<uint64_t>(as_signed) : up >> b.int_shift;
+  }
+
+  /// After an int of `width` bytes, the ints of the same width that follow it
+  /// in its container, four at a time. Checking four type bytes at known
+  /// offsets at once breaks the chain "where a value starts depends on the
+  /// last one's type byte" that otherwise bounds an array of keys or tokens.
+  void integer_run(size_t width) {
+    if (open_.empty() || pos_ < 8)
+      return;
+    open_run& run = open_.top();
+    while (run.left >= 4 && have(4 * width)) {
+      const type_byte* bs[4];
+      bool same = true;
+      for (size_t k = 0; k < 4; ++k) {
+        bs[k] = &type_bytes[data_[pos_ + k * width]];
+        same &= bs[k]->kind == node_kind::integer && bs[k]->length == width &&
+                bs[k]->role == byte_role::fixed;
+      }
+      if (!same)
+        return;
+      for (size_t k = 0; k < 4; ++k)
+        integer(nodes_[run.next + k], *bs[k], pos_ + (k + 1) * width);
+      pos_ += 4 * width;
+      run.next += 4;
+      run.left -= 4;
+    }
+  }
+
+  bool str(size_t target, uint64_t header, uint64_t length) {
+    if (!have(header + length))
+      return truncated();
+    if (length > limits_.max_string_bytes)
+      return fail("String of " + std::to_string(length) + " bytes exceeds the limit");
+    if (!is_valid_utf8_string(data_ + pos_ + header, length))
+      return fail("Invalid UTF-8 in str");
+    bytes(nodes_[target], node_kind::string, header, length);
+    return true;
+  }
+
+  bool bin(size_t target, uint64_t header, uint64_t length) {
+    if (!have(header + length))
+      return truncated();
+    if (length > limits_.max_string_bytes)
+      return fail("Bytes of " + std::to_string(length) + " bytes exceed the limit");
+    bytes(nodes_[target], node_kind::bytes, header, length);
+    return true;
+  }
+
+  void bytes(msgpack_node& n, node_kind kind, uint64_t header, uint64_t length) {
+    n.kind = static_cast<uint8_t>(kind);
+    n.size = static_cast<uint32_t>(length);
+    n.bytes = reinterpret_cast<const char*>(data_ + pos_ + header);
+    pos_ += header + length;
+  }
+
+  bool container(size_t target, uint64_t header, uint64_t n, bool is_map) {
+    uint64_t count = is_map ? 2 * n : n;
+    if (declared_ + count > size_)
+      return truncated();
+    if (!is_map && n > limits_.max_array_length)
+      return fail("Array of " + std::to_string(n) + " elements exceeds the limit of " +
+                  std::to_string(limits_.max_array_length));
+    if (is_map && n > limits_.max_map_length)
+      return fail("Map of " + std::to_string(n) + " entries exceeds the limit of " +
+                  std::to_string(limits_.max_map_length));
+    declared_ += count;
+    if (open_.size() + 1 > limits_.max_depth)
+      return fail("Nesting deeper than the limit of " + std::to_string(limits_.max_depth));
+    // Every node but the root is some container's declared element, so
+    // used_ <= 1 + declared_ <= 1 + size_: the array stays within the frame.
+    reserve(used_ + count);
+    msgpack_node& node = nodes_[target];
+    node.kind = static_cast<uint8_t>(is_map ? node_kind::object : node_kind::array);
+    node.size = static_cast<uint32_t>(n);
+    node.first_child = used_ - target;
+    if (count != 0)
+      open_.push({used_, count});
+    used_ += count;
+    pos_ += header;
+    return true;
+  }
+
+  void reserve(size_t nodes) {
+    if (nodes <= capacity_)
+      return;
+    size_t grown = std::max(nodes, std::min(2 * capacity_, size_ + 1));
+    auto bigger = std::make_unique_for_overwrite<msgpack_node[]>(grown);
+    if (used_ != 0)
+      std::memcpy(bigger.get(), nodes_.get(), used_ * sizeof(msgpack_node));
+    nodes_ = std::move(bigger);
+    capacity_ = grown;
+  }
+
+  const unsigned char* data_;
+  size_t size_;
+  const decode_limits& limits_;
+  size_t pos_ = 0;
+  size_t end_ = 0;
+  uint64_t declared_ = 0; ///< elements declared by every container header so far
+  std::unique_ptr<msgpack_node[]> nodes_;
+  size_t capacity_ = 0;
+  size_t used_ = 0; ///< nodes filled or reserved for declared children
+  open_containers<open_run> open_;
+  std::string error_;
+};
+
+} // namespace
+
+expected<msgpack_tree> msgpack_tree::read(std::string_view frame, const decode_limits& limits) {
+  frame_reader reader{frame, limits};
+  if (!reader.run())
+    return std::move(reader).error();
+  size_t end = reader.end();
+  return msgpack_tree{std::move(reader).take_nodes(), end};
+}
+
+} // namespace lmcc::msg::internal
