@@ -60,21 +60,49 @@ uint64_t load_big_endian(const unsigned char* p, unsigned width) noexcept {
   }
 }
 
-/// Most strings on the wire are short ASCII (field names, ids, locations):
-/// those are valid UTF-8 without a call into simdjson's dispatcher.
-bool is_valid_utf8_string(const unsigned char* s, size_t n) noexcept {
-  uint64_t high_bits = 0;
+uint64_t load_native(const unsigned char* p) noexcept {
+  uint64_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+/// A mask that keeps the first `n` (1..8) bytes of an 8-byte load.
+uint64_t first_bytes(size_t n) noexcept {
+  return std::endian::native == std::endian::little ? ~uint64_t{0} >> (64 - 8 * n)
+                                                    : ~uint64_t{0} << (64 - 8 * n);
+}
+
+/// Whether the `n` bytes at `s` are valid UTF-8, past the ASCII shortcut.
+[[gnu::noinline]] bool is_valid_utf8_slow(const unsigned char* s, size_t n) noexcept {
+  constexpr uint64_t high_bits = 0x8080808080808080;
+  uint64_t seen = 0;
   size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    uint64_t word;
-    std::memcpy(&word, s + i, sizeof word);
-    high_bits |= word;
-  }
+  for (; i + 8 <= n; i += 8)
+    seen |= load_native(s + i);
   for (; i < n; ++i)
-    high_bits |= s[i];
-  if ((high_bits & 0x8080808080808080) == 0)
+    seen |= s[i];
+  if ((seen & high_bits) == 0)
     return true;
   return is_valid_utf8(std::string_view{reinterpret_cast<const char*>(s), n});
+}
+
+/// Whether the `n` bytes at `s`, in a frame that ends at `end`, are valid
+/// UTF-8. Most strings on the wire are short ASCII (field names, ids,
+/// locations): those are settled inline with one or two 8-byte loads, which
+/// may reach past the string but never past the frame.
+[[gnu::always_inline]] inline bool is_valid_utf8_text(const unsigned char* s, size_t n,
+                                                      const unsigned char* end) noexcept {
+  constexpr uint64_t high_bits = 0x8080808080808080;
+  uint64_t seen = 0;
+  if (n - 1 < 8 && end - s >= 8) // 1..8 bytes
+    seen = load_native(s) & first_bytes(n);
+  else if (n - 9 < 8) // 9..16 bytes
+    seen = load_native(s) | load_native(s + n - 8);
+  else if (n == 0)
+    return true;
+  else
+    return is_valid_utf8_slow(s, n);
+  return (seen & high_bits) == 0 || is_valid_utf8_slow(s, n);
 }
 
 /// What a msgpack type byte starts. Decoding goes through this table so that
@@ -181,6 +209,12 @@ private:
 // -- the reader -------------------------------------------------------------------
 
 /// One pass over the first object of a frame: every check, and the nodes.
+///
+/// The read position and the innermost container's run of children live in
+/// locals of run(), handed by reference to helpers that are always inlined:
+/// as members they would be reloaded from memory after every node store
+/// (a node's fields may alias them as far as the compiler knows), and that
+/// reload sits on the chain from one value's type byte to the next.
 class frame_reader {
 public:
   frame_reader(std::string_view frame, const decode_limits& limits)
@@ -193,21 +227,24 @@ public:
     // is usually the only allocation; a denser frame grows the array, never
     // past one node per frame byte.
     reserve(size_ / 4 + 16);
-    used_ = 1; // the root
-    size_t target = 0;
+    used_ = 1;
+    size_t pos = 0;
+    open_run inner{0, 1}; // a run of one: the root
     for (;;) {
-      if (pos_ == size_)
+      size_t target = inner.next++;
+      --inner.left;
+      if (pos == size_)
         return truncated();
-      if (!value(target))
+      if (!value(pos, target, inner))
         return false;
-      while (!open_.empty() && open_.top().left == 0)
+      while (inner.left == 0) {
+        if (open_.empty()) {
+          end_ = pos;
+          return true;
+        }
+        inner = open_.top();
         open_.pop();
-      if (open_.empty()) {
-        end_ = pos_;
-        return true;
       }
-      target = open_.top().next++;
-      --open_.top().left;
     }
   }
 
@@ -222,81 +259,116 @@ private:
     uint64_t left;
   };
 
-  bool have(uint64_t n) const noexcept { return n <= size_ - pos_; }
+  bool have(size_t pos, uint64_t n) const noexcept { return n <= size_ - pos; }
 
-  bool truncated() { return fail("Input data was truncated"); }
-  bool fail(std::string why) {
+  // Refusals are rare: kept out of line, so that the checks inline small.
+  [[gnu::cold, gnu::noinline]] bool truncated() { return fail("Input data was truncated"); }
+  [[gnu::cold, gnu::noinline]] bool fail(std::string why) {
     error_ = std::move(why);
     return false;
   }
+  [[gnu::cold, gnu::noinline]] bool refuse_length(const char* what, uint64_t length,
+                                                  const char* limit) {
+    return fail(what + std::to_string(length) + limit);
+  }
+  [[gnu::cold, gnu::noinline]] bool refuse_length(uint64_t n, bool is_map) {
+    if (is_map)
+      return fail("Map of " + std::to_string(n) + " entries exceeds the limit of " +
+                  std::to_string(limits_.max_map_length));
+    return fail("Array of " + std::to_string(n) + " elements exceeds the limit of " +
+                std::to_string(limits_.max_array_length));
+  }
+  [[gnu::cold, gnu::noinline]] bool refuse_depth() {
+    return fail("Nesting deeper than the limit of " + std::to_string(limits_.max_depth));
+  }
 
-  /// Reads the value at pos_ into node `target` (a container's header only:
-  /// its children are read next, into the run of nodes reserved for them).
-  bool value(size_t target) {
-    const unsigned c = data_[pos_];
+  /// Reads the value at `pos` into node `target`. A non-empty container's
+  /// header becomes the new `inner` run (the old one is pushed): its children
+  /// are read next, into the nodes reserved for them.
+  [[gnu::always_inline]] bool value(size_t& pos, size_t target, open_run& inner) {
+    const unsigned c = data_[pos];
+    if ((c & 0xe0) == 0xa0) // fixstr, the commonest value: no table on its path
+      return str(pos, target, 1, c & 0x1fu);
     const type_byte& b = type_bytes[c];
+    if (c - 0xccu < 8) { // uint8..64, int8..64: keys, seq_nums, tokens
+      // The width comes from the type byte's low bits, not from the table:
+      // the next value's position waits for it, and a load takes longer.
+      size_t length = 1 + (size_t{1} << (c & 3));
+      if (!have(pos, length))
+        return truncated();
+      integer(nodes_[target], b, pos + length);
+      pos += length;
+      integer_run(pos, length, inner);
+      return true;
+    }
+    // Then other scalars and small maps (structs), before the jump table:
+    // plain branches on the commonest roles predict better than an indirect jump.
+    if (b.role == byte_role::fixed) {
+      if (!have(pos, b.length))
+        return truncated();
+      scalar(pos, nodes_[target], b);
+      if (b.kind == node_kind::integer)
+        integer_run(pos, b.length, inner);
+      return true;
+    }
+    if (b.role == byte_role::fixmap)
+      return container(pos, target, 1, c & 0x0fu, true, inner);
     uint64_t length = 0;
     switch (b.role) {
-    case byte_role::fixed:
-      if (!have(b.length))
-        return truncated();
-      scalar(nodes_[target], b);
-      if (b.kind == node_kind::integer)
-        integer_run(b.length);
-      return true;
+    case byte_role::fixed: // taken above
+    case byte_role::fixmap:
     case byte_role::fixstr:
-      return str(target, 1, c & 0x1fu);
     case byte_role::str:
-      return read_length(b.length, length) && str(target, 1 + b.length, length);
+      return read_length(pos, b.length, length) && str(pos, target, 1 + b.length, length);
     case byte_role::bin:
-      return read_length(b.length, length) && bin(target, 1 + b.length, length);
+      return read_length(pos, b.length, length) && bin(pos, target, 1 + b.length, length);
     case byte_role::ext: // the length counts the data, not the ext's type byte
-      if (!read_length(b.length, length) || !have(1 + b.length + 1 + length))
+      if (!read_length(pos, b.length, length) || !have(pos, 1 + b.length + 1 + length))
         return truncated();
-      nodes_[target].kind = static_cast<uint8_t>(node_kind::other);
-      pos_ += 1 + b.length + 1 + length;
+      nodes_[target].kind = node_kind::other;
+      pos += 1 + b.length + 1 + length;
       return true;
     case byte_role::fixarray:
-      return container(target, 1, c & 0x0fu, false);
-    case byte_role::fixmap:
-      return container(target, 1, c & 0x0fu, true);
+      return container(pos, target, 1, c & 0x0fu, false, inner);
     case byte_role::array:
-      return read_length(b.length, length) && container(target, 1 + b.length, length, false);
+      return read_length(pos, b.length, length) &&
+             container(pos, target, 1 + b.length, length, false, inner);
     case byte_role::map:
-      return read_length(b.length, length) && container(target, 1 + b.length, length, true);
+      return read_length(pos, b.length, length) &&
+             container(pos, target, 1 + b.length, length, true, inner);
     case byte_role::invalid:
       break;
     }
     return fail("MessagePack data is malformed: invalid opcode");
   }
 
-  bool read_length(unsigned width, uint64_t& length) {
-    if (!have(1 + width))
+  [[gnu::always_inline]] bool read_length(size_t pos, unsigned width, uint64_t& length) {
+    if (!have(pos, 1 + width))
       return truncated();
-    length = load_big_endian(data_ + pos_ + 1, width);
+    length = load_big_endian(data_ + pos + 1, width);
     return true;
   }
 
   /// A scalar of b.length bytes, all present.
-  void scalar(msgpack_node& n, const type_byte& b) {
-    n.kind = static_cast<uint8_t>(b.kind);
+  [[gnu::always_inline]] void scalar(size_t& pos, msgpack_node& n, const type_byte& b) {
+    n.kind = b.kind;
     switch (b.kind) {
     case node_kind::integer:
-      integer(n, b, pos_ + b.length);
+      integer(n, b, pos + b.length);
       break;
     case node_kind::boolean:
-      n.boolean = data_[pos_] == 0xc3;
+      n.boolean = data_[pos] == 0xc3;
       break;
     case node_kind::floating:
       if (b.length == 5) // float32, widened as msgspec does
-        n.f = std::bit_cast<float>(static_cast<uint32_t>(load_big_endian(data_ + pos_ + 1, 4)));
+        n.f = std::bit_cast<float>(static_cast<uint32_t>(load_big_endian(data_ + pos + 1, 4)));
       else
-        n.f = std::bit_cast<double>(load_big_endian(data_ + pos_ + 1, 8));
+        n.f = std::bit_cast<double>(load_big_endian(data_ + pos + 1, 8));
       break;
     default: // nil, fixext
       break;
     }
-    pos_ += b.length;
+    pos += b.length;
   }
 
   /// Any int ending at `end`, without a branch on its width or sign: the
@@ -304,7 +376,8 @@ private:
   /// own type byte), and shifting it up and back down extends its sign or
   /// zeroes the rest. A signed encoding of a non-negative value is an
   /// ordinary unsigned int, as msgspec (and msgpack-cxx before) read it.
-  void integer(msgpack_node& n, const type_byte& b, size_t end) const noexcept {
+  [[gnu::always_inline]] void integer(msgpack_node& n, const type_byte& b,
+                                      size_t end) const noexcept {
     uint64_t raw = 0;
     if (end >= 8) {
       raw = load_big_endian(data_ + end - 8, 8);
@@ -314,7 +387,7 @@ private:
     }
     uint64_t up = raw << b.int_shift;
     auto as_signed = static_cast<int64_t>(up) >> b.int_shift;
-    n.kind = static_cast<uint8_t>(node_kind::integer);
+    n.kind = node_kind::integer;
     n.negative = b.is_signed && as_signed < 0;
     n.u = b.is_signed ? static_cast<uint64_t>(as_signed) : up >> b.int_shift;
   }
@@ -323,79 +396,78 @@ private:
   /// in its container, four at a time. Checking four type bytes at known
   /// offsets at once breaks the chain "where a value starts depends on the
   /// last one's type byte" that otherwise bounds an array of keys or tokens.
-  void integer_run(size_t width) {
-    if (open_.empty() || pos_ < 8)
+  [[gnu::always_inline]] void integer_run(size_t& pos, size_t width, open_run& inner) {
+    if (pos < 8)
       return;
-    open_run& run = open_.top();
-    while (run.left >= 4 && have(4 * width)) {
+    while (inner.left >= 4 && have(pos, 4 * width)) {
       const type_byte* bs[4];
       bool same = true;
       for (size_t k = 0; k < 4; ++k) {
-        bs[k] = &type_bytes[data_[pos_ + k * width]];
+        bs[k] = &type_bytes[data_[pos + k * width]];
         same &= bs[k]->kind == node_kind::integer && bs[k]->length == width &&
                 bs[k]->role == byte_role::fixed;
       }
       if (!same)
         return;
       for (size_t k = 0; k < 4; ++k)
-        integer(nodes_[run.next + k], *bs[k], pos_ + (k + 1) * width);
-      pos_ += 4 * width;
-      run.next += 4;
-      run.left -= 4;
+        integer(nodes_[inner.next + k], *bs[k], pos + (k + 1) * width);
+      pos += 4 * width;
+      inner.next += 4;
+      inner.left -= 4;
     }
   }
 
-  bool str(size_t target, uint64_t header, uint64_t length) {
-    if (!have(header + length))
+  [[gnu::always_inline]] bool str(size_t& pos, size_t target, uint64_t header, uint64_t length) {
+    if (!have(pos, header + length))
       return truncated();
     if (length > limits_.max_string_bytes)
-      return fail("String of " + std::to_string(length) + " bytes exceeds the limit");
-    if (!is_valid_utf8_string(data_ + pos_ + header, length))
+      return refuse_length("String of ", length, " bytes exceeds the limit");
+    if (!is_valid_utf8_text(data_ + pos + header, length, data_ + size_))
       return fail("Invalid UTF-8 in str");
-    bytes(nodes_[target], node_kind::string, header, length);
+    bytes(pos, nodes_[target], node_kind::string, header, length);
     return true;
   }
 
-  bool bin(size_t target, uint64_t header, uint64_t length) {
-    if (!have(header + length))
+  bool bin(size_t& pos, size_t target, uint64_t header, uint64_t length) {
+    if (!have(pos, header + length))
       return truncated();
     if (length > limits_.max_string_bytes)
-      return fail("Bytes of " + std::to_string(length) + " bytes exceed the limit");
-    bytes(nodes_[target], node_kind::bytes, header, length);
+      return refuse_length("Bytes of ", length, " bytes exceed the limit");
+    bytes(pos, nodes_[target], node_kind::bytes, header, length);
     return true;
   }
 
-  void bytes(msgpack_node& n, node_kind kind, uint64_t header, uint64_t length) {
-    n.kind = static_cast<uint8_t>(kind);
+  [[gnu::always_inline]] void bytes(size_t& pos, msgpack_node& n, node_kind kind, uint64_t header,
+                                    uint64_t length) {
+    n.kind = kind;
     n.size = static_cast<uint32_t>(length);
-    n.bytes = reinterpret_cast<const char*>(data_ + pos_ + header);
-    pos_ += header + length;
+    n.bytes = reinterpret_cast<const char*>(data_ + pos + header);
+    pos += header + length;
   }
 
-  bool container(size_t target, uint64_t header, uint64_t n, bool is_map) {
+  [[gnu::always_inline]] bool container(size_t& pos, size_t target, uint64_t header, uint64_t n,
+                                        bool is_map, open_run& inner) {
     uint64_t count = is_map ? 2 * n : n;
     if (declared_ + count > size_)
       return truncated();
-    if (!is_map && n > limits_.max_array_length)
-      return fail("Array of " + std::to_string(n) + " elements exceeds the limit of " +
-                  std::to_string(limits_.max_array_length));
-    if (is_map && n > limits_.max_map_length)
-      return fail("Map of " + std::to_string(n) + " entries exceeds the limit of " +
-                  std::to_string(limits_.max_map_length));
+    if (n > (is_map ? limits_.max_map_length : limits_.max_array_length))
+      return refuse_length(n, is_map);
     declared_ += count;
-    if (open_.size() + 1 > limits_.max_depth)
-      return fail("Nesting deeper than the limit of " + std::to_string(limits_.max_depth));
+    if (open_.size() + 1 > limits_.max_depth) // open_ holds one run per open container
+      return refuse_depth();
     // Every node but the root is some container's declared element, so
     // used_ <= 1 + declared_ <= 1 + size_: the array stays within the frame.
     reserve(used_ + count);
     msgpack_node& node = nodes_[target];
-    node.kind = static_cast<uint8_t>(is_map ? node_kind::object : node_kind::array);
+    node.kind = is_map ? node_kind::object : node_kind::array;
     node.size = static_cast<uint32_t>(n);
     node.first_child = used_ - target;
-    if (count != 0)
-      open_.push({used_, count});
+    if (count != 0) {
+      open_.push(inner);
+      inner = {used_, count};
+    }
     used_ += count;
-    pos_ += header;
+    pos += header;
     return true;
   }
 
@@ -413,12 +485,13 @@ private:
   const unsigned char* data_;
   size_t size_;
   const decode_limits& limits_;
-  size_t pos_ = 0;
   size_t end_ = 0;
   uint64_t declared_ = 0; ///< elements declared by every container header so far
   std::unique_ptr<msgpack_node[]> nodes_;
   size_t capacity_ = 0;
   size_t used_ = 0; ///< nodes filled or reserved for declared children
+  /// The runs of the containers around `inner`, the root's run of one at the
+  /// bottom: one entry per open container.
   open_containers<open_run> open_;
   std::string error_;
 };

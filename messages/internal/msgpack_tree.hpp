@@ -52,9 +52,9 @@ namespace lmcc::msg::internal {
 /// One msgpack value. `kind` is a node_kind; which member of the union holds
 /// the value follows from it.
 struct msgpack_node {
-  uint8_t kind;  ///< node_kind
-  bool negative; ///< integer: below zero, held in `i` (else in `u`)
-  uint32_t size; ///< string/bytes: bytes; array: elements; object: entries
+  node_kind kind; ///< not a char type: stores to it must not alias the reader's state
+  bool negative;  ///< integer: below zero, held in `i` (else in `u`)
+  uint32_t size;  ///< string/bytes: bytes; array: elements; object: entries
   union {
     bool boolean;
     uint64_t u;
@@ -92,11 +92,9 @@ private:
 struct msgpack_tree_adapter {
   using node = msgpack_node;
 
-  static node_kind kind(const node& n) noexcept { return static_cast<node_kind>(n.kind); }
+  static node_kind kind(const node& n) noexcept { return n.kind; }
   static bool get_bool(const node& n) noexcept { return n.boolean; }
-  static wire_int get_int(const node& n) noexcept {
-    return n.negative ? wire_int{static_cast<int64_t>(n.u)} : wire_int::from_unsigned(n.u);
-  }
+  static wire_int get_int(const node& n) noexcept { return wire_int::from_bits(n.u, n.negative); }
   static double get_double(const node& n) noexcept { return n.f; }
   static std::string_view get_string(const node& n) noexcept { return {n.bytes, n.size}; }
   static any_bytes get_bytes(const node& n) { return {std::string(n.bytes, n.size)}; }
