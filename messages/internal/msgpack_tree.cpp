@@ -224,9 +224,11 @@ public:
   /// Reads the first object; on failure `error()` says why.
   bool run() {
     // Real messages take 4 bytes or more per value (keys are strings), so this
-    // is usually the only allocation; a denser frame grows the array, never
-    // past one node per frame byte.
-    reserve(size_ / 4 + 16);
+    // is usually the only allocation. A denser frame grows the array, never
+    // past one node per frame byte; a frame of a few big strings, or larger
+    // than 64 KiB, starts at 64 KiB of nodes and grows only as its container
+    // headers ask.
+    reserve(std::min(size_ / 4 + 16, max_first_reservation));
     used_ = 1;
     size_t pos = 0;
     open_run inner{0, 1}; // a run of one: the root
@@ -253,6 +255,8 @@ public:
   codec_error error() && { return {std::move(error_)}; }
 
 private:
+  static constexpr size_t max_first_reservation = 4096; // nodes: 64 KiB
+
   /// The children of an open container that are still to be read.
   struct open_run {
     size_t next; ///< the node the next child fills

@@ -14,10 +14,10 @@
 //   64-bit keys (half uint64, half int64 on the wire) cost no mispredicted
 //   branch and no serial dependency per element.
 //   Memory: the node array is allocated once, sized for 4 frame bytes per node
-//   (real messages take more); a denser frame grows it. Every node is some
-//   header's declared element, and the declared total never exceeds the frame
-//   size, so a frame never costs more than 16 bytes per frame byte, whatever
-//   its headers claim.
+//   (real messages take more) up to 64 KiB; a denser or larger frame grows it
+//   as its container headers ask. Every node is some header's declared
+//   element, and the declared total never exceeds the frame size, so a frame
+//   never costs more than 16 bytes per frame byte, whatever its headers claim.
 // Why not a typed streaming decode straight from the bytes: msgspec's rules
 // decide on the whole document first and on types second (a truncated or
 // over-limit frame is refused as such even when an earlier field has the
