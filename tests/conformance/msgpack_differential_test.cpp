@@ -100,9 +100,13 @@ public:
   void check(const std::string& frame) {
     const msg::decode_limits sets[] = {msg::decode_limits{}, lmcc::fuzz::strict_limits(),
                                        random_tight_limits(rng_, frame.size())};
+    // The new decoder reads 8 bytes at a time near value boundaries: on an
+    // exactly sized heap copy, ASan builds catch any read past the frame.
+    const std::vector<char> exact(frame.begin(), frame.end());
+    const std::string_view exact_frame{exact.data(), exact.size()};
     for (const auto& lim : sets) {
       std::string before = outcome(lmcc::test::reference_decode_msgpack(frame, lim));
-      std::string now = outcome(msg::decode_msgpack(frame, lim));
+      std::string now = outcome(msg::decode_msgpack(exact_frame, lim));
       ++decodes_;
       if (before.starts_with("accepted"))
         ++accepted_;
