@@ -10,9 +10,14 @@
 //   children are contiguous (a map's as key, value, key, value, ...), so the
 //   walk indexes arrays and maps directly; their run of nodes is reserved when
 //   the container's header has passed the checks. Type bytes are decoded
-//   through a table, and runs of same-width ints four at a time, so random
-//   64-bit keys (half uint64, half int64 on the wire) cost no mispredicted
-//   branch and no serial dependency per element.
+//   through a table, so random 64-bit keys (half uint64, half int64 on the
+//   wire) cost no mispredicted branch. Reading values one after the other is
+//   a chain (where a value starts depends on the last one's type byte), so two
+//   kinds of run are taken in one step, with every type byte at a known
+//   offset checked side by side: same-width ints four at a time (key and
+//   token arrays), and maps of the exact shape of the map before them in an
+//   array (a batch's operations). Whatever does not fit a run, or would be
+//   refused, goes the one-value-at-a-time way, which makes every decision.
 //   Memory: the node array is allocated once, sized for 4 frame bytes per node
 //   (real messages take more) up to 64 KiB; a denser or larger frame grows it
 //   as its container headers ask. Every node is some header's declared

@@ -19,12 +19,14 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -236,6 +238,110 @@ TEST(msgpack_differential, deep_nesting_under_raised_depth_limits_decodes_as_bef
     }
   }
   EXPECT_GE(accepted, 30); // the deep frames within the raised limits decode
+}
+
+/// A BatchedKVOperationMsg of `ops` operations of one shape, but for element
+/// `odd`, written as the given bytes; the array's header claims `claimed`
+/// elements (0: as many as there are).
+std::string batch_with_one_odd_op(size_t ops, size_t odd, std::string_view odd_element,
+                                  size_t claimed = 0) {
+  using lmcc::test::mp;
+  mp frame;
+  frame.map(5).str("type").str("BatchedKVOperationMsg").str("instance_id").str("inst");
+  frame.str("worker_id").uint(0).str("location").str("LocalCPUBackend").str("operations");
+  frame.array(static_cast<uint32_t>(claimed == 0 ? ops : claimed));
+  for (size_t i = 0; i < ops; ++i) {
+    if (i == odd) {
+      frame.raw(odd_element);
+      continue;
+    }
+    // Keys of both signs, so the run's ints are uint64 and int64 by turns
+    // (and the first, -1, a fixint that starts no run).
+    auto magnitude = static_cast<int64_t>(i) * 7919 * 7919 * 7919 * 7919;
+    frame.map(3).str("op_type").str(i % 3 == 0 ? "evict" : "admit");
+    frame.str("key").sint(i % 2 == 0 ? -1 - magnitude : magnitude);
+    frame.str("seq_num").uint(1000 + i);
+  }
+  return frame.bytes();
+}
+
+/// Elements that differ from a batch's usual operation in one way each.
+std::vector<std::pair<std::string, std::string>> odd_elements() {
+  using lmcc::test::mp;
+  auto op = [](std::string_view op_type, std::string_view key, std::string_view seq) {
+    return mp{}.map(3).raw(op_type).raw(key).raw(seq).bytes();
+  };
+  const std::string op_type = mp{}.str("op_type").str("admit");
+  const std::string key = mp{}.str("key").sint(-4242424242424242);
+  const std::string seq = mp{}.str("seq_num").uint(1500);
+  return {
+      {"same shape", op(op_type, key, seq)},
+      {"longer enum value", op(mp{}.str("op_type").str("ADMITS"), key, seq)},
+      {"wrong enum value, same length", op(mp{}.str("op_type").str("ADMIT"), key, seq)},
+      {"invalid UTF-8 in a key", op(mp{}.str("op_typ\xff").str("admit"), key, seq)},
+      {"invalid UTF-8 in a value", op(op_type, key, mp{}.str("seq_num").str("\xc0\x80"))},
+      {"invalid UTF-8 in an enum value", op(mp{}.str("op_type").str("adm\xc0\x80"), key, seq)},
+      {"valid non-ASCII value", op(mp{}.str("op_type").str("\xc3\xa1"
+                                                           "dmi"),
+                                   key, seq)},
+      {"narrower key", op(op_type, mp{}.str("key").uint(7), seq)},
+      {"key as float", op(op_type, mp{}.str("key").f64(1.5), seq)},
+      {"nil seq_num", op(op_type, key, mp{}.str("seq_num").nil())},
+      {"str8 key name", op(op_type, mp{}.raw(from_hex("d903")).raw("key").sint(-5), seq)},
+      {"nested value", op(op_type, mp{}.str("key").array(1).uint(1), seq)},
+      {"ext value", op(op_type, mp{}.str("key").raw(from_hex("d40101")), seq)},
+      {"0xc1 value", op(op_type, mp{}.str("key").raw(from_hex("c1")), seq)},
+      {"bin key name", op(op_type, mp{}.bin("key").sint(-5), seq)},
+      {"four entries", mp{}.map(4).raw(op_type).raw(key).raw(seq).str("x").nil().bytes()},
+      {"bare invalid str", mp{}.str("\xff\xfe").bytes()},
+      {"bare int", mp{}.uint(3).bytes()},
+  };
+}
+
+TEST(msgpack_differential, arrays_of_same_shape_structs_with_one_odd_element_decode_as_before) {
+  // The reader takes runs of structs shaped like the one before them in one
+  // step; any element that differs must leave the run to the ordinary path at
+  // exactly that element, whatever the difference is and wherever it sits.
+  msg::decode_limits tight;
+  tight.max_string_bytes = 5; // "op_type" and "seq_num" are refused, wherever they are
+  msg::decode_limits shallow;
+  shallow.max_depth = 3;
+  int accepted = 0;
+  int compared = 0;
+  auto compare = [&](const std::string& frame) {
+    for (const msg::decode_limits& lim : {msg::decode_limits{}, tight, shallow}) {
+      std::string now = outcome(msg::decode_msgpack(frame, lim));
+      EXPECT_EQ(now, outcome(lmcc::test::reference_decode_msgpack(frame, lim)))
+          << "frame: " << to_hex(frame);
+      accepted += now.starts_with("accepted") ? 1 : 0;
+      ++compared;
+    }
+  };
+  for (const auto& [name, odd_element] : odd_elements()) {
+    for (size_t ops : {2u, 3u, 5u, 17u, 50u}) {
+      for (size_t odd = 0; odd < ops; odd += (ops > 5 ? 4 : 1)) {
+        SCOPED_TRACE(name + ", " + std::to_string(ops) + " ops, odd one at " + std::to_string(odd));
+        // Whole, with a trailing byte, and cut anywhere from the odd element on.
+        std::string frame = batch_with_one_odd_op(ops, odd, odd_element);
+        compare(frame);
+        compare(frame + "\x81");
+        for (size_t cut = frame.size() * odd / ops; cut < frame.size(); cut += 7)
+          compare(frame.substr(0, cut));
+      }
+    }
+    // The array's header claiming more elements than there are, by every
+    // count: so many that the elements declared in all outrun the frame's
+    // bytes at every element in turn, before, at and after the odd one.
+    const size_t ops = 17;
+    for (size_t odd : {1u, 8u, 16u}) {
+      SCOPED_TRACE(name + ", claimed counts, odd one at " + std::to_string(odd));
+      size_t size = batch_with_one_odd_op(ops, odd, odd_element).size();
+      for (size_t claimed = ops + 1; claimed <= size; ++claimed)
+        compare(batch_with_one_odd_op(ops, odd, odd_element, claimed));
+    }
+  }
+  std::printf("msgpack_differential: %d struct-run decodes, %d accepted\n", compared, accepted);
+  EXPECT_GT(accepted, 150);
 }
 
 TEST(msgpack_differential, detects_a_difference) {
