@@ -7,8 +7,10 @@
 // Decoding is exactly as lenient and as strict as msgspec (spec section 3.2):
 // tag anywhere, unknown fields ignored, missing defaulted fields filled in,
 // everything else refused with a msgspec-worded error naming the field.
-// decode_limits are enforced before the tree is built, so a hostile length
-// header costs nothing.
+// Decoding reads the frame in one pass into a flat node array (see
+// internal/msgpack_tree.hpp), enforcing decode_limits as it goes, so a hostile
+// length header costs nothing; the typed walk shared with JSON then builds the
+// message.
 //
 //   std::string frame = encode_msgpack(Msg{ErrorMsg{.error = "boom"}});
 //   expected<Msg> back = decode_msgpack(frame);

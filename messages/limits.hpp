@@ -21,11 +21,10 @@ namespace lmcc::msg {
 struct decode_limits {
   /// Largest frame (msgpack or JSON) accepted, in bytes. Larger frames are
   /// refused without being parsed. Raising it raises the memory one bad peer
-  /// can make a decoder use: msgpack-cxx's tree takes 24 bytes per element, so
-  /// a frame of one-byte elements can cost up to ~50x its size while it is
-  /// decoded (8 MiB -> ~400 MiB at worst). LMCache's largest real frames are a
-  /// few hundred KiB (a 2000-key full-sync batch is ~18 KiB).
-  /// Default: 8 MiB
+  /// can make a decoder use: the msgpack decoder's node array takes 16 bytes
+  /// per element, so a frame of one-byte elements can cost up to ~16x its size
+  /// while it is decoded (8 MiB -> ~130 MiB at worst, plus the message). LMCache's largest real
+  /// frames are a few hundred KiB (a 2000-key full-sync batch is ~18 KiB). Default: 8 MiB
   size_t max_frame_bytes = size_t{8} << 20;
 
   /// Deepest nesting of arrays and maps, counting the message itself as 1.

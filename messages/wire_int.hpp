@@ -39,6 +39,16 @@ public:
     return result;
   }
 
+  /// The value whose 64-bit pattern is `bits` and whose sign is `negative`,
+  /// without a branch on the sign (decoders build millions of keys whose sign
+  /// is a coin toss). REQUIRES: !negative || bits >= 2^63.
+  static constexpr wire_int from_bits(uint64_t bits, bool negative) noexcept {
+    wire_int result;
+    result.bits_ = bits;
+    result.negative_ = negative;
+    return result;
+  }
+
   // -- properties ------------------------------------------------------------
 
   /// The 64-bit two's-complement pattern; what the index keys on.

@@ -1,8 +1,8 @@
 // decode_walk: the msgspec decoding rules, written once over a document tree.
 //
-// Both codecs first parse a frame into a library tree (msgpack-cxx's
-// msgpack::object, nlohmann::json) and then walk it here into the typed
-// message. The walk is generic over an Adapter that answers "what kind is this
+// Both codecs first parse a frame into a tree (msgpack: msgpack_tree's flat
+// nodes; JSON: a library DOM) and then walk it here into the typed message.
+// The walk is generic over an Adapter that answers "what kind is this
 // node and what does it hold", so msgpack and JSON share every rule: tag lookup
 // anywhere in the map, unknown fields ignored, defaults for missing defaulted
 // fields, exact tuple lengths, enum values, full-range ints, and the
@@ -28,7 +28,18 @@
 
 namespace lmcc::msg::internal {
 
-enum class node_kind { nil, boolean, integer, floating, string, bytes, array, object, other };
+// One byte: msgpack_tree stores it in every node.
+enum class node_kind : uint8_t {
+  nil,
+  boolean,
+  integer,
+  floating,
+  string,
+  bytes,
+  array,
+  object,
+  other
+};
 
 /// msgspec's names for the kinds, as its errors print them.
 constexpr std::string_view kind_name(node_kind k) noexcept {
@@ -69,6 +80,19 @@ struct walk_failure {
 
 [[noreturn]] inline void fail_expected(std::string_view want, node_kind got) {
   fail("Expected `" + std::string(want) + "`, got `" + std::string(kind_name(got)) + "`");
+}
+
+/// Equality of short texts (field names, tags, enum values) without a call:
+/// std::string_view's == goes through an out-of-line compare and memcmp,
+/// which cost more than the comparison itself at these lengths, and field
+/// lookup compares every key of every struct in a frame.
+constexpr bool same_text(std::string_view a, std::string_view b) noexcept {
+  if (a.size() != b.size())
+    return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i] != b[i])
+      return false;
+  return true;
 }
 
 template <class T>
@@ -163,9 +187,9 @@ public:
     if (k != node_kind::string)
       fail_expected("str", k);
     auto s = Adapter::get_string(n);
-    if (s == "admit")
+    if (same_text(s, "admit"))
       out = OpType::admit;
-    else if (s == "evict")
+    else if (same_text(s, "evict"))
       out = OpType::evict;
     else
       fail("Invalid enum value '" + std::string(s) + "'");
@@ -420,7 +444,8 @@ private:
   std::string_view find_tag(const node& n, std::string_view tag_field) {
     std::optional<std::string_view> tag;
     Adapter::for_each_entry(n, [&](const node& key, const node& value) {
-      if (tag || Adapter::kind(key) != node_kind::string || Adapter::key_string(key) != tag_field)
+      if (tag || Adapter::kind(key) != node_kind::string ||
+          !same_text(Adapter::key_string(key), tag_field))
         return;
       auto vk = Adapter::kind(value);
       if (vk != node_kind::string)
@@ -440,11 +465,11 @@ private:
       if (Adapter::kind(key) != node_kind::string)
         return; // msgspec ignores non-str keys of a struct as unknown fields
       auto name = Adapter::key_string(key);
-      if (name == skip_key)
+      if (same_text(name, skip_key))
         return;
       size_t index = 0;
       T::fields(out, [&](std::string_view field, auto& member, field_kind) {
-        if (field == name) {
+        if (same_text(field, name)) {
           at_field(field, [&] { read(value, member); });
           seen[index] = true;
         }

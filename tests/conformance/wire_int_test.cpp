@@ -141,6 +141,18 @@ TEST(wire_int, a_small_value_is_the_same_whether_built_signed_or_unsigned) {
   EXPECT_EQ(wire_int::from_unsigned(static_cast<uint64_t>(int64_max)), wire_int{int64_max});
 }
 
+TEST(wire_int, from_bits_builds_the_same_value_as_the_signed_and_unsigned_constructors) {
+  for (const wire_int& v : ascending_edges()) {
+    SCOPED_TRACE(v.to_string());
+    wire_int rebuilt = wire_int::from_bits(v.bits(), v.is_negative());
+    EXPECT_EQ(rebuilt, v);
+    EXPECT_EQ(rebuilt.is_negative(), v.is_negative());
+    EXPECT_EQ(rebuilt.to_string(), v.to_string());
+  }
+  static_assert(wire_int::from_bits(uint64_max, true) == wire_int{-1});
+  static_assert(wire_int::from_bits(uint64_max, false) == wire_int::from_unsigned(uint64_max));
+}
+
 TEST(wire_int, hashes_tell_minus_one_from_two_to_the_64_minus_one) {
   std::unordered_set<wire_int> set;
   for (const auto& v : ascending_edges())

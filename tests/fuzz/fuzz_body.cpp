@@ -3,6 +3,7 @@
 #include "messages/codec_json.hpp"
 #include "messages/codec_msgpack.hpp"
 #include "messages/lmcache_msgs.hpp"
+#include "tests/conformance/reference_msgpack_decoder.hpp"
 
 #include <cmath>
 #include <cstddef>
@@ -166,11 +167,37 @@ std::string check_decoded(const Msg& m, const decode_limits& lim, const std::str
   return {};
 }
 
+/// What a decoder made of a frame, in one comparable line.
+std::string outcome(const expected<Msg>& r) {
+  if (!r)
+    return "refused: " + r.error().message;
+  return "accepted " + std::string(type_tag_of(*r)) + " " + hex(encode_msgpack(*r), 4096);
+}
+
+/// decode_msgpack must decide, decode and word errors exactly as the decoder
+/// it replaced (tests/conformance/reference_msgpack_decoder.hpp).
+std::string check_same_as_reference(std::string_view frame, const decode_limits& lim,
+                                    const std::string& label) {
+  std::string before = outcome(lmcc::test::reference_decode_msgpack(frame, lim));
+  std::string now = outcome(decode_msgpack(frame, lim));
+  if (before == now)
+    return {};
+  return label + ": decode_msgpack differs from the reference decoder: before " +
+         before.substr(0, 300) + ", now " + now.substr(0, 300);
+}
+
 } // namespace
 
 std::string check_decode(std::string_view frame) {
   static const decode_limits strict = strict_limits();
   static const decode_limits defaults{};
+
+  for (const auto& [lim, label] :
+       {std::pair{&strict, "strict limits"}, {&defaults, "default limits"}}) {
+    std::string why = check_same_as_reference(frame, *lim, label);
+    if (!why.empty())
+      return why;
+  }
 
   expected<Msg> under_strict = decode_frame(frame, strict);
   if (under_strict) {

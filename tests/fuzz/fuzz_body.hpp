@@ -1,8 +1,10 @@
 // The fuzz body for the frame decoder, shared by the libFuzzer target
 // (lmcc-fuzz-decode, clang only) and its g++ smoke test (lmcc-fuzz-decode-smoke).
 //
-// check_decode(frame) runs decode_frame under strict and under default limits
-// and, for every frame that decodes, checks the codec's invariants:
+// check_decode(frame) first holds decode_msgpack to the decoder it replaced
+// (same decision, message and error text, under strict and default limits),
+// then runs decode_frame under both and, for every frame that decodes, checks
+// the codec's invariants:
 //   - nothing in the decoded message is larger than the limits allowed;
 //   - encode_msgpack -> decode_msgpack gives back an equal message, and a
 //     second encode gives the same bytes (msgspec's encoding is canonical);
