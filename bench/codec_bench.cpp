@@ -110,6 +110,51 @@ void BM_DecodeJson_Batch50(benchmark::State& state) {
 }
 BENCHMARK(BM_DecodeJson_Batch50);
 
+// -- a hostile JSON frame: one object of 80,000 keys ------------------------------
+//
+// Issue 9: one 0.87 MB frame like this, sent to the reply socket, held every
+// other worker's requests for 7.3 s while the decoder inserted the keys. The
+// frame is an ErrorMsg whose unknown field `extra` holds the object, so only the
+// parser and the limits see it. Under the default limits (65,536 entries per
+// map) it must be refused; with the map limit raised it must decode, and in
+// both cases in time linear in its size.
+
+constexpr int wide_object_keys = 80'000;
+
+std::string make_wide_object_frame() {
+  std::string text = R"({"type":"ErrorMsg","error":"x","extra":{)";
+  for (int i = 0; i < wide_object_keys; ++i) {
+    if (i > 0)
+      text += ',';
+    text += "\"k" + std::to_string(i) + "\":" + std::to_string(i);
+  }
+  return text + "}}";
+}
+
+void BM_DecodeJson_WideObject80k_Refused(benchmark::State& state) {
+  const std::string frame = make_wide_object_frame();
+  require(!decode_frame(frame).has_value(), "the 80k-key object must break the map limit");
+  for (auto _ : state) {
+    expected<Msg> m = decode_frame(frame);
+    benchmark::DoNotOptimize(m);
+  }
+  report(state, wide_object_keys, frame.size());
+}
+BENCHMARK(BM_DecodeJson_WideObject80k_Refused)->Unit(benchmark::kMillisecond);
+
+void BM_DecodeJson_WideObject80k_Accepted(benchmark::State& state) {
+  const std::string frame = make_wide_object_frame();
+  decode_limits raised;
+  raised.max_map_length = 1 << 20;
+  require(decode_frame(frame, raised).has_value(), "the 80k-key object must decode");
+  for (auto _ : state) {
+    expected<Msg> m = decode_frame(frame, raised);
+    benchmark::DoNotOptimize(m);
+  }
+  report(state, wide_object_keys, frame.size());
+}
+BENCHMARK(BM_DecodeJson_WideObject80k_Accepted)->Unit(benchmark::kMillisecond);
+
 // -- FullSyncBatchMsg, 2000 keys --------------------------------------------------
 
 void BM_EncodeMsgpack_FullSync2000(benchmark::State& state) {
