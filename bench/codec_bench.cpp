@@ -2,10 +2,11 @@
 //
 //   build/lmcc-microbench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 //
-// One iteration is one message (or one prompt). Time per iteration is therefore
+// One iteration is one message (or one prompt, or one HTTP body). Time per iteration is therefore
 // ns per message; items/s counts ops (BatchedKVOperationMsg), keys
 // (FullSyncBatchMsg) or tokens (chunk hashing); bytes/s counts the wire frame.
 // Inputs are drawn from a fixed seed, so every run measures the same bytes.
+#include "gateway/http_body.hpp"
 #include "messages/chunk_hash.hpp"
 #include "messages/codec_json.hpp"
 #include "messages/codec_msgpack.hpp"
@@ -217,6 +218,56 @@ void BM_ChunkHash_Prompt4096_WireInt(benchmark::State& state) {
                           static_cast<int64_t>(sizeof(wire_int)));
 }
 BENCHMARK(BM_ChunkHash_Prompt4096_WireInt);
+
+// -- HTTP bodies: /lookup with a prompt's tokens, /clear with a wide object -------------
+//
+// /lookup is the router's hot path: one call per request, carrying the whole
+// prompt. The body is read straight into the LookupMsg the controller gets.
+
+std::string make_lookup_body(int tokens) {
+  std::mt19937_64 rng{input_seed + 3};
+  std::uniform_int_distribution<int64_t> vocab{0, 151935};
+  std::string body = R"({"tokens": [)";
+  for (int i = 0; i < tokens; ++i) {
+    if (i > 0)
+      body += ", ";
+    body += std::to_string(vocab(rng));
+  }
+  return body + "]}";
+}
+
+void BM_ReadLookupBody(benchmark::State& state) {
+  const int tokens = static_cast<int>(state.range(0));
+  const std::string body = make_lookup_body(tokens);
+  constexpr size_t max_tokens = size_t{1} << 20; // http_options' default
+  require(lmcc::gateway::read_lookup_body(body, max_tokens).has_value(),
+          "the /lookup body must be read");
+  for (auto _ : state) {
+    auto m = lmcc::gateway::read_lookup_body(body, max_tokens);
+    benchmark::DoNotOptimize(m);
+  }
+  report(state, tokens, body.size());
+}
+BENCHMARK(BM_ReadLookupBody)->Arg(prompt_tokens)->Arg(131'072);
+
+/// A /clear body whose unknown field holds an object of 80,000 keys: FastAPI
+/// ignores it, and so must lmcc, in time linear in its size.
+void BM_ReadClearBody_WideObject80k(benchmark::State& state) {
+  std::string body = R"({"instance_id": "A", "location": "L", "extra": {)";
+  for (int i = 0; i < wide_object_keys; ++i) {
+    if (i > 0)
+      body += ',';
+    body += "\"k" + std::to_string(i) + "\":" + std::to_string(i);
+  }
+  body += "}}";
+  require(lmcc::gateway::read_clear_body(body).has_value(), "the wide /clear body must be read");
+  for (auto _ : state) {
+    auto m = lmcc::gateway::read_clear_body(body);
+    benchmark::DoNotOptimize(m);
+  }
+  report(state, wide_object_keys, body.size());
+}
+BENCHMARK(BM_ReadClearBody_WideObject80k)->Unit(benchmark::kMillisecond);
 
 } // namespace
 
