@@ -1,7 +1,7 @@
 // decode_walk: the msgspec decoding rules, written once over a document tree.
 //
-// Both codecs first parse a frame into a library tree (msgpack-cxx's
-// msgpack::object, nlohmann::json) and then walk it here into the typed
+// Both codecs first parse a frame into a document tree (msgpack-cxx's
+// msgpack::object, json_tree.hpp's json_node) and then walk it here into the typed
 // message. The walk is generic over an Adapter that answers "what kind is this
 // node and what does it hold", so msgpack and JSON share every rule: tag lookup
 // anywhere in the map, unknown fields ignored, defaults for missing defaulted
