@@ -285,6 +285,9 @@ TEST(json_malformed, texts_json_loads_refuses_are_refused_as_malformed) {
            std::string("{\"type\":\"ErrorMsg\",\"error\":\"tab\there\"}"),
            std::string(R"({"type":"ErrorMsg","error":"x")"),
            std::string(R"({"type":"ErrorMsg" "error":"x"})"),
+           // nlohmann stopped reading at a NUL byte and took what came before it.
+           std::string("{\"type\":\"ErrorMsg\",\"error\":\"x\"}\0junk", 36),
+           std::string("{\"type\":\"ErrorMsg\",\"error\":\"x\"}\0", 32),
        }) {
     SCOPED_TRACE(text);
     auto r = msg::decode_json(text);
