@@ -121,8 +121,8 @@ bool is_json_integer(std::string_view text) {
 /// read with one 8-byte load instead of simdjson's digit-by-digit loop (whose
 /// exit mispredicts on every token of varying length). Anything else, and
 /// anything longer, answers nullopt and takes simdjson's general path, which
-/// also refuses what is malformed. `text` must have 8 readable bytes after each
-/// digit it may look at: the reader's padding guarantees them.
+/// also refuses what is malformed. `text` must have 8 readable bytes after its
+/// first digit: json_text_reader's zeroed padding guarantees them.
 std::optional<int64_t> read_short_integer(const char* text) {
   const bool negative = *text == '-';
   const char* digits = text + (negative ? 1 : 0);

@@ -1,3 +1,6 @@
+// The JSON answers of the HTTP API in LMCache's shapes: full-range ints, FastAPI's
+// {"detail": ...} errors, WorkerInfo as LMCache's dataclass renders it (see
+// http_reply.hpp).
 #include "gateway/http_reply.hpp"
 
 namespace lmcc::gateway {

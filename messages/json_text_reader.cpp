@@ -1,3 +1,5 @@
+// The per-thread simdjson reader and lmcc's reading of JSON numbers (see
+// json_text_reader.hpp).
 #include "messages/json_text_reader.hpp"
 
 namespace lmcc::msg {

@@ -23,7 +23,8 @@
 //   if (e != simdjson::SUCCESS) refuse(simdjson::error_message(e));
 //
 // Strings and keys read from the document point into the reader and stay valid
-// until its next read().
+// until its next read(). The text is followed in memory by at least 64 zero
+// bytes (simdjson's padding), so a reader may load a few bytes past any value.
 //
 // Thread-safety: a json_text_reader is used by one thread at a time;
 // borrowed_json_reader hands each thread its own.
@@ -101,8 +102,10 @@ simdjson::error_code json_text_reader::read(std::string_view text, Visit&& visit
   padded_ += '[';
   padded_ += text;
   padded_ += ']';
+  const size_t length = padded_.size();
+  padded_.resize(length + simdjson::SIMDJSON_PADDING, '\0'); // read past the end, never parsed
   simdjson::ondemand::document doc;
-  if (auto e = parser_.iterate(padded_.data(), padded_.size(), padded_.capacity()).get(doc))
+  if (auto e = parser_.iterate(padded_.data(), length, padded_.size()).get(doc))
     return e;
   simdjson::ondemand::array root;
   if (auto e = doc.get_array().get(root))

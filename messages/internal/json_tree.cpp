@@ -1,3 +1,6 @@
+// Builds a json_tree from simdjson On-Demand, one value at a time, with the
+// limits checked as each arrives and repeated keys collapsed as json.loads does
+// (see json_tree.hpp).
 #include "messages/internal/json_tree.hpp"
 
 #include "messages/json_text_reader.hpp"
@@ -172,7 +175,6 @@ bool json_tree::any_repeated_key(const json_node* entries, size_t count) {
   for (size_t i = 1; i < count; ++i)
     if (key(order_[i - 1]) == key(order_[i]))
       return true;
-  order_.clear(); // tells collapse_repeated_keys that no sort was needed
   return false;
 }
 
@@ -196,7 +198,7 @@ size_t json_tree::collapse_repeated_keys(json_node* entries, size_t count) {
         }
     }
   } else {
-    // order_ is sorted by (key, position) by any_repeated_key.
+    // any_repeated_key left order_ sorted by (key, position).
     for (size_t group = 0; group < count;) {
       size_t end = group + 1;
       while (end < count && key(order_[end]) == key(order_[group]))
