@@ -2,10 +2,11 @@
 //
 //   build/lmcc-microbench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 //
-// One iteration is one message (or one prompt). Time per iteration is therefore
+// One iteration is one message (or one prompt, or one HTTP body). Time per iteration is therefore
 // ns per message; items/s counts ops (BatchedKVOperationMsg), keys
 // (FullSyncBatchMsg) or tokens (chunk hashing); bytes/s counts the wire frame.
 // Inputs are drawn from a fixed seed, so every run measures the same bytes.
+#include "gateway/http_body.hpp"
 #include "messages/chunk_hash.hpp"
 #include "messages/codec_json.hpp"
 #include "messages/codec_msgpack.hpp"
@@ -110,6 +111,51 @@ void BM_DecodeJson_Batch50(benchmark::State& state) {
 }
 BENCHMARK(BM_DecodeJson_Batch50);
 
+// -- a hostile JSON frame: one object of 80,000 keys ------------------------------
+//
+// Issue 9: one 0.87 MB frame like this, sent to the reply socket, held every
+// other worker's requests for 7.3 s while the decoder inserted the keys. The
+// frame is an ErrorMsg whose unknown field `extra` holds the object, so only the
+// parser and the limits see it. Under the default limits (65,536 entries per
+// map) it must be refused; with the map limit raised it must decode, and in
+// both cases in time linear in its size.
+
+constexpr int wide_object_keys = 80'000;
+
+std::string make_wide_object_frame() {
+  std::string text = R"({"type":"ErrorMsg","error":"x","extra":{)";
+  for (int i = 0; i < wide_object_keys; ++i) {
+    if (i > 0)
+      text += ',';
+    text += "\"k" + std::to_string(i) + "\":" + std::to_string(i);
+  }
+  return text + "}}";
+}
+
+void BM_DecodeJson_WideObject80k_Refused(benchmark::State& state) {
+  const std::string frame = make_wide_object_frame();
+  require(!decode_frame(frame).has_value(), "the 80k-key object must break the map limit");
+  for (auto _ : state) {
+    expected<Msg> m = decode_frame(frame);
+    benchmark::DoNotOptimize(m);
+  }
+  report(state, wide_object_keys, frame.size());
+}
+BENCHMARK(BM_DecodeJson_WideObject80k_Refused)->Unit(benchmark::kMillisecond);
+
+void BM_DecodeJson_WideObject80k_Accepted(benchmark::State& state) {
+  const std::string frame = make_wide_object_frame();
+  decode_limits raised;
+  raised.max_map_length = 1 << 20;
+  require(decode_frame(frame, raised).has_value(), "the 80k-key object must decode");
+  for (auto _ : state) {
+    expected<Msg> m = decode_frame(frame, raised);
+    benchmark::DoNotOptimize(m);
+  }
+  report(state, wide_object_keys, frame.size());
+}
+BENCHMARK(BM_DecodeJson_WideObject80k_Accepted)->Unit(benchmark::kMillisecond);
+
 // -- FullSyncBatchMsg, 2000 keys --------------------------------------------------
 
 void BM_EncodeMsgpack_FullSync2000(benchmark::State& state) {
@@ -172,6 +218,56 @@ void BM_ChunkHash_Prompt4096_WireInt(benchmark::State& state) {
                           static_cast<int64_t>(sizeof(wire_int)));
 }
 BENCHMARK(BM_ChunkHash_Prompt4096_WireInt);
+
+// -- HTTP bodies: /lookup with a prompt's tokens, /clear with a wide object -------------
+//
+// /lookup is the router's hot path: one call per request, carrying the whole
+// prompt. The body is read straight into the LookupMsg the controller gets.
+
+std::string make_lookup_body(int tokens) {
+  std::mt19937_64 rng{input_seed + 3};
+  std::uniform_int_distribution<int64_t> vocab{0, 151935};
+  std::string body = R"({"tokens": [)";
+  for (int i = 0; i < tokens; ++i) {
+    if (i > 0)
+      body += ", ";
+    body += std::to_string(vocab(rng));
+  }
+  return body + "]}";
+}
+
+void BM_ReadLookupBody(benchmark::State& state) {
+  const int tokens = static_cast<int>(state.range(0));
+  const std::string body = make_lookup_body(tokens);
+  constexpr size_t max_tokens = size_t{1} << 20; // http_options' default
+  require(lmcc::gateway::read_lookup_body(body, max_tokens).has_value(),
+          "the /lookup body must be read");
+  for (auto _ : state) {
+    auto m = lmcc::gateway::read_lookup_body(body, max_tokens);
+    benchmark::DoNotOptimize(m);
+  }
+  report(state, tokens, body.size());
+}
+BENCHMARK(BM_ReadLookupBody)->Arg(prompt_tokens)->Arg(131'072);
+
+/// A /clear body whose unknown field holds an object of 80,000 keys: FastAPI
+/// ignores it, and so must lmcc, in time linear in its size.
+void BM_ReadClearBody_WideObject80k(benchmark::State& state) {
+  std::string body = R"({"instance_id": "A", "location": "L", "extra": {)";
+  for (int i = 0; i < wide_object_keys; ++i) {
+    if (i > 0)
+      body += ',';
+    body += "\"k" + std::to_string(i) + "\":" + std::to_string(i);
+  }
+  body += "}}";
+  require(lmcc::gateway::read_clear_body(body).has_value(), "the wide /clear body must be read");
+  for (auto _ : state) {
+    auto m = lmcc::gateway::read_clear_body(body);
+    benchmark::DoNotOptimize(m);
+  }
+  report(state, wide_object_keys, body.size());
+}
+BENCHMARK(BM_ReadClearBody_WideObject80k)->Unit(benchmark::kMillisecond);
 
 } // namespace
 

@@ -2,14 +2,20 @@
 
 #include "messages/codec_msgpack.hpp"
 #include "messages/internal/decode_walk.hpp"
+#include "messages/internal/json_tree.hpp"
+#include "messages/json_text_reader.hpp"
 
 #include <nlohmann/json.hpp>
+#include <simdjson.h>
 
 namespace lmcc::msg {
 namespace {
 
-using internal::node_kind;
 using ojson = nlohmann::ordered_json;
+
+codec_error malformed(simdjson::error_code e) {
+  return codec_error{std::string{"JSON is malformed: "} + simdjson::error_message(e)};
+}
 
 // -- base64 (msgspec's representation of bytes in JSON) --------------------------
 
@@ -119,87 +125,6 @@ struct json_encoder {
   }
 };
 
-// -- decoding: adapter over nlohmann::json for the generic walk ---------------------
-
-struct json_adapter {
-  using node = ojson; // keeps document order: dicts decode in insertion order
-
-  static node_kind kind(const node& n) {
-    switch (n.type()) {
-    case node::value_t::null:
-      return node_kind::nil;
-    case node::value_t::boolean:
-      return node_kind::boolean;
-    case node::value_t::number_integer:
-    case node::value_t::number_unsigned:
-      return node_kind::integer;
-    case node::value_t::number_float:
-      return node_kind::floating;
-    case node::value_t::string:
-      return node_kind::string;
-    case node::value_t::array:
-      return node_kind::array;
-    case node::value_t::object:
-      return node_kind::object;
-    default:
-      return node_kind::other;
-    }
-  }
-  static bool get_bool(const node& n) { return n.get<bool>(); }
-  static wire_int get_int(const node& n) {
-    if (n.is_number_unsigned())
-      return wire_int::from_unsigned(n.get<uint64_t>());
-    return wire_int{n.get<int64_t>()};
-  }
-  static double get_double(const node& n) { return n.get<double>(); }
-  static std::string_view get_string(const node& n) { return n.get_ref<const std::string&>(); }
-  static any_bytes get_bytes(const node&) { return {}; }
-  static size_t size(const node& n) { return n.size(); }
-  static const node& at(const node& n, size_t i) { return n[i]; }
-  template <class F>
-  static void for_each_entry(const node& n, F&& f) {
-    for (auto it = n.begin(); it != n.end(); ++it) {
-      const node key = it.key(); // JSON object keys are always strings
-      f(key, it.value());
-    }
-  }
-  static std::string_view key_string(const node& n) { return get_string(n); }
-  /// JSON object keys are always text; int-keyed dicts carry digits.
-  static constexpr bool text_keys = true;
-};
-
-// Rejects containers and strings over the limits while the DOM is built
-// (nlohmann's parser is iterative, so depth cannot overflow the stack before we
-// see it).
-struct limit_callback {
-  const decode_limits& limits;
-  bool operator()(int depth, ojson::parse_event_t event, ojson& parsed) const {
-    using ev = ojson::parse_event_t;
-    if ((event == ev::object_start || event == ev::array_start) &&
-        static_cast<uint32_t>(depth) >= limits.max_depth)
-      throw internal::walk_failure{
-          "Nesting deeper than the limit of " + std::to_string(limits.max_depth), {}, false};
-    if ((event == ev::key || event == ev::value) && parsed.is_string() &&
-        parsed.get_ref<const std::string&>().size() > limits.max_string_bytes)
-      throw internal::walk_failure{"String of " +
-                                       std::to_string(parsed.get_ref<const std::string&>().size()) +
-                                       " bytes exceeds the limit",
-                                   {},
-                                   false};
-    if (event == ev::array_end && parsed.size() > limits.max_array_length)
-      throw internal::walk_failure{"Array exceeds the limit of " +
-                                       std::to_string(limits.max_array_length) + " elements",
-                                   {},
-                                   false};
-    if (event == ev::object_end && parsed.size() > limits.max_map_length)
-      throw internal::walk_failure{"Map exceeds the limit of " +
-                                       std::to_string(limits.max_map_length) + " entries",
-                                   {},
-                                   false};
-    return true;
-  }
-};
-
 } // namespace
 
 std::string encode_json(const Msg& m) {
@@ -212,13 +137,19 @@ expected<Msg> decode_json(std::string_view text, const decode_limits& limits) {
     return codec_error{"Frame of " + std::to_string(text.size()) + " bytes exceeds the limit of " +
                        std::to_string(limits.max_frame_bytes)};
   try {
-    auto doc = ojson::parse(text, limit_callback{limits});
-    internal::walker<json_adapter> walk{limits.max_depth};
-    return walk.read_msg(doc);
+    // The whole document is read (and checked) before the walk, so that malformed
+    // JSON anywhere is refused as such, as json.loads would refuse it.
+    borrowed_json_reader reader;
+    internal::json_tree tree{limits};
+    auto error = reader->read(text, [&](simdjson::ondemand::value root) { tree.build(root); });
+    if (error != simdjson::SUCCESS)
+      return malformed(error);
+    internal::walker<internal::json_tree_adapter> walk{limits.max_depth};
+    return walk.read_msg(tree.root());
   } catch (const internal::walk_failure& f) {
     return internal::to_codec_error(f);
-  } catch (const ojson::exception& e) {
-    return codec_error{std::string{"JSON is malformed: "} + e.what()};
+  } catch (const internal::json_syntax_error& e) {
+    return malformed(e.code);
   }
 }
 

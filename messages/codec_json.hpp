@@ -7,6 +7,12 @@
 // msgspec.json.encode's form: compact, tag first, fields in declaration order.
 // Bytes inside `Any` values travel as base64 text, as in msgspec.
 //
+// Decoding reads the text once with simdjson On-Demand into a compact tree
+// (internal/json_tree.hpp), every decode_limits limit checked as each value
+// arrives, so that any frame costs time linear in its size; a repeated key keeps
+// its first position and takes its last value, as with json.loads. Encoding
+// builds an nlohmann document (messages are small).
+//
 //   auto m = decode_json(R"({"type":"ErrorMsg","error":"boom"})");
 //   std::string text = encode_json(*m);   // {"type":"ErrorMsg","error":"boom"}
 //

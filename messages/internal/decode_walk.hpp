@@ -1,8 +1,8 @@
 // decode_walk: the msgspec decoding rules, written once over a document tree.
 //
-// Both codecs first parse a frame into a tree (msgpack: msgpack_tree's flat
-// nodes; JSON: a library DOM) and then walk it here into the typed message.
-// The walk is generic over an Adapter that answers "what kind is this
+// Both codecs first parse a frame into a document tree (msgpack: msgpack_tree's
+// flat nodes; JSON: json_tree.hpp's json_node) and then walk it here into the
+// typed message. The walk is generic over an Adapter that answers "what kind is this
 // node and what does it hold", so msgpack and JSON share every rule: tag lookup
 // anywhere in the map, unknown fields ignored, defaults for missing defaulted
 // fields, exact tuple lengths, enum values, full-range ints, and the

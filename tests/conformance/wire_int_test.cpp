@@ -163,4 +163,15 @@ TEST(wire_int, hashes_tell_minus_one_from_two_to_the_64_minus_one) {
   EXPECT_FALSE(set.contains(wire_int{42}));
 }
 
+TEST(wire_int, hashes_spread_keys_chosen_to_share_a_bucket) {
+  // A hash table's bucket is hash % bucket_count. With the identity hash, all
+  // multiples of libstdc++'s bucket count for ~65k elements shared bucket 0.
+  constexpr uint64_t bucket_count = 85229;
+  std::unordered_set<size_t> buckets;
+  for (uint64_t i = 0; i < 10000; ++i)
+    buckets.insert(std::hash<wire_int>{}(wire_int::from_unsigned(i * bucket_count)) % bucket_count);
+  // 10,000 random hashes fill ~9,440 of 85,229 buckets.
+  EXPECT_GT(buckets.size(), 9000u);
+}
+
 } // namespace
