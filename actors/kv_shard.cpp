@@ -79,6 +79,9 @@ kv_shard_actor::behavior_type kv_shard(kv_shard_actor::stateful_pointer<kv_shard
                                        std::shared_ptr<shard_init> init) {
   auto& st = self->state;
   st.monitor = init->monitor ? init->monitor : std::make_shared<shard_monitor>();
+  st.index = init->index;
+  st.release_policy = memory_release_policy{init->release};
+  st.release_memory = std::move(init->release_memory);
   st.core = std::make_unique<kv_shard_core>(init->options, std::move(init->index),
                                             std::move(init->store), std::move(init->start));
   for (const auto& [h, incarnation] : init->drop_at_start) {
@@ -127,8 +130,12 @@ kv_shard_actor::behavior_type kv_shard(kv_shard_actor::stateful_pointer<kv_shard
         publish(self);
       },
       [self](tick_atom) {
+        auto& st = self->state;
         schedule_background(self);
         publish(self);
+        if (st.release_memory &&
+            st.release_policy.should_release(st.index->read().memory_bytes(), monotonic_ms()))
+          st.release_memory();
         self->delayed_send(self, tick_interval, tick_atom::value);
       },
       [self](drain_atom) {

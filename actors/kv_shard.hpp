@@ -21,7 +21,9 @@
 #pragma once
 
 #include "actors/type_ids.hpp"
+#include "actors/memory_release.hpp"
 
+#include <functional>
 #include <memory>
 #include <mutex>
 
@@ -64,6 +66,10 @@ struct shard_init {
   /// Holders to drop before serving (what a restart's plan found stale),
   /// with the incarnation each drop carries.
   std::vector<std::pair<holder_id, uint64_t>> drop_at_start;
+  /// When to give freed memory back, and how (called on the shard's thread;
+  /// must not block). Empty: never.
+  memory_release_options release;
+  std::function<void()> release_memory;
 };
 
 struct kv_shard_state {
@@ -77,6 +83,9 @@ struct kv_shard_state {
   bool background_scheduled = false;
   /// Retry delay after a failed commit (doubles up to a second).
   std::chrono::milliseconds retry_delay{0};
+  std::shared_ptr<kv_index> index;
+  memory_release_policy release_policy;
+  std::function<void()> release_memory;
 };
 
 kv_shard_actor::behavior_type kv_shard(kv_shard_actor::stateful_pointer<kv_shard_state> self,

@@ -9,6 +9,7 @@
 #include "actors/lookup_actor.hpp"
 #include "actors/request_bridge.hpp"
 #include "actors/row_writer.hpp"
+#include "apps/lmcc/memory_releaser.hpp"
 #include "apps/lmcc/node_restore.hpp"
 #include "gateway/control_channel.hpp"
 #include "gateway/http_api.hpp"
@@ -153,6 +154,9 @@ public:
     init->store = state.store;
     init->start = std::move(state.shard);
     init->monitor = shard_monitor_;
+    init->release_memory = [releaser = std::make_shared<memory_releaser>()] {
+      releaser->request();
+    };
     init->drop_at_start = std::move(state.drop_holders);
     shard_ = system_.spawn(actors::kv_shard, std::move(init));
     for (uint32_t i = 0; i < std::max(1U, c.lookup_actors); ++i)
