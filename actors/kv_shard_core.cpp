@@ -42,13 +42,18 @@ void kv_shard_core::apply(const kv_sub_batch& sb) {
     meta.incarnation = sb.incarnation;
     meta.changed = true;
   }
-  {
+  if (sb.drop) {
     auto w = index_->write();
-    if (sb.drop)
-      w.begin_drop(holder_set{sb.holder});
-    else
-      w.apply(sb.holder, sb.ops);
+    w.begin_drop(holder_set{sb.holder});
     drops_pending_ = w.drops_pending();
+  } else {
+    const size_t step = std::max<size_t>(1, opts_.write_lock_ops);
+    std::span<const kv_op> ops{sb.ops};
+    for (size_t at = 0; at < ops.size(); at += step) {
+      auto w = index_->write();
+      w.apply(sb.holder, ops.subspan(at, std::min(step, ops.size() - at)));
+      drops_pending_ = w.drops_pending();
+    }
   }
   counters_.ops += sb.ops.size();
   if (sb.drop && !sb.has_mark) {

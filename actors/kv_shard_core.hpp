@@ -72,6 +72,14 @@ struct shard_options {
   /// snapshot back to back). Default: 2 s
   std::chrono::milliseconds snapshot_min_interval{2'000};
 
+  /// Ops applied per hold of the index's write lock: a lookup waits behind at
+  /// most this many ops of ingest (~0.1 ms at 256), not a whole sub-batch
+  /// (up to lmcc_pull_coalesce_ops and more). A smaller hold also makes it
+  /// unlikely that the kernel preempts the shard while it holds the lock on a
+  /// busy machine, which would stall every reader for a time slice.
+  /// Default: 256
+  uint32_t write_lock_ops = 256;
+
   /// Entries encoded per snapshot step; bounds the time one step holds the
   /// shard (about 2-5 ms). Default: 40000
   uint64_t snapshot_step_entries = 40'000;

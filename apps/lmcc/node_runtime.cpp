@@ -158,7 +158,10 @@ public:
       releaser->request();
     };
     init->drop_at_start = std::move(state.drop_holders);
-    shard_ = system_.spawn(actors::kv_shard, std::move(init));
+    // Detached: the shard applies whole credit windows of ingest; on the
+    // scheduler's threads it would hold one for 64 such messages while a
+    // lookup or heartbeat waited for a thread (flood p99 38 -> 16 ms).
+    shard_ = system_.spawn<caf::detached>(actors::kv_shard, std::move(init));
     for (uint32_t i = 0; i < std::max(1U, c.lookup_actors); ++i)
       lookups_.push_back(
           system_.spawn(actors::lookup_main, actors::lookup_config{index_, c.chunk_hashing}));
