@@ -17,6 +17,19 @@ kv_shard_core::kv_shard_core(shard_options opts, std::shared_ptr<kv_index> index
   snapshotted_versions_.resize(opts_.slot_count, 0);
   // Drop jobs a restart left in the index still need their background steps.
   drops_pending_ = index_->read().drops_pending();
+  // What the restart replayed from the log goes into slot snapshots now, so
+  // the next restart reads it from them and the log can be truncated.
+  if (durable() && dirty_entries() > 0)
+    snapshot_requested_ = true;
+}
+
+uint64_t kv_shard_core::dirty_entries() const {
+  uint64_t n = 0;
+  auto r = index_->read();
+  for (uint32_t slot = 0; slot < opts_.slot_count; ++slot)
+    if (const auto s = r.slot(slot); s.version != snapshotted_versions_[slot])
+      n += s.entries;
+  return n;
 }
 
 // -- write path ----------------------------------------------------------------
