@@ -18,7 +18,8 @@
 // refuses the newcomer with a clear error instead of merging two workers.
 //
 // The hash is FNV-1a over a length-prefixed encoding of the fields, finished
-// with splitmix64's mixer; it is part of the disk format (persistence/schema.hpp).
+// with splitmix64's mixer (both in cluster/hash.hpp, shared with the ring); it
+// is part of the disk format (persistence/schema.hpp).
 //
 //   uint64_t uid = worker_uid("vllm-0", msg::wire_int{0});
 //   holder_id h = make_holder_id("vllm-0", msg::wire_int{0}, "LocalCPUBackend");
@@ -26,6 +27,7 @@
 // Context: pure functions; thread-safe. CAF-free.
 #pragma once
 
+#include "cluster/hash.hpp"
 #include "messages/wire_int.hpp"
 #include "persistence/schema.hpp"
 
@@ -40,61 +42,38 @@ using holder_id = uint64_t;
 /// Mask of the bits a holder_id may use.
 constexpr uint64_t holder_id_mask = (uint64_t{1} << 63) - 1;
 
-/// splitmix64's finalizer: spreads chunk hashes (already hashes, but not
-/// uniformly in their low bits after CPython's mod 2^61-1) over slots.
-constexpr uint64_t mix64(uint64_t x) noexcept {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return x;
-}
+using cluster::mix64;
+using cluster::slot_of;
 
-/// slot = mix64(key) mod slot_count; REQUIRES: slot_count is a power of two.
-constexpr uint32_t slot_of(uint64_t key, uint32_t slot_count) noexcept {
-  return static_cast<uint32_t>(mix64(key) & (slot_count - 1));
-}
-
-/// FNV-1a, 64 bit, fed field by field (each field length-prefixed so that
-/// ("ab", "c") and ("a", "bc") differ).
+/// The identity fields as the ids hash them: strings length-prefixed, a
+/// wire_int as its sign byte then its 64-bit pattern (cluster/hash.hpp does the
+/// hashing; this adds the wire_int field).
 class identity_hasher {
 public:
   constexpr identity_hasher& add(std::string_view bytes) noexcept {
-    add_u64(bytes.size());
-    for (char c : bytes)
-      byte(static_cast<uint8_t>(c));
+    h_.add(bytes);
     return *this;
   }
   constexpr identity_hasher& add(const msg::wire_int& v) noexcept {
-    byte(v.is_negative() ? 1 : 0);
-    add_u64(v.bits());
+    h_.add_byte(v.is_negative() ? 1 : 0).add_u64(v.bits());
     return *this;
   }
-  constexpr uint64_t finish() const noexcept { return mix64(state_); }
+  constexpr uint64_t finish() const noexcept { return h_.finish(); }
 
 private:
-  constexpr void byte(uint8_t b) noexcept {
-    state_ ^= b;
-    state_ *= 0x100000001b3ULL;
-  }
-  constexpr void add_u64(uint64_t v) noexcept {
-    for (int i = 0; i < 8; ++i)
-      byte(static_cast<uint8_t>(v >> (8 * i)));
-  }
-  uint64_t state_ = 0xcbf29ce484222325ULL;
+  cluster::fnv1a_hasher h_;
 };
 
 /// The worker's cluster-wide id.
-constexpr uint64_t worker_uid(std::string_view instance_id, const msg::wire_int& worker_id) noexcept {
+constexpr uint64_t worker_uid(std::string_view instance_id,
+                              const msg::wire_int& worker_id) noexcept {
   return identity_hasher{}.add(instance_id).add(worker_id).finish();
 }
 
 /// The (worker, location)'s cluster-wide holder id.
 constexpr holder_id make_holder_id(std::string_view instance_id, const msg::wire_int& worker_id,
                                    std::string_view location) noexcept {
-  return identity_hasher{}.add(instance_id).add(worker_id).add(location).finish() &
-         holder_id_mask;
+  return identity_hasher{}.add(instance_id).add(worker_id).add(location).finish() & holder_id_mask;
 }
 
 /// The durable vocabulary the index shares with the store.
