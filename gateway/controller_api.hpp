@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <future>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,23 @@ struct snapshot_outcome {
   double seconds = 0;
 };
 
+/// POST /admin/faults: store failures injected for crash and chaos tests (only
+/// on a node started with --fault-injection on). Absent fields stay as they are.
+struct store_fault_settings {
+  std::optional<uint64_t> fail_commits;     ///< the next N commits fail
+  std::optional<bool> fail_all_commits;     ///< every commit fails while true
+  std::optional<uint64_t> commit_delay_us;  ///< a slow disk: delay before each commit
+};
+
+/// What /admin/faults answers: the settings now in force.
+struct fault_outcome {
+  int status = 200;  ///< 200, 404 (fault injection off) or 409 (no store)
+  std::string error; ///< why not, when status != 200
+  uint64_t fail_commits = 0;
+  bool fail_all_commits = false;
+  uint64_t commit_delay_us = 0;
+};
+
 class controller_api {
 public:
   virtual ~controller_api() = default;
@@ -84,6 +102,13 @@ public:
   /// Writes a consistent checkpoint of the node's store plus its manifest into
   /// `dir` (which must not exist, on the node's file system).
   virtual std::future<snapshot_outcome> snapshot(const std::string& dir) = 0;
+
+  /// Applies injected store faults (see store_fault_settings). The default
+  /// refuses: only a node started with fault injection on accepts them.
+  virtual fault_outcome set_store_faults(const store_fault_settings&) {
+    return fault_outcome{.status = 404,
+                         .error = "fault injection is off (start the node with --fault-injection on)"};
+  }
 };
 
 } // namespace lmcc::gateway

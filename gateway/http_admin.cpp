@@ -1,6 +1,7 @@
 // The admin and observability endpoints of the HTTP API: LMCache's
 // GET /controller/workers, /controller/key-stats, /metrics (Prometheus text),
-// /threads and /env, lmcc's /healthz, /readyz and POST /admin/snapshot, and the
+// /threads and /env, lmcc's /healthz, /readyz, POST /admin/snapshot and
+// POST /admin/faults, and the
 // dashboard's absent page at /.
 #include "gateway/http_reply.hpp"
 #include "gateway/http_routes.hpp"
@@ -217,6 +218,21 @@ void add_admin_routes(route_table& routes, controller_api& controller, node_metr
                                      {"bytes", out.bytes},
                                      {"seconds", out.seconds}});
               });
+
+  // Injected store failures (lmcc node --fault-injection on): crash and chaos
+  // tests make commits fail or slow down, then check what the node does.
+  routes.post("/admin/faults", [&controller](const httplib::Request& req, httplib::Response& res) {
+    auto settings = read_faults_body(req.body);
+    if (!settings)
+      throw settings.error();
+    auto out = controller.set_store_faults(*settings);
+    if (out.status != 200)
+      throw request_error{out.status, out.error};
+    send_json(res, 200,
+              reply_json{{"fail_commits", out.fail_commits},
+                         {"fail_all_commits", out.fail_all_commits},
+                         {"commit_delay_us", out.commit_delay_us}});
+  });
 
   routes.get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     send_json(res, 200, reply_json{{"status", "ok"}});

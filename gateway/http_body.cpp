@@ -153,7 +153,7 @@ std::optional<int64_t> read_short_integer(const char* text) {
 // -- declared fields ------------------------------------------------------------------------------
 
 /// A field's type in the endpoint's FastAPI model.
-enum class field_type { string, boolean, int_list, position };
+enum class field_type { string, boolean, int_list, position, count };
 
 /// Why an int list is not a list of wire ints: its first offending item.
 enum class item_problem { none, not_a_number, fraction, out_of_range };
@@ -169,6 +169,7 @@ struct body_field {
   bool well_typed = false; ///< the declared type (int_list: an array, items aside)
   std::string text;        ///< string
   bool flag = false;       ///< boolean
+  uint64_t number = 0;     ///< count
   std::pair<std::string, std::string> position;
   std::vector<msg::wire_int> ints; ///< int_list, up to the first problem
   item_problem problem = item_problem::none;
@@ -302,6 +303,26 @@ void read_field(body_field& f, sj::value& v, size_t max_items) {
       return;
     }
     break;
+  case field_type::count:
+    if (type == sj::json_type::number) {
+      sj::number_type kind;
+      check_json(v.get_number_type().get(kind));
+      if (kind == sj::number_type::unsigned_integer ||
+          (kind == sj::number_type::signed_integer)) {
+        int64_t n = 0;
+        if (kind == sj::number_type::signed_integer) {
+          check_json(v.get_int64().get(n));
+          if (n < 0)
+            break;
+          f.number = static_cast<uint64_t>(n);
+        } else {
+          check_json(v.get_uint64().get(f.number));
+        }
+        f.well_typed = true;
+        return;
+      }
+    }
+    break;
   }
   skip_value(v, 2);
 }
@@ -354,6 +375,14 @@ bool optional_bool(const body_field& f, bool fallback) {
   if (!f.well_typed)
     throw request_error{422, field_label(f) + " must be a boolean"};
   return f.flag;
+}
+
+std::optional<uint64_t> optional_count(const body_field& f) {
+  if (!f.present)
+    return std::nullopt;
+  if (!f.well_typed)
+    throw request_error{422, field_label(f) + " must be an integer >= 0"};
+  return f.number;
 }
 
 std::vector<msg::wire_int> int_list(body_field& f) {
@@ -541,6 +570,23 @@ body_result<std::string> read_snapshot_body(std::string_view body) {
     if (path.empty())
       throw request_error{422, "dir must not be empty"};
     return path;
+  });
+}
+
+body_result<store_fault_settings> read_faults_body(std::string_view body) {
+  return catching([&] {
+    body_field fields[] = {
+        {.name = "fail_commits", .type = field_type::count},
+        {.name = "fail_all_commits", .type = field_type::boolean},
+        {.name = "commit_delay_us", .type = field_type::count},
+    };
+    read_body(body, fields, 0);
+    store_fault_settings out;
+    out.fail_commits = optional_count(fields[0]);
+    if (fields[1].present)
+      out.fail_all_commits = optional_bool(fields[1], false);
+    out.commit_delay_us = optional_count(fields[2]);
+    return out;
   });
 }
 

@@ -16,6 +16,7 @@
 // Thread-safety: every function is reentrant.
 #pragma once
 
+#include "gateway/controller_api.hpp"
 #include "messages/expected.hpp"
 #include "messages/lmcache_msgs.hpp"
 
@@ -72,5 +73,9 @@ body_result<msg::QueryWorkerInfoMsg> read_query_worker_info_body(std::string_vie
 
 /// POST /admin/snapshot {"dir": str}: the directory (not empty).
 body_result<std::string> read_snapshot_body(std::string_view body);
+
+/// POST /admin/faults {"fail_commits": int >= 0, "fail_all_commits": bool,
+/// "commit_delay_us": int >= 0}, every field optional (absent: unchanged).
+body_result<store_fault_settings> read_faults_body(std::string_view body);
 
 } // namespace lmcc::gateway

@@ -512,6 +512,28 @@ bool node_runtime::ready() const {
   return impl_->ready_;
 }
 
+gateway::fault_outcome node_runtime::set_store_faults(const gateway::store_fault_settings& s) {
+  if (!impl_->options_.fault_injection)
+    return controller_api::set_store_faults(s); // refused
+  auto store = impl_->store_;
+  if (!store)
+    return gateway::fault_outcome{.status = 409, .error = "persistence is off on this node"};
+  auto& f = store->faults();
+  if (s.fail_commits)
+    f.fail_commits = *s.fail_commits;
+  if (s.fail_all_commits)
+    f.fail_all_commits = *s.fail_all_commits;
+  if (s.commit_delay_us)
+    f.commit_delay_us = *s.commit_delay_us;
+  gateway::fault_outcome out;
+  out.fail_commits = f.fail_commits.load();
+  out.fail_all_commits = f.fail_all_commits.load();
+  out.commit_delay_us = f.commit_delay_us.load();
+  spdlog::warn("store-faults-set fail_commits={} fail_all_commits={} commit_delay_us={}",
+               out.fail_commits, out.fail_all_commits, out.commit_delay_us);
+  return out;
+}
+
 std::future<gateway::snapshot_outcome> node_runtime::snapshot(const std::string& dir) {
   gateway::snapshot_outcome out;
   auto store = impl_->store_;

@@ -54,6 +54,7 @@ public:
   std::future<gateway::controller_gauges> gauges() override;
   bool ready() const override;
   std::future<gateway::snapshot_outcome> snapshot(const std::string& dir) override;
+  gateway::fault_outcome set_store_faults(const gateway::store_fault_settings& s) override;
 
 private:
   class impl;
