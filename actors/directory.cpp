@@ -83,6 +83,8 @@ void publish(directory_self self) {
   if (!st.logic->take_changed())
     return;
   auto view = st.logic->reg().make_view();
+  if (st.cfg.reader)
+    st.cfg.reader->publish(view);
   for (const auto& l : st.cfg.lookups)
     self->send(l, view_atom::value, view);
   auto table = std::make_shared<ingest_route_table>();

@@ -22,6 +22,7 @@
 #include "actors/directory_logic.hpp"
 #include "actors/ingest_routes.hpp"
 #include "actors/lookup_actor.hpp"
+#include "actors/lookup_reader.hpp"
 #include "actors/restore_plan.hpp"
 #include "actors/worker_actor.hpp"
 
@@ -64,6 +65,8 @@ struct directory_config {
   std::shared_ptr<shard_monitor> shard_stats;
   std::shared_ptr<credit_gate> gate;
   std::shared_ptr<route_board> routes;
+  /// Answers lookups on the front ends' threads; gets every new view.
+  std::shared_ptr<lookup_reader> reader;
   /// Workers taken back from the store, in registration order.
   std::vector<restored_worker> restored;
   /// LMCache's need_full_sync_all at start: true on a node that starts empty,

@@ -7,6 +7,7 @@
 #include "actors/ingest_routes.hpp"
 #include "actors/kv_shard.hpp"
 #include "actors/lookup_actor.hpp"
+#include "actors/lookup_reader.hpp"
 #include "actors/request_bridge.hpp"
 #include "actors/row_writer.hpp"
 #include "apps/lmcc/memory_releaser.hpp"
@@ -121,6 +122,8 @@ public:
   std::unique_ptr<gateway::http_api> http_;
   actors::kv_shard_actor shard_;
   std::vector<actors::lookup_actor> lookups_;
+  /// Answers /lookup and BatchedP2PLookupMsg on the thread they arrive on.
+  std::shared_ptr<actors::lookup_reader> reader_;
   std::atomic<size_t> next_lookup_{0};
   actors::control_fanout_actor fanout_;
   actors::directory_actor directory_;
@@ -162,6 +165,7 @@ public:
     // scheduler's threads it would hold one for 64 such messages while a
     // lookup or heartbeat waited for a thread (flood p99 38 -> 16 ms).
     shard_ = system_.spawn<caf::detached>(actors::kv_shard, std::move(init));
+    reader_ = std::make_shared<actors::lookup_reader>(index_, c.chunk_hashing);
     for (uint32_t i = 0; i < std::max(1U, c.lookup_actors); ++i)
       lookups_.push_back(
           system_.spawn(actors::lookup_main, actors::lookup_config{index_, c.chunk_hashing}));
@@ -181,6 +185,7 @@ public:
     dc.options = c;
     dc.shards = {shard_};
     dc.lookups = lookups_;
+    dc.reader = reader_;
     dc.fanout = fanout_;
     auto* frontend = frontend_.get();
     auto* metrics = &metrics_;
@@ -407,9 +412,9 @@ void node_runtime::on_request(gateway::request_socket, msg::Msg m, gateway::repl
         op, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     reply(std::move(r));
   };
-  if (std::holds_alternative<msg::BatchedP2PLookupMsg>(m)) {
-    // One hop: the lookup actor reads the index and answers through `done`.
-    caf::anon_send(d.next_lookup(), actors::request_atom::value, std::move(m), std::move(done));
+  if (std::holds_alternative<msg::BatchedP2PLookupMsg>(m) && d.reader_) {
+    // No hop: read the index on this socket thread (lookup_reader.hpp says why).
+    done(d.reader_->answer(m));
     return;
   }
   d.request(std::move(m), d.options_.controller.internal_timeout, std::move(done));
@@ -422,9 +427,8 @@ std::future<msg::Msg> node_runtime::orchestrate(msg::Msg request) {
   auto promise = std::make_shared<std::promise<msg::Msg>>();
   auto future = promise->get_future();
   actors::reply_callback done = [promise](msg::Msg r) { promise->set_value(std::move(r)); };
-  if (std::holds_alternative<msg::LookupMsg>(request)) {
-    caf::anon_send(d.next_lookup(), actors::request_atom::value, std::move(request),
-                   std::move(done));
+  if (std::holds_alternative<msg::LookupMsg>(request) && d.reader_) {
+    done(d.reader_->answer(request)); // on this HTTP thread, as P2P lookups
     return future;
   }
   d.request(std::move(request), d.orchestration_timeout(), std::move(done));

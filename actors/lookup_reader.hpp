@@ -1,0 +1,63 @@
+// lookup_reader: answers LookupMsg and BatchedP2PLookupMsg on the caller's own
+// thread (the ROUTER socket's or an HTTP worker's), with no actor hop.
+//
+// A lookup only reads: it hashes the prompt's tokens into chunk keys, reads
+// each key's holders from the index under its reader lock (the shard holds the
+// writer lock for at most write_lock_ops ops, never for an ingest backlog) and
+// merges them with the latest directory_view. Each actor hop on the way costs
+// two thread wake-ups, 50-100 us on a paravirtualised VM (bench/RESULTS.md) --
+// the whole budget of a P2P lookup -- so the node answers reads where they
+// arrive. The directory publishes a fresh immutable view after every registry
+// change, before it answers the request that caused it.
+//
+//   lookup_reader reader{index, hashing};
+//   reader.publish(view);                 // directory
+//   msg::Msg answer = reader.answer(m);   // any thread
+//
+// Thread-safety: thread-safe; answer() never blocks on anything but the
+// index's reader lock. CAF-free.
+#pragma once
+
+#include "actors/kv_index.hpp"
+#include "actors/registry.hpp"
+#include "messages/chunk_hash.hpp"
+#include "messages/lmcache_msgs.hpp"
+
+#include <memory>
+#include <mutex>
+
+namespace lmcc::actors {
+
+/// The answer to a LookupMsg or BatchedP2PLookupMsg from `view` and `index`
+/// (an ErrorMsg for any other message).
+msg::Msg answer_lookup(const directory_view& view, const kv_index& index,
+                       const msg::chunk_hasher& hasher, const msg::Msg& m);
+
+class lookup_reader {
+public:
+  lookup_reader(std::shared_ptr<const kv_index> index, msg::chunk_hash_options hashing)
+    : index_(std::move(index)), hasher_(hashing) {}
+
+  /// Replaces the view lookups resolve holders with.
+  void publish(std::shared_ptr<const directory_view> view) {
+    std::lock_guard lock{mutex_};
+    view_ = std::move(view);
+  }
+
+  msg::Msg answer(const msg::Msg& m) const {
+    std::shared_ptr<const directory_view> view;
+    {
+      std::lock_guard lock{mutex_};
+      view = view_;
+    }
+    return answer_lookup(*view, *index_, hasher_, m);
+  }
+
+private:
+  std::shared_ptr<const kv_index> index_;
+  msg::chunk_hasher hasher_;
+  mutable std::mutex mutex_;
+  std::shared_ptr<const directory_view> view_ = std::make_shared<directory_view>();
+};
+
+} // namespace lmcc::actors
