@@ -54,9 +54,10 @@ struct zmq_options {
   /// How long the PULL thread waits for more frames before it hands a small
   /// round to the actors (0: never waits). Each round costs thread wake-ups,
   /// so at moderate rates waiting cuts the CPU per op; it adds at most this
-  /// much to when an op is applied (LMCache workers batch for 10 ms
-  /// themselves). Default: 2 ms
-  std::chrono::milliseconds pull_coalesce{2};
+  /// much to when an op is applied. 10 ms is LMCache's own worker-side
+  /// batching window; at a steady 100 k ops/s it took the node's CPU per op
+  /// from 2.18 (2 ms) to 1.45 us (bench/RESULTS.md). Default: 10 ms
+  std::chrono::milliseconds pull_coalesce{10};
 
   /// A round this large (in ops) is handed over at once. Default: 4096
   uint64_t pull_coalesce_ops = 4096;

@@ -222,7 +222,7 @@ std::vector<option_spec> make_table() {
                          "round to the actors (0: never); trades a few ms of apply delay for CPU"},
                 milliseconds_kind{.min = 0},
                 member([](auto& o) -> auto& { return o.zmq.pull_coalesce; }),
-                2ms),
+                10ms),
     make_option({.key = "lmcc_pull_coalesce_ops", .flag = "--pull-coalesce-ops", .value_name = "N",
                  .help = "a PULL round this large (ops) is handed over without waiting"},
                 integer_kind<uint64_t>{.min = 1, .max = int64_t{1} << 32},
