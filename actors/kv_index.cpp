@@ -211,11 +211,29 @@ void kv_index::clean_for(uint32_t slot, holder_id h) {
 }
 
 void kv_index::clean_slot(uint32_t slot) {
+  // Every job not yet done here is dropped in one pass over the slot: when a
+  // fleet deregisters at once (one job per worker) a pass per job would walk
+  // each slot once per worker.
+  const drop_job* only = nullptr;
+  holder_set merged;
+  for (const auto& job : drops_) {
+    if (job.done[slot])
+      continue;
+    if (!only) {
+      only = &job;
+      continue;
+    }
+    if (merged.empty())
+      merged.insert(only->holders.begin(), only->holders.end());
+    merged.insert(job.holders.begin(), job.holders.end());
+  }
+  if (!only)
+    return;
+  drop(slot, merged.empty() ? only->holders : merged, false);
   bool finished = false;
   for (auto& job : drops_) {
     if (job.done[slot])
       continue;
-    drop(slot, job.holders, false);
     job.done[slot] = true;
     finished |= --job.remaining == 0;
   }

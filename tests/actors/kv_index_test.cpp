@@ -308,6 +308,33 @@ TEST(kv_index, drop_step_cleans_a_bounded_number_of_slots_until_the_job_is_done)
   expect_matches(idx, m);
 }
 
+TEST(kv_index, several_pending_drop_jobs_are_cleaned_together_and_keep_the_others) {
+  // A fleet deregistering at once: one job per worker, cleaned in one pass per slot.
+  kv_index idx{slots};
+  model m;
+  for (uint32_t s = 0; s < slots; ++s)
+    for (uint64_t k : keys_in(s, 3)) {
+      for (int h : {1, 2, 3, 4})
+        idx.write().admit(k, holder(h));
+      m[k] = {holder(4)};
+    }
+  const uint64_t lone = keys_in(7, 4)[3];
+  idx.write().admit(lone, holder(2)); // a key held only by a dropped holder
+  for (int h : {1, 2, 3})
+    idx.write().begin_drop(holder_set{holder(h)});
+  EXPECT_EQ(idx.read().entries(), m.size()); // hidden at once
+  int steps = 0;
+  {
+    auto w = idx.write();
+    while (w.drop_step(16))
+      ++steps;
+  }
+  EXPECT_EQ(steps, 3); // 64 slots for all three jobs, 16 a step
+  EXPECT_FALSE(idx.read().drops_pending());
+  EXPECT_FALSE(idx.read().holds(lone, holder(2)));
+  expect_matches(idx, m);
+}
+
 TEST(kv_index, dropping_a_holder_twice_removes_what_it_admitted_in_between) {
   kv_index idx{slots};
   const auto a = keys_in(10, 2);
