@@ -21,8 +21,9 @@ double rss_mib() {
 
 } // namespace
 
-memory_releaser::memory_releaser()
-    : thread_([this](std::stop_token stop) { run(std::move(stop)); }) {}
+memory_releaser::memory_releaser(size_t free_limit, std::chrono::milliseconds check_interval)
+    : free_limit_(free_limit), check_interval_(check_interval),
+      thread_([this](std::stop_token stop) { run(std::move(stop)); }) {}
 
 memory_releaser::~memory_releaser() {
   thread_.request_stop();
@@ -39,16 +40,35 @@ void memory_releaser::request() {
 
 void memory_releaser::run(std::stop_token stop) {
   std::unique_lock lock(mutex_);
-  while (wake_.wait(lock, stop, [this] { return requested_; })) {
+  while (!stop.stop_requested()) {
+    const bool asked = wake_.wait_for(lock, stop, check_interval_, [this] { return requested_; });
+    if (stop.stop_requested())
+      return;
     requested_ = false;
     lock.unlock();
-    const auto start = std::chrono::steady_clock::now();
-    const double before = rss_mib();
-    malloc_trim(0);
-    const double after = rss_mib();
-    spdlog::info("memory-released rss_before_mib={:.0f} rss_after_mib={:.0f} seconds={:.3f}",
-                 before, after,
-                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    const char* why = asked ? "index-shrank" : nullptr;
+    size_t free_bytes = 0;
+    if (!asked && free_limit_ > 0) {
+      // Resident but not in use: RSS minus what malloc has handed out. (glibc's
+      // own free-bytes figure also counts free chunks whose pages are already
+      // back with the kernel, so it stays high after a trim.)
+      const auto info = mallinfo2(); // walks the arenas' bins: a few ms at most
+      const double in_use = static_cast<double>(info.uordblks + info.hblkhd);
+      const double resident = rss_mib() * 1024.0 * 1024.0;
+      free_bytes = resident > in_use ? static_cast<size_t>(resident - in_use) : 0;
+      if (free_bytes > free_limit_)
+        why = "allocator-free";
+    }
+    if (why) {
+      const auto start = std::chrono::steady_clock::now();
+      const double before = rss_mib();
+      malloc_trim(0);
+      const double after = rss_mib();
+      spdlog::info("memory-released why={} free_mib={:.0f} rss_before_mib={:.0f} "
+                   "rss_after_mib={:.0f} seconds={:.3f}",
+                   why, static_cast<double>(free_bytes) / (1024.0 * 1024.0), before, after,
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
     lock.lock();
   }
 }

@@ -40,6 +40,11 @@ struct node_options {
   /// swapped in as data_dir before the node loads. Empty: none. Default: ""
   std::string restore_from;
 
+  /// Freed memory glibc may keep in its arenas before the node hands it back
+  /// to the kernel (malloc_trim, checked every 10 s; memory_releaser.hpp).
+  /// 0: only after the index shrinks. Default: 128 MiB
+  size_t memory_free_limit_bytes = size_t{128} << 20;
+
   /// CAF scheduler threads; 0 = the machine's core count. Default: 0
   uint32_t scheduler_threads = 0;
 

@@ -157,7 +157,8 @@ public:
     init->store = state.store;
     init->start = std::move(state.shard);
     init->monitor = shard_monitor_;
-    init->release_memory = [releaser = std::make_shared<memory_releaser>()] {
+    init->release_memory = [releaser = std::make_shared<memory_releaser>(
+                                options_.memory_free_limit_bytes, std::chrono::seconds{10})] {
       releaser->request();
     };
     init->drop_at_start = std::move(state.drop_holders);
