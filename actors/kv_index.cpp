@@ -307,13 +307,15 @@ uint64_t kv_index::write_guard::drop_now(uint32_t slot, const holder_set& holder
   return idx_->drop(slot, holders, true);
 }
 
-bool kv_index::write_guard::drop_step(uint32_t max_slots) {
-  while (max_slots > 0 && !idx_->drops_.empty()) {
+bool kv_index::write_guard::drop_step(uint32_t max_slots, uint64_t max_keys) {
+  uint64_t walked = 0;
+  while (max_slots > 0 && walked < max_keys && !idx_->drops_.empty()) {
     auto& job = idx_->drops_.front();
     while (job.cursor < job.done.size() && job.done[job.cursor])
       ++job.cursor;
     if (job.cursor >= job.done.size())
       break; // cannot happen: a job with no slot left is removed
+    walked += idx_->slots_[job.cursor].map.size();
     idx_->clean_slot(job.cursor); // may remove `job`
     --max_slots;
   }

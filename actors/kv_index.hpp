@@ -248,8 +248,10 @@ public:
   /// a drop onto the slots older than it); how many.
   uint64_t drop_now(uint32_t slot, const holder_set& holders);
 
-  /// Cleans pending drops in up to `max_slots` slots; true while work is left.
-  bool drop_step(uint32_t max_slots);
+  /// Cleans pending drops in up to `max_slots` slots, stopping early once the
+  /// slots cleaned held `max_keys` keys (cleaning walks a slot's whole table;
+  /// at least one slot per step); true while work is left.
+  bool drop_step(uint32_t max_slots, uint64_t max_keys = UINT64_MAX);
 
   /// Cleans every pending drop of `slot` now (before the slot is snapshotted).
   void finish_drops_in(uint32_t slot);

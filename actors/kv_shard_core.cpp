@@ -223,7 +223,7 @@ void kv_shard_core::request_snapshot() {
 kv_shard_core::commit_result kv_shard_core::background_step(uint64_t now_ms) {
   if (drops_pending_) {
     auto w = index_->write();
-    drops_pending_ = w.drop_step(opts_.drop_step_slots);
+    drops_pending_ = w.drop_step(opts_.drop_step_slots, opts_.drop_step_keys);
     return commit_result{}; // nothing to write: the drop records are logged already
   }
   if (!round_ && snapshot_due(now_ms)) {

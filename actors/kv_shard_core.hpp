@@ -94,6 +94,12 @@ struct shard_options {
   /// Slots cleaned per drop step. Default: 64
   uint32_t drop_step_slots = 64;
 
+  /// A drop step also stops once the slots it cleaned held this many keys:
+  /// cleaning walks each slot's table under the writer lock, and at 65 M
+  /// entries 64 slots are a million keys (tens of ms of lookups waiting).
+  /// Default: 100000 (a few ms)
+  uint64_t drop_step_keys = 100'000;
+
   /// How long commits may keep failing before the pending records are given
   /// up (acked, their holders marked `gap`). Default: 5 s
   std::chrono::milliseconds commit_failure_grace{5'000};

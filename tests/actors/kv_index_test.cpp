@@ -335,6 +335,24 @@ TEST(kv_index, several_pending_drop_jobs_are_cleaned_together_and_keep_the_other
   expect_matches(idx, m);
 }
 
+TEST(kv_index, a_drop_step_stops_early_once_its_slots_held_max_keys) {
+  kv_index idx{slots};
+  for (uint32_t s = 0; s < slots; ++s)
+    for (uint64_t k : keys_in(s, 5))
+      idx.write().admit(k, holder(1));
+  idx.write().begin_drop(holder_set{holder(1)});
+  int steps = 0;
+  {
+    auto w = idx.write();
+    // 5 keys a slot: a budget of 12 keys stops after the third slot (15 walked).
+    while (w.drop_step(16, 12))
+      ++steps;
+  }
+  EXPECT_EQ(steps, 21); // 64 slots, 3 a step: the 22nd step finishes
+  EXPECT_EQ(idx.read().entries(), 0u);
+  EXPECT_FALSE(idx.read().drops_pending());
+}
+
 TEST(kv_index, dropping_a_holder_twice_removes_what_it_admitted_in_between) {
   kv_index idx{slots};
   const auto a = keys_in(10, 2);
