@@ -22,8 +22,18 @@ public:
       self_->state.env.gate->give(n);
   }
   void seq_gap(const std::string& location, uint64_t expected, uint64_t got) override {
-    spdlog::warn("seq-gap instance={} worker={} location={} expected={} got={}", instance_id_,
-                 worker_id_.to_string(), location, expected, got);
+    // One line a second per worker at most: a worker that skips seq numbers on
+    // every batch must not flood the log (every gap is counted in the metric).
+    const uint64_t now = monotonic_ms();
+    if (gap_logged_ms_ == 0 || now - gap_logged_ms_ >= 1000) {
+      spdlog::warn("seq-gap instance={} worker={} location={} expected={} got={} suppressed={}",
+                   instance_id_, worker_id_.to_string(), location, expected, got,
+                   gaps_suppressed_);
+      gap_logged_ms_ = now;
+      gaps_suppressed_ = 0;
+    } else {
+      ++gaps_suppressed_;
+    }
     self_->send(self_->state.env.directory, seq_gap_atom::value, uid_, uint64_t{1});
   }
   void request_resync(const std::string& reason) override {
@@ -57,6 +67,8 @@ public:
   }
 
 private:
+  uint64_t gap_logged_ms_ = 0;
+  uint64_t gaps_suppressed_ = 0;
   worker_self self_;
   uint64_t uid_;
   std::string instance_id_;
