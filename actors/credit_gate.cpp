@@ -8,8 +8,7 @@
 namespace lmcc::actors {
 
 credit_gate::credit_gate(uint64_t limit, uint64_t resume_below)
-  : limit_(limit), resume_below_(resume_below),
-    wake_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
+  : limit_(limit), resume_below_(resume_below), wake_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
   if (wake_fd_ < 0)
     throw std::system_error(errno, std::generic_category(), "eventfd");
 }

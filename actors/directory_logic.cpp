@@ -34,12 +34,14 @@ void directory_logic::restore(std::vector<restored_worker>& workers, bool need_f
   }
 }
 
-registry::registration directory_logic::do_register(
-    const std::string& instance_id, const msg::wire_int& worker_id, const std::string& ip,
-    const msg::wire_int& port, const std::optional<std::string>& peer_url, double now_s,
-    uint64_t wall_ms) {
-  auto r = reg_.register_worker(instance_id, worker_id, ip, port, peer_url, now_s,
-                                clock_.now(wall_ms));
+registry::registration directory_logic::do_register(const std::string& instance_id,
+                                                    const msg::wire_int& worker_id,
+                                                    const std::string& ip,
+                                                    const msg::wire_int& port,
+                                                    const std::optional<std::string>& peer_url,
+                                                    double now_s, uint64_t wall_ms) {
+  auto r =
+      reg_.register_worker(instance_id, worker_id, ip, port, peer_url, now_s, clock_.now(wall_ms));
   if (!r.refused.empty()) {
     spdlog::error("worker-registration-refused instance={} worker={} reason={}", instance_id,
                   worker_id.to_string(), r.refused);
@@ -78,15 +80,13 @@ msg::Msg directory_logic::on_register(const msg::RegisterMsg& m, double now_s, u
   return msg::Msg{std::move(ret)};
 }
 
-msg::Msg directory_logic::on_heartbeat(const msg::HeartbeatMsg& m, double now_s,
-                                       uint64_t wall_ms) {
+msg::Msg directory_logic::on_heartbeat(const msg::HeartbeatMsg& m, double now_s, uint64_t wall_ms) {
   msg::HeartbeatRetMsg ret;
   const auto* known = reg_.find(m.instance_id, m.worker_id);
   const bool first_heartbeat = known && !known->has_heartbeated;
   if (!reg_.heartbeat(m.instance_id, m.worker_id, now_s)) {
     // Recovery path (spec 4.7.2): re-create the registration, ask for a full sync.
-    auto r = do_register(m.instance_id, m.worker_id, m.ip, m.port, m.peer_init_url, now_s,
-                         wall_ms);
+    auto r = do_register(m.instance_id, m.worker_id, m.ip, m.port, m.peer_init_url, now_s, wall_ms);
     if (!r.refused.empty())
       return msg::Msg{msg::ErrorMsg{r.refused}};
     reg_.heartbeat(m.instance_id, m.worker_id, now_s);
@@ -106,8 +106,8 @@ msg::Msg directory_logic::on_heartbeat(const msg::HeartbeatMsg& m, double now_s,
   return msg::Msg{std::move(ret)};
 }
 
-bool directory_logic::on_deregister(const std::string& instance_id,
-                                    const msg::wire_int& worker_id, std::string_view why) {
+bool directory_logic::on_deregister(const std::string& instance_id, const msg::wire_int& worker_id,
+                                    std::string_view why) {
   auto rec = reg_.remove(instance_id, worker_id);
   if (!rec) {
     spdlog::warn("worker-deregister-unknown instance={} worker={} reason={}", instance_id,

@@ -84,9 +84,8 @@ public:
   bool take_changed() noexcept { return std::exchange(changed_, false); }
 
 private:
-  registry::registration do_register(const std::string& instance_id,
-                                     const msg::wire_int& worker_id, const std::string& ip,
-                                     const msg::wire_int& port,
+  registry::registration do_register(const std::string& instance_id, const msg::wire_int& worker_id,
+                                     const std::string& ip, const msg::wire_int& port,
                                      const std::optional<std::string>& peer_url, double now_s,
                                      uint64_t wall_ms);
   void persist(uint64_t uid);

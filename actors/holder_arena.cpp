@@ -50,8 +50,8 @@ const uint64_t* holder_arena::data(uint8_t cls, uint32_t block) const noexcept {
 size_t holder_arena::memory_bytes() const noexcept {
   size_t bytes = 0;
   for (uint8_t cls = 0; cls <= max_class; ++cls)
-    bytes += classes_[cls].chunks.size() * std::max(chunk_words, block_words(cls)) *
-             sizeof(uint64_t);
+    bytes +=
+        classes_[cls].chunks.size() * std::max(chunk_words, block_words(cls)) * sizeof(uint64_t);
   return bytes;
 }
 

@@ -34,8 +34,7 @@ struct ingest_route {
 using ingest_route_table = absl::flat_hash_map<uint64_t, ingest_route>;
 
 /// The route of (instance_id, worker_id), or nullptr when it is not registered.
-inline const ingest_route* find_route(const ingest_route_table& table,
-                                      std::string_view instance_id,
+inline const ingest_route* find_route(const ingest_route_table& table, std::string_view instance_id,
                                       const msg::wire_int& worker_id) {
   auto it = table.find(worker_uid(instance_id, worker_id));
   if (it == table.end() || it->second.instance_id != instance_id ||

@@ -78,8 +78,8 @@ typename Inspector::result_type inspect(Inspector& f, worker_row& x) {
     x.peer_init_url = has_peer ? std::optional<std::string>{peer} : std::nullopt;
     return caf::none;
   });
-  return f(caf::meta::type_name("lmcc.worker_row"), x.uid, x.instance_id, x.worker_id, x.ip,
-           x.port, has_peer, peer, x.registration_time, x.last_heartbeat_time, x.has_heartbeated,
+  return f(caf::meta::type_name("lmcc.worker_row"), x.uid, x.instance_id, x.worker_id, x.ip, x.port,
+           has_peer, peer, x.registration_time, x.last_heartbeat_time, x.has_heartbeated,
            x.registration_order, x.instance_order, x.incarnation, load);
 }
 

@@ -15,8 +15,7 @@ constexpr auto max_retry_delay = std::chrono::milliseconds{1000};
 void publish(self_ptr self) {
   auto& core = *self->state.core;
   self->state.monitor->publish(shard_stats{core.counters(), core.next_position(),
-                                           core.log_bytes_since_round(),
-                                           core.snapshot_running()});
+                                           core.log_bytes_since_round(), core.snapshot_running()});
 }
 
 void send_acks(self_ptr self, kv_shard_core::commit_result& r) {
@@ -49,8 +48,8 @@ void flush(self_ptr self) {
   st.core->note_commit_ms(ms);
   send_acks(self, r);
   if (!r.ok) {
-    st.retry_delay = std::min(max_retry_delay, std::max(std::chrono::milliseconds{10},
-                                                        st.retry_delay * 2));
+    st.retry_delay =
+        std::min(max_retry_delay, std::max(std::chrono::milliseconds{10}, st.retry_delay * 2));
     if (st.core->counters().commit_failures % 100 == 1)
       spdlog::error("store-commit-failed failures={} retry_ms={} error={}",
                     st.core->counters().commit_failures, st.retry_delay.count(), r.error);

@@ -20,8 +20,8 @@
 // Context: a CAF actor; one per node.
 #pragma once
 
-#include "actors/type_ids.hpp"
 #include "actors/memory_release.hpp"
+#include "actors/type_ids.hpp"
 
 #include <functional>
 #include <memory>
@@ -32,13 +32,13 @@ namespace lmcc::actors {
 /// What a sender must accept: the shard's acknowledgements.
 using ack_receiver_actor = caf::typed_actor<caf::reacts_to<ack_atom, uint64_t, uint64_t>>;
 
-using kv_shard_actor = caf::typed_actor<
-    caf::reacts_to<apply_atom, kv_sub_batch>, caf::reacts_to<flush_atom>,
-    caf::reacts_to<background_atom>, caf::reacts_to<tick_atom>,
-    // Commits everything received so far; true when it is durable (a clean stop).
-    caf::replies_to<drain_atom>::with<bool>,
-    // Runs a whole snapshot round now; true when it completed (admin, tests).
-    caf::replies_to<snapshot_atom>::with<bool>>;
+using kv_shard_actor =
+    caf::typed_actor<caf::reacts_to<apply_atom, kv_sub_batch>, caf::reacts_to<flush_atom>,
+                     caf::reacts_to<background_atom>, caf::reacts_to<tick_atom>,
+                     // Commits everything received so far; true when it is durable (a clean stop).
+                     caf::replies_to<drain_atom>::with<bool>,
+                     // Runs a whole snapshot round now; true when it completed (admin, tests).
+                     caf::replies_to<snapshot_atom>::with<bool>>;
 
 /// The shard's latest numbers, readable from any thread (/metrics, stats).
 class shard_monitor {

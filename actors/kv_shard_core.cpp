@@ -11,8 +11,7 @@ kv_shard_core::kv_shard_core(shard_options opts, std::shared_ptr<kv_index> index
   : opts_(opts), index_(std::move(index)), store_(std::move(store)),
     holders_(std::move(start.holders)), next_position_(std::max<uint64_t>(1, start.next_position)),
     slot_positions_(opts_.slot_count, 0), slot_stamps_(std::move(start.slot_stamps)),
-    snapshotted_versions_(std::move(start.clean_versions)),
-    last_round_start_ms_(start.started_ms) {
+    snapshotted_versions_(std::move(start.clean_versions)), last_round_start_ms_(start.started_ms) {
   slot_stamps_.resize(opts_.slot_count, 0);
   snapshotted_versions_.resize(opts_.slot_count, 0);
   // Drop jobs a restart left in the index still need their background steps.
@@ -37,7 +36,8 @@ uint64_t kv_shard_core::dirty_entries() const {
 void kv_shard_core::apply(const kv_sub_batch& sb) {
   ++counters_.sub_batches;
   auto& meta = holders_[sb.holder];
-  if (sb.has_intro && (meta.worker_uid != sb.intro_worker_uid || meta.location != sb.intro_location)) {
+  if (sb.has_intro &&
+      (meta.worker_uid != sb.intro_worker_uid || meta.location != sb.intro_location)) {
     meta.worker_uid = sb.intro_worker_uid;
     meta.location = sb.intro_location;
     meta.intro_durable = false;
@@ -76,8 +76,8 @@ void kv_shard_core::apply(const kv_sub_batch& sb) {
   if (sb.has_mark) {
     // Lost records (a given-up commit) make the holder's watermark unknown
     // until something replaces its entries: a full sync or a drop.
-    const bool keeps_gap = meta.mark.state == seq_state::gap && !sb.drop &&
-                           sb.mark.state != seq_state::syncing;
+    const bool keeps_gap =
+        meta.mark.state == seq_state::gap && !sb.drop && sb.mark.state != seq_state::syncing;
     if (!keeps_gap && meta.mark != sb.mark) {
       meta.mark = sb.mark;
       meta.changed = true;
@@ -270,7 +270,8 @@ void kv_shard_core::snapshot_some() {
       pending_->delete_slot(slot);
     } else {
       persistence::slot_snapshot_writer writer{slot, stamp};
-      r.for_each_key(slot, [&](uint64_t key, std::span<const holder_id> hs) { writer.add(key, hs); });
+      r.for_each_key(slot,
+                     [&](uint64_t key, std::span<const holder_id> hs) { writer.add(key, hs); });
       scratch_.clear();
       writer.finish(scratch_);
       pending_->put_slot(slot, scratch_);
@@ -289,8 +290,8 @@ void kv_shard_core::finish_round(uint64_t now_ms) {
   for (auto& [h, meta] : holders_) {
     if (!meta.changed)
       continue;
-    pending_->put_holder(persistence::holder_state{h, meta.worker_uid, meta.location,
-                                                   meta.incarnation, meta.mark});
+    pending_->put_holder(
+        persistence::holder_state{h, meta.worker_uid, meta.location, meta.incarnation, meta.mark});
     meta.changed = false;
     meta.intro_durable = true;
     pending_holder_states_.push_back(h);

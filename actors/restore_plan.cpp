@@ -101,9 +101,8 @@ restore_plan plan_restore(const std::vector<persistence::worker_row>& rows,
   }
   std::sort(plan.workers.begin(), plan.workers.end(),
             [](const restored_worker& a, const restored_worker& b) {
-              return std::tie(a.record.instance_order, a.record.registration_order,
-                              a.record.uid) < std::tie(b.record.instance_order,
-                                                       b.record.registration_order, b.record.uid);
+              return std::tie(a.record.instance_order, a.record.registration_order, a.record.uid) <
+                     std::tie(b.record.instance_order, b.record.registration_order, b.record.uid);
             });
   return plan;
 }

@@ -16,8 +16,8 @@ bool row_writer_state::commit() {
   }
   if (auto r = store->commit(b); !r) {
     if (++failures % 100 == 1)
-      spdlog::error("store-row-write-failed rows={} failures={} error={}", pending.size(),
-                    failures, r.error().message);
+      spdlog::error("store-row-write-failed rows={} failures={} error={}", pending.size(), failures,
+                    r.error().message);
     return false;
   }
   pending.clear();

@@ -28,8 +28,7 @@ struct loader_outcome {
 };
 
 void load_range(const persistence::store& store, kv_index& index, uint32_t lo, uint32_t hi,
-                std::vector<uint64_t>& stamps, kv_index::bulk_loader& loader,
-                loader_outcome& out) {
+                std::vector<uint64_t>& stamps, kv_index::bulk_loader& loader, loader_outcome& out) {
   const uint32_t slot_count = index.slot_count();
   auto r = store.for_each_slot(lo, hi, [&](uint32_t slot, std::string_view value) {
     if (!out.error.empty())
@@ -118,10 +117,11 @@ void replay(kv_index& index, holder_metas& holders, const std::vector<uint64_t>&
 
 } // namespace
 
-persistence::expected<shard_start_state>
-restore_shard(const persistence::store& store, kv_index& index,
-              const persistence::directory_data& dir, uint32_t threads,
-              shard_restore_report& report) {
+persistence::expected<shard_start_state> restore_shard(const persistence::store& store,
+                                                       kv_index& index,
+                                                       const persistence::directory_data& dir,
+                                                       uint32_t threads,
+                                                       shard_restore_report& report) {
   const uint32_t slot_count = index.slot_count();
   shard_start_state start;
   start.slot_stamps.assign(slot_count, 0);

@@ -45,9 +45,10 @@ struct shard_restore_report {
 /// Loads the slots and replays the log into `index` (empty, unread).
 /// `threads` loader threads (at least 1). An error only for what must stop
 /// the node (unreadable store, another --slots).
-persistence::expected<shard_start_state>
-restore_shard(const persistence::store& store, kv_index& index,
-              const persistence::directory_data& dir, uint32_t threads,
-              shard_restore_report& report);
+persistence::expected<shard_start_state> restore_shard(const persistence::store& store,
+                                                       kv_index& index,
+                                                       const persistence::directory_data& dir,
+                                                       uint32_t threads,
+                                                       shard_restore_report& report);
 
 } // namespace lmcc::actors

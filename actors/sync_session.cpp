@@ -75,9 +75,7 @@ sync_session_main(sync_session_actor::stateful_pointer<sync_session_state> self,
         }
       },
       [self](go_atom) { self->state.logic->go(); },
-      [self](push_atom, pushed_msg& m) {
-        self->state.logic->on_input(std::move(m), wall_now());
-      },
+      [self](push_atom, pushed_msg& m) { self->state.logic->on_input(std::move(m), wall_now()); },
       [self](ack_atom, uint64_t stream, uint64_t up_to) {
         self->state.logic->on_ack(stream, up_to, wall_now());
         answer_drains(self);

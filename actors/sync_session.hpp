@@ -33,8 +33,7 @@ using session_owner_actor = caf::typed_actor<caf::reacts_to<session_done_atom, s
 using sync_session_actor = caf::typed_actor<
     caf::reacts_to<sync_start_atom, session_params>, caf::reacts_to<go_atom>,
     caf::reacts_to<push_atom, pushed_msg>, caf::reacts_to<ack_atom, uint64_t, uint64_t>,
-    caf::replies_to<sync_status_atom, msg::Msg>::with<msg::Msg>,
-    caf::reacts_to<tick_atom>,
+    caf::replies_to<sync_status_atom, msg::Msg>::with<msg::Msg>, caf::reacts_to<tick_atom>,
     // Answers once everything it sent is acknowledged.
     caf::replies_to<drain_atom>::with<bool>>;
 

@@ -70,8 +70,7 @@ void sync_session_logic::on_input(pushed_msg&& m, double now) {
 }
 
 void sync_session_logic::on_batch(const msg::FullSyncBatchMsg& m, uint64_t credits, double now) {
-  if (!book_ || m.sync_id != params_.sync_id || book_->phase() != sync_phase::syncing ||
-      ending_) {
+  if (!book_ || m.sync_id != params_.sync_id || book_->phase() != sync_phase::syncing || ending_) {
     spdlog::warn("full-sync-batch-dropped sync_id={} batch_id={} keys={} "
                  "reason=no-matching-session",
                  m.sync_id, m.batch_id.to_string(), m.keys.size());
@@ -118,8 +117,7 @@ void sync_session_logic::on_batch(const msg::FullSyncBatchMsg& m, uint64_t credi
 
 void sync_session_logic::on_end(const msg::FullSyncEndMsg& m, uint64_t credits, double now) {
   out_.give_credits(credits);
-  if (!book_ || m.sync_id != params_.sync_id || book_->phase() != sync_phase::syncing ||
-      ending_) {
+  if (!book_ || m.sync_id != params_.sync_id || book_->phase() != sync_phase::syncing || ending_) {
     spdlog::warn("full-sync-end-ignored sync_id={} reason={}", m.sync_id,
                  book_ && book_->phase() == sync_phase::failed ? "session-expired"
                                                                : "no-matching-session");

@@ -51,12 +51,12 @@ CAF_BEGIN_TYPE_ID_BLOCK(lmcc, caf::first_custom_type_id)
   CAF_ADD_ATOM(lmcc, lmcc::actors, resync_atom, "resync") // a worker must full-sync
 
   // -- atoms: senders <-> KV shards ----------------------------------------------------
-  CAF_ADD_ATOM(lmcc, lmcc::actors, apply_atom, "apply")     // a kv_sub_batch
-  CAF_ADD_ATOM(lmcc, lmcc::actors, ack_atom, "ack")         // (stream, number) is durable
-  CAF_ADD_ATOM(lmcc, lmcc::actors, flush_atom, "flush")     // commit what is pending
-  CAF_ADD_ATOM(lmcc, lmcc::actors, background_atom, "bg")   // one step of background work
+  CAF_ADD_ATOM(lmcc, lmcc::actors, apply_atom, "apply")       // a kv_sub_batch
+  CAF_ADD_ATOM(lmcc, lmcc::actors, ack_atom, "ack")           // (stream, number) is durable
+  CAF_ADD_ATOM(lmcc, lmcc::actors, flush_atom, "flush")       // commit what is pending
+  CAF_ADD_ATOM(lmcc, lmcc::actors, background_atom, "bg")     // one step of background work
   CAF_ADD_ATOM(lmcc, lmcc::actors, snapshot_atom, "snapshot") // a snapshot round now
-  CAF_ADD_ATOM(lmcc, lmcc::actors, drain_atom, "drain")     // everything sent so far is durable
+  CAF_ADD_ATOM(lmcc, lmcc::actors, drain_atom, "drain")       // everything sent so far is durable
 
   // -- atoms: directory -> row writer ---------------------------------------------------
   CAF_ADD_ATOM(lmcc, lmcc::actors, row_put_atom, "rowput")

@@ -27,8 +27,7 @@ public:
     const uint64_t now = monotonic_ms();
     if (gap_logged_ms_ == 0 || now - gap_logged_ms_ >= 1000) {
       spdlog::warn("seq-gap instance={} worker={} location={} expected={} got={} suppressed={}",
-                   instance_id_, worker_id_.to_string(), location, expected, got,
-                   gaps_suppressed_);
+                   instance_id_, worker_id_.to_string(), location, expected, got, gaps_suppressed_);
       gap_logged_ms_ = now;
       gaps_suppressed_ = 0;
     } else {
@@ -114,8 +113,7 @@ worker_actor::behavior_type worker_main(worker_actor::stateful_pointer<worker_ac
   auto& st = self->state;
   st.env = std::move(env);
   st.session_cfg = session_config{cfg.slot_count, cfg.destinations, cfg.placement,
-                                  cfg.stream_base + cfg.destinations,
-                                  st.env.full_sync_timeout_s};
+                                  cfg.stream_base + cfg.destinations, st.env.full_sync_timeout_s};
   st.effects = std::make_unique<worker_effects>(self, cfg.uid, cfg.instance_id, cfg.worker_id);
   st.logic = std::make_unique<worker_logic>(std::move(cfg), *st.effects);
   return {

@@ -26,16 +26,17 @@
 
 namespace lmcc::actors {
 
-using worker_actor = caf::typed_actor<
-    caf::reacts_to<push_atom, pushed_msgs>,
-    // A FullSyncStartMsg / FullSyncStatusMsg (as Msg: the type that crosses nodes).
-    caf::replies_to<sync_start_atom, msg::Msg>::with<msg::Msg>,
-    caf::replies_to<sync_status_atom, msg::Msg>::with<msg::Msg>,
-    caf::reacts_to<ack_atom, uint64_t, uint64_t>,
-    caf::reacts_to<session_done_atom, std::string, bool>, caf::reacts_to<reset_atom, uint64_t>,
-    caf::reacts_to<retire_atom>,
-    // Answers once everything it and its session sent is acknowledged.
-    caf::replies_to<drain_atom>::with<bool>>;
+using worker_actor =
+    caf::typed_actor<caf::reacts_to<push_atom, pushed_msgs>,
+                     // A FullSyncStartMsg / FullSyncStatusMsg (as Msg: the type that crosses
+                     // nodes).
+                     caf::replies_to<sync_start_atom, msg::Msg>::with<msg::Msg>,
+                     caf::replies_to<sync_status_atom, msg::Msg>::with<msg::Msg>,
+                     caf::reacts_to<ack_atom, uint64_t, uint64_t>,
+                     caf::reacts_to<session_done_atom, std::string, bool>,
+                     caf::reacts_to<reset_atom, uint64_t>, caf::reacts_to<retire_atom>,
+                     // Answers once everything it and its session sent is acknowledged.
+                     caf::replies_to<drain_atom>::with<bool>>;
 
 /// What a worker actor reaches outside itself.
 struct worker_env {

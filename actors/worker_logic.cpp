@@ -118,9 +118,8 @@ void worker_logic::on_batch(const msg::BatchedKVOperationMsg& m, uint64_t credit
   send_ops(loc, m.location, std::move(ops), seq_mark{seq_state::tracking, *last}, credits);
 }
 
-void worker_logic::send_ops(location_state& loc, const std::string& name,
-                            std::vector<kv_op>&& ops, std::optional<seq_mark> mark,
-                            uint64_t credits) {
+void worker_logic::send_ops(location_state& loc, const std::string& name, std::vector<kv_op>&& ops,
+                            std::optional<seq_mark> mark, uint64_t credits) {
   auto make = [&](uint32_t d, std::vector<kv_op>&& part) {
     kv_sub_batch sb;
     sb.holder = loc.holder;
@@ -188,8 +187,7 @@ msg::FullSyncStartRetMsg worker_logic::on_sync_start(const msg::FullSyncStartMsg
   sync_id_ = m.sync_id;
   gate_ = gate::draining;
   out_.session_start(session_params{m.sync_id, m.location, loc.holder, cfg_.uid, cfg_.incarnation,
-                                    m.total_keys.is_negative() ? 0 : m.total_keys.bits(),
-                                    batches});
+                                    m.total_keys.is_negative() ? 0 : m.total_keys.bits(), batches});
   maybe_go();
   return msg::FullSyncStartRetMsg{m.sync_id, true, std::nullopt};
 }

@@ -67,9 +67,9 @@ struct snapshot_outcome {
 /// POST /admin/faults: store failures injected for crash and chaos tests (only
 /// on a node started with --fault-injection on). Absent fields stay as they are.
 struct store_fault_settings {
-  std::optional<uint64_t> fail_commits;     ///< the next N commits fail
-  std::optional<bool> fail_all_commits;     ///< every commit fails while true
-  std::optional<uint64_t> commit_delay_us;  ///< a slow disk: delay before each commit
+  std::optional<uint64_t> fail_commits;    ///< the next N commits fail
+  std::optional<bool> fail_all_commits;    ///< every commit fails while true
+  std::optional<uint64_t> commit_delay_us; ///< a slow disk: delay before each commit
 };
 
 /// What /admin/faults answers: the settings now in force.
@@ -107,7 +107,8 @@ public:
   /// refuses: only a node started with fault injection on accepts them.
   virtual fault_outcome set_store_faults(const store_fault_settings&) {
     return fault_outcome{.status = 404,
-                         .error = "fault injection is off (start the node with --fault-injection on)"};
+                         .error =
+                             "fault injection is off (start the node with --fault-injection on)"};
   }
 };
 

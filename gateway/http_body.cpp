@@ -307,8 +307,7 @@ void read_field(body_field& f, sj::value& v, size_t max_items) {
     if (type == sj::json_type::number) {
       sj::number_type kind;
       check_json(v.get_number_type().get(kind));
-      if (kind == sj::number_type::unsigned_integer ||
-          (kind == sj::number_type::signed_integer)) {
+      if (kind == sj::number_type::unsigned_integer || (kind == sj::number_type::signed_integer)) {
         int64_t n = 0;
         if (kind == sj::number_type::signed_integer) {
           check_json(v.get_int64().get(n));

@@ -30,7 +30,7 @@ uint32_t extend_portable(uint32_t crc, const unsigned char* p, size_t n) noexcep
 
 #if defined(__x86_64__)
 __attribute__((target("sse4.2"))) uint32_t extend_sse42(uint32_t crc, const unsigned char* p,
-                                                          size_t n) noexcept {
+                                                        size_t n) noexcept {
   uint64_t c = ~crc;
   while (n >= 8) {
     uint64_t word;

@@ -201,12 +201,12 @@ std::string render_manifest(const snapshot_info& info) {
   for (const auto& f : info.files)
     files.push_back({{"name", f.name}, {"size", f.size}, {"crc32c", f.crc32c}});
   nlohmann::json j = {
-      {"format", "lmcc-snapshot"},     {"format_version", info.format_version},
-      {"node_id", info.node_id},       {"created_at", info.created_at},
-      {"sequence", info.sequence},     {"workers", info.workers},
-      {"holders", info.holders},       {"slots", info.slots},
-      {"log_records", info.log_records},
-      {"checksum", "crc32c"},          {"files", std::move(files)},
+      {"format", "lmcc-snapshot"},       {"format_version", info.format_version},
+      {"node_id", info.node_id},         {"created_at", info.created_at},
+      {"sequence", info.sequence},       {"workers", info.workers},
+      {"holders", info.holders},         {"slots", info.slots},
+      {"log_records", info.log_records}, {"checksum", "crc32c"},
+      {"files", std::move(files)},
   };
   return j.dump(2) + "\n";
 }
@@ -249,8 +249,8 @@ expected<snapshot_info> parse_manifest(const std::string& text, const std::strin
   auto holders = num(j, "holders");
   auto slots = num(j, "slots");
   auto log_records = num(j, "log_records");
-  if (node == nullptr || node->empty() || created == nullptr || !sequence || !workers ||
-      !holders || !slots || !log_records)
+  if (node == nullptr || node->empty() || created == nullptr || !sequence || !workers || !holders ||
+      !slots || !log_records)
     return fail("lacks node_id, created_at, sequence or a count");
   info.node_id = *node;
   info.created_at = *created;

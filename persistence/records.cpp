@@ -192,8 +192,8 @@ read_slot_snapshot(std::string_view value,
   byte_reader r{value};
   uint8_t format = 0;
   uint64_t slot = 0, holders = 0;
-  if (!r.u8(format) || format != slot_format || !r.varint(slot) ||
-      !r.u64(result.header.position) || !r.varint(holders) || holders > r.remaining() / 8)
+  if (!r.u8(format) || format != slot_format || !r.varint(slot) || !r.u64(result.header.position) ||
+      !r.varint(holders) || holders > r.remaining() / 8)
     return damaged(slot_damage::header, "unreadable header");
   result.header.slot = static_cast<uint32_t>(slot);
   result.header.holders.resize(holders);

@@ -66,11 +66,10 @@ expected<snapshot_info> store::checkpoint(const std::string& dir) {
     return scan(db, cf, snap.get(), prefix_of(prefix), prefix_end(prefix),
                 [&](std::string_view, std::string_view) { return ++n, true; });
   };
-  for (auto [cf, prefix, counter] :
-       {std::tuple{impl_->default_cf(), worker_prefix, &info.workers},
-        std::tuple{impl_->default_cf(), holder_prefix, &info.holders},
-        std::tuple{impl_->default_cf(), slot_prefix, &info.slots},
-        std::tuple{impl_->log_cf(), log_prefix, &info.log_records}})
+  for (auto [cf, prefix, counter] : {std::tuple{impl_->default_cf(), worker_prefix, &info.workers},
+                                     std::tuple{impl_->default_cf(), holder_prefix, &info.holders},
+                                     std::tuple{impl_->default_cf(), slot_prefix, &info.slots},
+                                     std::tuple{impl_->log_cf(), log_prefix, &info.log_records}})
     if (auto s = count(cf, prefix, *counter); !s.ok()) {
       remove_partial();
       return wrap("checkpoint (count)", path, s);
@@ -117,8 +116,7 @@ expected<snapshot_info> store::checkpoint(const std::string& dir) {
   spdlog::info("store-checkpoint path={} dir={} sequence={} workers={} holders={} slots={} "
                "log_records={} files={} bytes={} seconds={:.3f}",
                path, target.string(), info.sequence, info.workers, info.holders, info.slots,
-               info.log_records,
-               info.files.size(), bytes, seconds_since(start));
+               info.log_records, info.files.size(), bytes, seconds_since(start));
   return info;
 }
 
@@ -263,8 +261,7 @@ expected<std::unique_ptr<store>> store::restore(const std::string& snapshot_dir,
   spdlog::info("store-restore snapshot={} target={} node={} sequence={} workers={} slots={} "
                "log_records={} replaced={} seconds={:.3f}",
                snapshot_dir, dest.string(), node_id, info->sequence, info->workers, info->slots,
-               info->log_records,
-               old.has_value(), seconds_since(start));
+               info->log_records, old.has_value(), seconds_since(start));
   return s;
 }
 

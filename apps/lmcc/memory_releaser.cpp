@@ -1,12 +1,11 @@
 #include "apps/lmcc/memory_releaser.hpp"
 
-#include <malloc.h>
-#include <unistd.h>
+#include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <fstream>
-
-#include <spdlog/spdlog.h>
+#include <malloc.h>
+#include <unistd.h>
 
 namespace lmcc::apps {
 namespace {
@@ -22,8 +21,8 @@ double rss_mib() {
 } // namespace
 
 memory_releaser::memory_releaser(size_t free_limit, std::chrono::milliseconds check_interval)
-    : free_limit_(free_limit), check_interval_(check_interval),
-      thread_([this](std::stop_token stop) { run(std::move(stop)); }) {}
+  : free_limit_(free_limit), check_interval_(check_interval),
+    thread_([this](std::stop_token stop) { run(std::move(stop)); }) {}
 
 memory_releaser::~memory_releaser() {
   thread_.request_stop();

@@ -101,8 +101,8 @@ node_state load_node_state(const node_options& options, actors::kv_index& index)
   spdlog::info("store-loaded path={} workers={} holders={} entries={} slots={} log_records={} "
                "stale_holders={} workers_to_resync={} damaged={} need_full_sync_all={} "
                "seconds={:.3f}",
-               state.store->path(), state.workers.size(), state.shard.holders.size(),
-               state.entries, report.slots, report.records, state.drop_holders.size(), resync,
+               state.store->path(), state.workers.size(), state.shard.holders.size(), state.entries,
+               report.slots, report.records, state.drop_holders.size(), resync,
                report.problems.size(), state.need_full_sync_all, state.seconds);
   return state;
 }

@@ -97,9 +97,9 @@ public:
       index_(std::make_shared<actors::kv_index>(options_.controller.slot_count)),
       gate_(std::make_shared<actors::credit_gate>(
           options_.controller.max_inflight_ops,
-          std::max<uint64_t>(1, static_cast<uint64_t>(
-                                    static_cast<double>(options_.controller.max_inflight_ops) *
-                                    options_.controller.inflight_resume_ratio)))),
+          std::max<uint64_t>(
+              1, static_cast<uint64_t>(static_cast<double>(options_.controller.max_inflight_ops) *
+                                       options_.controller.inflight_resume_ratio)))),
       gate_adapter_(*gate_) {}
 
   // -- member variables (construction order = the order things start) --------
@@ -243,8 +243,7 @@ public:
     ok = drain_one(shard_, "shard") && ok;
     if (rows_)
       ok = drain_one(rows_, "rows") && ok;
-    spdlog::info("node-drained committed={} inflight_ops={} seconds={:.3f}", ok,
-                 gate_->in_flight(),
+    spdlog::info("node-drained committed={} inflight_ops={} seconds={:.3f}", ok, gate_->in_flight(),
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
 

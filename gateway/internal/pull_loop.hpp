@@ -113,8 +113,8 @@ private:
 
   /// Reads what is queued, up to a round's worth.
   void drain(uint64_t room) {
-    for (int i = 0; i < max_messages_per_drain && !stopping_.load() && round_credits_ < room &&
-                    receive_one();
+    for (int i = 0;
+         i < max_messages_per_drain && !stopping_.load() && round_credits_ < room && receive_one();
          ++i) {
     }
   }

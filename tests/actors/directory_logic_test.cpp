@@ -8,7 +8,6 @@
 #error "directory_logic pulls in CAF"
 #endif
 
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -40,7 +39,8 @@ struct recording_outbox : directory_outbox {
 
 constexpr uint64_t wall = 1'700'000'000'000; // ms
 
-msg::RegisterMsg reg(std::string inst, int64_t w, std::string ip = "10.0.0.1", int64_t port = 8500) {
+msg::RegisterMsg reg(std::string inst, int64_t w, std::string ip = "10.0.0.1",
+                     int64_t port = 8500) {
   return msg::RegisterMsg{std::move(inst), w, std::move(ip), port, std::nullopt};
 }
 
@@ -88,7 +88,7 @@ TEST(directory_logic, registration_order_follows_hlc_stamps_even_when_the_wall_c
   recording_outbox out;
   directory_logic d{controller_options{}, out};
   d.on_register(reg("B", 0), 1, wall, std::nullopt);
-  d.on_register(reg("A", 0), 1, wall, std::nullopt);        // the same millisecond
+  d.on_register(reg("A", 0), 1, wall, std::nullopt);          // the same millisecond
   d.on_register(reg("C", 0), 1, wall - 60'000, std::nullopt); // the clock stepped back
   EXPECT_EQ(instances_in_order(d), (std::vector<std::string>{"B/0", "A/0", "C/0"}));
   const auto* b = d.reg().find("B", 0);
@@ -192,9 +192,9 @@ TEST(directory_logic, a_resync_reason_is_asked_of_that_worker_alone) {
   EXPECT_TRUE(commands_of(d.on_heartbeat(hb("A", 0), 2, wall)).empty());
   EXPECT_EQ(commands_of(d.on_heartbeat(hb("A", 1), 2, wall)),
             (std::vector<std::string>{"seq_gap_after_restart"}));
-  EXPECT_EQ(std::count(out.events.begin(), out.events.end(),
-                       "full_sync_requested_seq_gap_after_restart"),
-            1);
+  EXPECT_EQ(
+      std::count(out.events.begin(), out.events.end(), "full_sync_requested_seq_gap_after_restart"),
+      1);
   d.on_seq_gap(3);
   d.on_seq_gap(2);
   EXPECT_EQ(d.seq_discontinuities(), 5u);

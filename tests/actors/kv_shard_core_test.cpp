@@ -9,7 +9,6 @@
 #error "kv_shard_core pulls in CAF"
 #endif
 
-
 #include <gtest/gtest.h>
 
 namespace lmcc::actors {
@@ -30,18 +29,18 @@ std::map<uint64_t, log_record> log_of(const persistence::store& s) {
 }
 
 /// Every (key, holders) of the slot snapshot stored for `slot`, or nullopt.
-std::optional<std::map<uint64_t, std::vector<holder_id>>> stored_slot(const persistence::store& s,
-                                                                      uint32_t slot,
-                                                                      uint64_t* stamp = nullptr) {
+std::optional<std::map<uint64_t, std::vector<holder_id>>>
+stored_slot(const persistence::store& s, uint32_t slot, uint64_t* stamp = nullptr) {
   auto all = persistence::test::read_all(s).slots;
   auto it = all.find(slot);
   if (it == all.end())
     return std::nullopt;
   std::map<uint64_t, std::vector<holder_id>> out;
-  auto r = persistence::read_slot_snapshot(it->second, [&](uint64_t k, std::span<const uint64_t> hs) {
-    out[k] = std::vector<holder_id>(hs.begin(), hs.end());
-    std::sort(out[k].begin(), out[k].end());
-  });
+  auto r =
+      persistence::read_slot_snapshot(it->second, [&](uint64_t k, std::span<const uint64_t> hs) {
+        out[k] = std::vector<holder_id>(hs.begin(), hs.end());
+        std::sort(out[k].begin(), out[k].end());
+      });
   EXPECT_EQ(r.damage, persistence::slot_damage::none);
   if (stamp)
     *stamp = r.header.position;
@@ -84,8 +83,9 @@ TEST(kv_shard_core, apply_then_commit_acks_the_highest_number_per_stream_in_one_
 TEST(kv_shard_core, records_carry_the_intro_once_and_the_mark_when_it_moves) {
   shard_fixture f;
   const auto k = keys_in(1, 3, 64);
-  f.core->apply(sb(1, 1, h1, {{k[0], true}}).intro(uid_of(1), "LocalCPUBackend").mark(
-      seq_state::tracking, 10));
+  f.core->apply(sb(1, 1, h1, {{k[0], true}})
+                    .intro(uid_of(1), "LocalCPUBackend")
+                    .mark(seq_state::tracking, 10));
   f.core->apply(sb(1, 2, h1, {{k[1], true}}).intro(uid_of(1), "LocalCPUBackend"));
   f.core->apply(sb(1, 3, h1, {{k[1], false}}).mark(seq_state::tracking, 12));
   f.core->apply(sb(1, 4, h1).drop());
@@ -196,8 +196,9 @@ TEST(kv_shard_core, after_the_grace_the_records_are_given_up_and_their_holders_m
   f.core->apply(sb(1, 1, h2, {{k[2], true}}).mark(seq_state::tracking, 1));
   f.commit(0); // h2 is durable and stays out of it
   f.store->faults().fail_all_commits = true;
-  f.core->apply(sb(1, 2, h1, {{k[0], true}}).intro(uid_of(1), "LocalCPUBackend").mark(
-      seq_state::tracking, 1));
+  f.core->apply(sb(1, 2, h1, {{k[0], true}})
+                    .intro(uid_of(1), "LocalCPUBackend")
+                    .mark(seq_state::tracking, 1));
   EXPECT_TRUE(f.core->commit(1'000).acks.empty());
   f.core->apply(sb(1, 3, h1, {{k[1], true}}).mark(seq_state::tracking, 2));
   EXPECT_TRUE(f.core->commit(5'999).acks.empty()); // 4.999 s of failures: still waiting
@@ -237,8 +238,9 @@ TEST(kv_shard_core, a_snapshot_round_writes_dirty_slots_and_holder_states_and_tr
   for (uint32_t slot : {0U, 5U, 63U})
     for (uint64_t key : keys_in(slot, 20, 64)) {
       const uint64_t number = n++;
-      f.core->apply(sb(1, number, h1, {{key, true}}).intro(uid_of(1), "LocalCPUBackend").mark(
-          seq_state::tracking, number));
+      f.core->apply(sb(1, number, h1, {{key, true}})
+                        .intro(uid_of(1), "LocalCPUBackend")
+                        .mark(seq_state::tracking, number));
       want[slot][key] = {h1};
       if (key % 3 == 0) {
         f.core->apply(sb(2, number, h2, {{key, true}}).intro(uid_of(2), "LocalCPUBackend"));
@@ -335,7 +337,7 @@ TEST(kv_shard_core, records_applied_during_a_round_stay_in_the_log_above_the_new
   ASSERT_TRUE(stored_slot(*f.store, 0, &stamp0));
   ASSERT_TRUE(stored_slot(*f.store, 7, &stamp7));
   EXPECT_EQ(stamp0, p0);
-  EXPECT_EQ(stamp7, p0 + 1); // written after the record: covers it
+  EXPECT_EQ(stamp7, p0 + 1);                      // written after the record: covers it
   EXPECT_GT(f.core->log_bytes_since_round(), 0u); // that record counts for the next round
 }
 
@@ -405,13 +407,14 @@ TEST(kv_shard_core, a_given_up_round_still_gets_every_holder_state_written_later
   f.opts.commit_failure_grace = std::chrono::milliseconds{1'000};
   f.core = std::make_unique<kv_shard_core>(f.opts, f.index, f.store);
   const uint64_t key = keys_in(6, 1, 64)[0];
-  f.core->apply(sb(1, 1, h1, {{key, true}}).intro(uid_of(1), "LocalCPUBackend").mark(
-      seq_state::tracking, 41));
+  f.core->apply(sb(1, 1, h1, {{key, true}})
+                    .intro(uid_of(1), "LocalCPUBackend")
+                    .mark(seq_state::tracking, 41));
   f.commit(0); // h1's record (intro and mark) is durable
   f.store->faults().fail_all_commits = true;
   f.core->request_snapshot();
   while (f.core->background_due(0))
-    f.core->background_step(0); // the whole round lands in one failing batch
+    f.core->background_step(0);           // the whole round lands in one failing batch
   EXPECT_FALSE(f.core->commit(2'000).ok); // given up: acks out, round lost
   f.store->faults().fail_all_commits = false;
   f.commit(3'000);

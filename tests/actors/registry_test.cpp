@@ -35,7 +35,8 @@ TEST(registry, keeps_instances_and_workers_in_registration_order) {
   add(r, "B", 1, "10.0.0.2");
   add(r, "A", 0, "10.0.0.1");
   add(r, "B", 0, "10.0.0.2");
-  EXPECT_EQ(order_of(r), (std::vector<std::pair<std::string, int64_t>>{{"B", 1}, {"B", 0}, {"A", 0}}));
+  EXPECT_EQ(order_of(r),
+            (std::vector<std::pair<std::string, int64_t>>{{"B", 1}, {"B", 0}, {"A", 0}}));
   const auto* b0 = r.find("B", 0);
   ASSERT_NE(b0, nullptr);
   EXPECT_EQ(b0->uid, worker_uid("B", wire_int{0}));
@@ -52,7 +53,8 @@ TEST(registry, an_instance_keeps_its_position_while_it_has_workers) {
   ASSERT_TRUE(r.remove("A", 0)); // A's first worker goes; A keeps its place before B
   EXPECT_EQ(order_of(r), (std::vector<std::pair<std::string, int64_t>>{{"A", 1}, {"B", 0}}));
   add(r, "A", 0, "h"); // comes back: behind A's remaining worker, still before B
-  EXPECT_EQ(order_of(r), (std::vector<std::pair<std::string, int64_t>>{{"A", 1}, {"A", 0}, {"B", 0}}));
+  EXPECT_EQ(order_of(r),
+            (std::vector<std::pair<std::string, int64_t>>{{"A", 1}, {"A", 0}, {"B", 0}}));
   ASSERT_TRUE(r.remove("A", 0));
   ASSERT_TRUE(r.remove("A", 1)); // A is gone: a new A comes after B
   add(r, "A", 5, "h");
@@ -97,7 +99,8 @@ TEST(registry, restore_worker_puts_rows_back_in_order_in_any_order) {
   r.restore_worker(rec("B", 0, 20, 20));
   r.restore_worker(rec("A", 1, 30, 10)); // A's first worker left; A keeps order 10
   r.restore_worker(rec("A", 2, 40, 10));
-  EXPECT_EQ(order_of(r), (std::vector<std::pair<std::string, int64_t>>{{"A", 1}, {"A", 2}, {"B", 0}}));
+  EXPECT_EQ(order_of(r),
+            (std::vector<std::pair<std::string, int64_t>>{{"A", 1}, {"A", 2}, {"B", 0}}));
   // A row that remembers an earlier instance order moves the instance up.
   r.restore_worker(rec("C", 0, 50, 50));
   r.restore_worker(rec("C", 1, 60, 5));
@@ -182,7 +185,8 @@ TEST(registry, asks_every_worker_for_a_sync_until_enough_have_synced) {
   registry r;
   auto w0 = add(r, "A", 0, "h");
   auto w1 = add(r, "A", 1, "h");
-  EXPECT_EQ(r.should_request_full_sync(w0), std::make_pair(true, std::string("controller_restart")));
+  EXPECT_EQ(r.should_request_full_sync(w0),
+            std::make_pair(true, std::string("controller_restart")));
   r.set_sync_state(w0, sync_phase::syncing, 3);
   EXPECT_FALSE(r.should_request_full_sync(w0).first);
   EXPECT_EQ(r.missing_batches_total(), 3u);
@@ -205,7 +209,8 @@ TEST(registry, a_per_worker_resync_reason_holds_until_its_sync_starts) {
   auto w = add(r, "A", 0, "h");
   auto other = add(r, "A", 1, "h");
   r.request_full_sync(w, "seq_gap_after_restart");
-  EXPECT_EQ(r.should_request_full_sync(w), std::make_pair(true, std::string("seq_gap_after_restart")));
+  EXPECT_EQ(r.should_request_full_sync(w),
+            std::make_pair(true, std::string("seq_gap_after_restart")));
   EXPECT_FALSE(r.should_request_full_sync(other).first);
   r.set_sync_state(w, sync_phase::syncing, 1);
   EXPECT_FALSE(r.should_request_full_sync(w).first);
@@ -222,8 +227,10 @@ TEST(registry, locations_get_holder_ids_at_most_256_per_worker) {
   EXPECT_TRUE(r.add_location(w, "LocalCPUBackend"));
   EXPECT_TRUE(r.add_location(w, "LocalDiskBackend"));
   EXPECT_TRUE(r.add_location(w, "LocalCPUBackend")); // known: fine, not twice
-  EXPECT_EQ(r.record(w)->locations, (std::vector<std::string>{"LocalCPUBackend", "LocalDiskBackend"}));
-  EXPECT_EQ(r.record(w)->holder("LocalDiskBackend"), make_holder_id("A", wire_int{0}, "LocalDiskBackend"));
+  EXPECT_EQ(r.record(w)->locations,
+            (std::vector<std::string>{"LocalCPUBackend", "LocalDiskBackend"}));
+  EXPECT_EQ(r.record(w)->holder("LocalDiskBackend"),
+            make_holder_id("A", wire_int{0}, "LocalDiskBackend"));
   for (int i = 2; i < 256; ++i)
     ASSERT_TRUE(r.add_location(w, "loc" + std::to_string(i)));
   EXPECT_FALSE(r.add_location(w, "one-too-many"));

@@ -8,7 +8,6 @@
 #error "restore_plan pulls in CAF"
 #endif
 
-
 #include <gtest/gtest.h>
 
 namespace lmcc::actors {
@@ -42,8 +41,8 @@ holder_id hid(const std::string& instance, int64_t worker, const std::string& lo
 std::pair<holder_id, holder_meta> holder(const std::string& instance, int64_t worker,
                                          const std::string& location, seq_mark mark,
                                          uint64_t incarnation = 50) {
-  return {hid(instance, worker, location),
-          holder_meta{worker_uid(instance, wire_int{worker}), location, incarnation, mark, true, false}};
+  return {hid(instance, worker, location), holder_meta{worker_uid(instance, wire_int{worker}),
+                                                       location, incarnation, mark, true, false}};
 }
 
 constexpr double now = 5000.0;
@@ -94,8 +93,8 @@ TEST(restore_plan, each_mark_decides_the_first_op_or_a_full_sync) {
   const auto& a = plan.workers[0];
   EXPECT_EQ(a.record.instance_id, "A");
   EXPECT_EQ(a.resync_reason, "");
-  EXPECT_EQ(a.expected_next,
-            (std::map<std::string, std::optional<uint64_t>>{{"none", 0}, {"resynced", std::nullopt}}));
+  EXPECT_EQ(a.expected_next, (std::map<std::string, std::optional<uint64_t>>{
+                                 {"none", 0}, {"resynced", std::nullopt}}));
   EXPECT_TRUE(a.last_seq.empty());
   EXPECT_EQ(a.record.locations, (std::vector<std::string>{"none", "resynced"})); // by name
   EXPECT_EQ(plan.workers[1].resync_reason, "restart_during_full_sync");
@@ -124,15 +123,15 @@ TEST(restore_plan, damage_names_the_workers_that_must_resync) {
 }
 
 TEST(restore_plan, stale_and_orphaned_holders_are_dropped_with_a_fencing_incarnation) {
-  holder_metas hs{holder("A", 0, "old", {seq_state::tracking, 3}, 40),  // before the row's 50
+  holder_metas hs{holder("A", 0, "old", {seq_state::tracking, 3}, 40), // before the row's 50
                   holder("A", 0, "cur", {seq_state::tracking, 4}, 50),
                   holder("Gone", 0, "cpu", {seq_state::tracking, 9}, 60)}; // no row
   auto plan = plan_restore({row("A", 0, 10)}, hs, clean, now);
   ASSERT_EQ(plan.workers.size(), 1u);
   EXPECT_EQ(plan.workers[0].record.locations, (std::vector<std::string>{"cur"}));
   std::map<holder_id, uint64_t> drops(plan.drop_holders.begin(), plan.drop_holders.end());
-  EXPECT_EQ(drops, (std::map<holder_id, uint64_t>{{hid("A", 0, "old"), 50},
-                                                 {hid("Gone", 0, "cpu"), 61}}));
+  EXPECT_EQ(drops,
+            (std::map<holder_id, uint64_t>{{hid("A", 0, "old"), 50}, {hid("Gone", 0, "cpu"), 61}}));
 }
 
 TEST(restore_plan, a_holder_newer_than_its_row_raises_the_incarnation) {

@@ -9,7 +9,6 @@
 #error "shard_restore pulls in CAF"
 #endif
 
-
 #include <gtest/gtest.h>
 
 #include <random>
@@ -43,8 +42,8 @@ class traffic {
 public:
   explicit traffic(uint64_t seed) : rng_(seed) {
     for (int w = 0; w < 4; ++w)
-      holders_.push_back({holder_of(w, w % 2 ? "LocalDiskBackend" : "LocalCPUBackend"),
-                          uid_of(w), w % 2 ? "LocalDiskBackend" : "LocalCPUBackend"});
+      holders_.push_back({holder_of(w, w % 2 ? "LocalDiskBackend" : "LocalCPUBackend"), uid_of(w),
+                          w % 2 ? "LocalDiskBackend" : "LocalCPUBackend"});
     for (int i = 0; i < 400; ++i)
       pool_.push_back(rng_());
   }
@@ -233,7 +232,7 @@ TEST(shard_restore, a_shard_started_after_a_replayed_drop_never_brings_the_entri
   f.core->apply(sb(1, 1, h, {{k, true}}).intro(uid_of(1), "LocalCPUBackend"));
   f.core->apply(sb(2, 1, other, {{kept, true}}).intro(uid_of(2), "LocalCPUBackend"));
   f.commit();
-  f.snapshot(); // slot 5 holds h's entry on disk
+  f.snapshot();                      // slot 5 holds h's entry on disk
   f.core->apply(sb(1, 2, h).drop()); // a deregistration
   f.commit();
   f.core.reset();
@@ -257,10 +256,11 @@ TEST(shard_restore, records_of_an_incarnation_raised_without_a_drop_are_still_re
   const holder_id h = holder_of(1);
   const uint64_t a = keys_in(3, 1, 64)[0], b = keys_in(40, 1, 64)[0];
   const uint64_t c = keys_in(3, 2, 64)[1], d = keys_in(5, 1, 64)[0];
-  f.core->apply(sb(1, 1, h, {{a, true}, {b, true}}).intro(uid_of(1), "LocalCPUBackend").incarnation(50));
+  f.core->apply(
+      sb(1, 1, h, {{a, true}, {b, true}}).intro(uid_of(1), "LocalCPUBackend").incarnation(50));
   f.commit();
   f.core->request_snapshot();
-  ASSERT_TRUE(f.core->background_step(0).ok); // slot 3 written at position 1
+  ASSERT_TRUE(f.core->background_step(0).ok);              // slot 3 written at position 1
   f.core->apply(sb(1, 2, h, {{c, true}}).incarnation(50)); // position 2, slot 3
   f.core->apply(sb(1, 3, h, {{d, true}}).incarnation(90)); // a newer incarnation, no drop
   while (f.core->background_due(0))
@@ -319,7 +319,8 @@ TEST(shard_restore, a_holder_named_only_by_the_log_gets_its_intro_from_the_recor
 struct damaged_fixture : shard_fixture {
   damaged_fixture() {
     f_keys = keys_in(12, 4, 64);
-    core->apply(sb(1, 1, h1, {{f_keys[0], true}, {f_keys[1], true}}).intro(uid_of(1), "LocalCPUBackend"));
+    core->apply(
+        sb(1, 1, h1, {{f_keys[0], true}, {f_keys[1], true}}).intro(uid_of(1), "LocalCPUBackend"));
     core->apply(sb(2, 1, h2, {{f_keys[1], true}}).intro(uid_of(2), "LocalCPUBackend"));
     core->apply(sb(3, 1, h3, {{keys_in(13, 1, 64)[0], true}}).intro(uid_of(3), "LocalCPUBackend"));
     commit();

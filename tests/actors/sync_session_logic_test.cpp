@@ -24,7 +24,9 @@ struct recording_outbox : session_outbox {
   void send(uint32_t d, kv_sub_batch&& sb) override { sent.emplace_back(d, std::move(sb)); }
   void give_credits(uint64_t n) override { credits += n; }
   void report(sync_phase p, uint64_t missing) override { reports.emplace_back(p, missing); }
-  void ended(const std::string& id, bool completed) override { ended_calls.emplace_back(id, completed); }
+  void ended(const std::string& id, bool completed) override {
+    ended_calls.emplace_back(id, completed);
+  }
 };
 
 constexpr uint64_t base = 5000;
@@ -46,8 +48,8 @@ session_config config(uint32_t destinations = 1) {
 }
 
 session_params params(std::string sync_id, uint64_t batches = 2, uint64_t incarnation = 9) {
-  return session_params{std::move(sync_id), "cpu", cpu, worker_uid("A", wire_int{0}), incarnation,
-                        4, batches};
+  return session_params{std::move(sync_id), "cpu", cpu,    worker_uid("A", wire_int{0}),
+                        incarnation,        4,     batches};
 }
 
 pushed_msg batch(std::string sync_id, uint64_t id, std::vector<uint64_t> keys,
@@ -206,8 +208,8 @@ TEST(sync_session_logic, abort_gives_back_buffered_and_outstanding_credits) {
   s.start(params("s1"), 0);
   s.go();
   s.on_input(batch("s1", 0, {1, 2, 3}), 1);
-  s.on_ack(base, 1, 5.0); // the drop: 0 credits
-  s.start(params("s2"), 2); // replaces s1; s1's keys are still in flight
+  s.on_ack(base, 1, 5.0);                // the drop: 0 credits
+  s.start(params("s2"), 2);              // replaces s1; s1's keys are still in flight
   s.on_input(batch("s2", 0, {4, 5}), 3); // buffered: s2 has not gone yet
   EXPECT_EQ(out.credits, 0u);
   s.abort();

@@ -78,8 +78,8 @@ TEST(type_ids, a_pushed_batch_keeps_keys_two_to_the_64_minus_1_and_minus_1_apart
 }
 
 TEST(type_ids, wire_ints_keep_their_sign_apart_from_their_bits) {
-  for (auto v : {wire_int{0}, wire_int{-1}, wire_int::from_unsigned(UINT64_MAX), wire_int{INT64_MIN},
-                 wire_int::from_unsigned(1ULL << 63)}) {
+  for (auto v : {wire_int{0}, wire_int{-1}, wire_int::from_unsigned(UINT64_MAX),
+                 wire_int{INT64_MIN}, wire_int::from_unsigned(1ULL << 63)}) {
     const auto back = round_trip(v);
     EXPECT_EQ(back, v);
     EXPECT_EQ(back.is_negative(), v.is_negative());
@@ -127,7 +127,8 @@ TEST(type_ids, marks_ops_params_and_phases_round_trip) {
   EXPECT_EQ(back.incarnation, p.incarnation);
   EXPECT_EQ(back.total_keys, p.total_keys);
   EXPECT_EQ(back.batch_count, p.batch_count);
-  for (auto phase : {sync_phase::none, sync_phase::syncing, sync_phase::completed, sync_phase::failed})
+  for (auto phase :
+       {sync_phase::none, sync_phase::syncing, sync_phase::completed, sync_phase::failed})
     EXPECT_EQ(round_trip(phase), phase);
 }
 
@@ -136,9 +137,11 @@ TEST(type_ids, messages_of_several_types_round_trip_through_their_msgpack_encodi
   hb.commands.emplace_back(msg::FullSyncCommand{"worker_re_registered", std::nullopt});
   const std::vector<msg::Msg> msgs = {
       msg::Msg{msg::RegisterMsg{"A", 0, "10.0.0.1", 8500, "10.0.0.1:8200"}},
-      msg::Msg{msg::RegisterMsg{"A", wire_int{-5}, "h", wire_int::from_unsigned(UINT64_MAX), std::nullopt}},
+      msg::Msg{msg::RegisterMsg{"A", wire_int{-5}, "h", wire_int::from_unsigned(UINT64_MAX),
+                                std::nullopt}},
       msg::Msg{hb},
-      msg::Msg{msg::FullSyncBatchMsg{"A", 0, "cpu", "s1", 3, {wire_int{-1}, wire_int::from_unsigned(UINT64_MAX)}}},
+      msg::Msg{msg::FullSyncBatchMsg{
+          "A", 0, "cpu", "s1", 3, {wire_int{-1}, wire_int::from_unsigned(UINT64_MAX)}}},
       msg::Msg{msg::FullSyncStatusRetMsg{"s1", false, 0.25, false, {1, 2}}},
       msg::Msg{msg::ErrorMsg{"nope"}},
       msg::Msg{msg::ClearMsg{"e", "A", "cpu"}},

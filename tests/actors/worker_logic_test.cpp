@@ -116,7 +116,7 @@ TEST(worker_logic, credits_come_back_with_cumulative_acks) {
   EXPECT_EQ(w.stream().unacked(), 3u);
   w.on_ack(base, 2);
   EXPECT_EQ(out.credits, 8u);
-  w.on_ack(base, 2); // a repeated ack releases nothing
+  w.on_ack(base, 2);     // a repeated ack releases nothing
   w.on_ack(base + 5, 3); // another stream: not ours
   EXPECT_EQ(out.credits, 8u);
   w.on_ack(base, 3);
@@ -131,11 +131,12 @@ TEST(worker_logic, a_seq_gap_is_reported_once_per_batch) {
   EXPECT_TRUE(out.gaps.empty());
   msg::BatchedKVOperationMsg b{"A", 0, "cpu", {}};
   for (uint64_t seq : {12, 14, 15, 20, 21}) // two holes in one batch
-    b.operations.push_back({msg::OpType::admit, wire_int::from_unsigned(seq), wire_int::from_unsigned(seq)});
+    b.operations.push_back(
+        {msg::OpType::admit, wire_int::from_unsigned(seq), wire_int::from_unsigned(seq)});
   w.on_push(pushed_msg{msg::Msg{b}, 5});
   EXPECT_EQ(out.gaps, (std::vector<recording_outbox::gap>{{"cpu", 13, 14}}));
   EXPECT_EQ(out.sent.back().second.mark, (seq_mark{seq_state::tracking, 21}));
-  w.on_push(batch("cpu", 22, 1)); // continues: no gap
+  w.on_push(batch("cpu", 22, 1));   // continues: no gap
   w.on_push(batch("disk", 500, 1)); // another location has its own tracker
   EXPECT_EQ(out.gaps.size(), 1u);
   w.on_push(batch("cpu", 30, 1));
@@ -170,7 +171,7 @@ TEST(worker_logic, after_a_restore_the_first_op_is_checked_against_the_durable_w
   {
     recording_outbox out;
     worker_logic w{c, out};
-    w.on_push(batch("nvme", 3, 1)); // restored without a watermark: must start at 0
+    w.on_push(batch("nvme", 3, 1));    // restored without a watermark: must start at 0
     w.on_push(batch("new-loc", 0, 1)); // first seen after the restore: starts at 0, fine
     EXPECT_EQ(out.resyncs, (std::vector<std::string>{"seq_gap_after_restart"}));
     w.on_push(batch("other-loc", 5, 1)); // first seen after the restore, not at 0
@@ -303,7 +304,8 @@ TEST(worker_logic, reset_drops_every_holder_with_the_new_incarnation) {
   }
   const holder_id cpu = make_holder_id("A", wire_int{0}, "cpu");
   const holder_id disk = make_holder_id("A", wire_int{0}, "disk");
-  EXPECT_EQ(drops, (std::set<std::pair<uint32_t, holder_id>>{{0, cpu}, {1, cpu}, {0, disk}, {1, disk}}));
+  EXPECT_EQ(drops,
+            (std::set<std::pair<uint32_t, holder_id>>{{0, cpu}, {1, cpu}, {0, disk}, {1, disk}}));
   // The new registration starts afresh: intro again, new incarnation, no tracker.
   w.on_push(batch("cpu", 500, 1));
   EXPECT_TRUE(out.sent.back().second.has_intro);

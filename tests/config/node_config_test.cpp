@@ -514,9 +514,8 @@ TEST(NodeConfig, ValidationRules) {
 }
 
 TEST(NodeConfig, EveryErrorIsReported) {
-  auto error =
-      resolve_error({"--port", "x", "--slots", "3"},
-                    {{"LMCACHE_CONTROLLER_LMCC_MAX_INFLIGHT_OPS", "none"}});
+  auto error = resolve_error({"--port", "x", "--slots", "3"},
+                             {{"LMCACHE_CONTROLLER_LMCC_MAX_INFLIGHT_OPS", "none"}});
   EXPECT_NE(error.find("--port (controller_port)"), std::string::npos) << error;
   EXPECT_NE(error.find("--slots (lmcc_slots)"), std::string::npos) << error;
   EXPECT_NE(error.find("LMCACHE_CONTROLLER_LMCC_MAX_INFLIGHT_OPS"), std::string::npos) << error;

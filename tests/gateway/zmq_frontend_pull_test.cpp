@@ -125,9 +125,8 @@ TEST_F(zmq_frontend_test, an_exhausted_gate_stops_the_reads_until_its_eventfd_fi
   // Exhausted again: the next frames wait for the next wake-up.
   gate.close_gate();
   send_frames(push, {msg::encode_msgpack(deregister_msg("d"))});
-  ASSERT_TRUE(wait_until([&] {
-    return counters().pull_paused.load() == 1 || handler.pushes().size() == 4;
-  }));
+  ASSERT_TRUE(wait_until(
+      [&] { return counters().pull_paused.load() == 1 || handler.pushes().size() == 4; }));
   // "d" may have been read before the loop saw the gate closed; if not, it waits.
   if (handler.pushes().size() == 3) {
     EXPECT_FALSE(wait_until([&] { return handler.pushes().size() == 4; }, 200ms));

@@ -69,7 +69,8 @@ inline constexpr auto wait_limit = 10s;        // generous: the machine is share
 inline constexpr int client_timeout_ms = 5000; // a missing reply fails instead of hanging
 
 /// Polls `pred` until it holds or `limit` passes; the result of the last call.
-inline bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds limit = wait_limit) {
+inline bool wait_until(const std::function<bool()>& pred,
+                       std::chrono::milliseconds limit = wait_limit) {
   const auto until = clock::now() + limit;
   while (!pred()) {
     if (clock::now() > until)

@@ -64,7 +64,7 @@ read_back read(std::string_view value) {
 
 TEST(crc32c, matches_the_castagnoli_check_values_and_extends_across_any_split) {
   EXPECT_EQ(crc32c::value(""), 0u);
-  EXPECT_EQ(crc32c::value("123456789"), 0xe3069283u); // the standard check value
+  EXPECT_EQ(crc32c::value("123456789"), 0xe3069283u);           // the standard check value
   EXPECT_EQ(crc32c::value(std::string(32, '\0')), 0x8a9136aau); // RFC 3720 B.4
   EXPECT_EQ(crc32c::value(std::string(32, '\xff')), 0x62a8ab43u);
   std::mt19937_64 rng{7};
@@ -295,11 +295,13 @@ TEST(slot_snapshots, a_sealed_body_that_lies_is_still_reported_not_misread) {
 // -- holder states -------------------------------------------------------------------
 
 TEST(holder_states, round_trip_and_take_the_holder_from_the_key) {
-  for (const auto& s :
-       {holder_state{0, 0, "", 0, {}},
-        holder_state{0x7fffffffffffffffULL, UINT64_MAX, "disk:/nvme0", UINT64_MAX,
-                     {seq_state::tracking, UINT64_MAX}},
-        holder_state{5, 6, "LocalCPUBackend", 7, {seq_state::gap, 0}}}) {
+  for (const auto& s : {holder_state{0, 0, "", 0, {}},
+                        holder_state{0x7fffffffffffffffULL,
+                                     UINT64_MAX,
+                                     "disk:/nvme0",
+                                     UINT64_MAX,
+                                     {seq_state::tracking, UINT64_MAX}},
+                        holder_state{5, 6, "LocalCPUBackend", 7, {seq_state::gap, 0}}}) {
     auto back = decode_holder_state(s.holder, encode_holder_state(s));
     ASSERT_TRUE(back) << back.error().message;
     EXPECT_EQ(*back, s);

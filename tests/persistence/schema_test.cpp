@@ -56,8 +56,9 @@ TEST(persistence_schema, every_key_kind_sorts_numerically_inside_its_prefix) {
   std::vector<std::string> slots = {slot_key(0), slot_key(1), slot_key(0x100), slot_key(0xffff),
                                     slot_key(0xffffffffU)};
   EXPECT_TRUE(std::is_sorted(slots.begin(), slots.end()));
-  std::vector<std::string> log = {log_key(0), log_key(1), log_key(255), log_key(256),
-                                  log_key(uint64_t{1} << 40), log_key(UINT64_MAX)};
+  std::vector<std::string> log = {
+      log_key(0),         log_key(1), log_key(255), log_key(256), log_key(uint64_t{1} << 40),
+      log_key(UINT64_MAX)};
   EXPECT_TRUE(std::is_sorted(log.begin(), log.end()));
   std::vector<std::string> holders = {holder_key(1), holder_key(0x7fffffffffffffffULL),
                                       holder_key(0x8000000000000000ULL)};
@@ -172,7 +173,7 @@ TEST(persistence_schema, malformed_worker_rows_are_errors_naming_the_row) {
   EXPECT_FALSE(decode_worker_row(3, "\x91\x01")); // an array of one int
   worker_row r;
   auto bytes = encode_worker_row(r);
-  EXPECT_FALSE(decode_worker_row(3, bytes + std::string(1, '\0'))); // trailing bytes
+  EXPECT_FALSE(decode_worker_row(3, bytes + std::string(1, '\0')));      // trailing bytes
   EXPECT_FALSE(decode_worker_row(3, bytes.substr(0, bytes.size() - 1))); // truncated
   ASSERT_TRUE(decode_worker_row(3, row_with(99))) << "the template row itself is valid";
   // Each field of the wrong type is refused: strings, ints as strings,

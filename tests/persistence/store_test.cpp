@@ -36,8 +36,8 @@ std::string slot_value(uint32_t slot, uint64_t position, uint64_t key) {
 /// The value of `key` in the default family, read with raw RocksDB (read-only).
 std::optional<std::string> raw_get(const std::string& path, const std::string& key) {
   rocksdb::DB* raw = nullptr;
-  std::vector<rocksdb::ColumnFamilyDescriptor> families{
-      {rocksdb::kDefaultColumnFamilyName, {}}, {log_column_family, {}}};
+  std::vector<rocksdb::ColumnFamilyDescriptor> families{{rocksdb::kDefaultColumnFamilyName, {}},
+                                                        {log_column_family, {}}};
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   if (!rocksdb::DB::OpenForReadOnly(rocksdb::DBOptions{}, path, families, &handles, &raw).ok())
     return std::nullopt;
@@ -140,7 +140,8 @@ TEST(persistence_store, later_puts_replace_and_deletes_remove) {
   ASSERT_TRUE(s->commit(c));
   auto all = read_all(*s);
   EXPECT_EQ(all.workers, (std::vector<worker_row>{moved}));
-  EXPECT_EQ(all.holders, (std::vector<holder_state>{sample_holder(10, 1, {seq_state::resynced, 0})}));
+  EXPECT_EQ(all.holders,
+            (std::vector<holder_state>{sample_holder(10, 1, {seq_state::resynced, 0})}));
   EXPECT_EQ(all.slots, (std::map<uint32_t, std::string>{{3, slot_value(3, 2, 2)}}));
 }
 
@@ -265,7 +266,8 @@ TEST(persistence_store, positions_of_every_width_sort_numerically) {
   EXPECT_EQ(seen, positions);
   EXPECT_EQ(*s->last_log_position(), UINT64_MAX - 1);
   seen.clear();
-  ASSERT_TRUE(s->for_each_log_record(257, [&](uint64_t p, std::string_view) { seen.push_back(p); }));
+  ASSERT_TRUE(
+      s->for_each_log_record(257, [&](uint64_t p, std::string_view) { seen.push_back(p); }));
   EXPECT_EQ(seen, (std::vector<uint64_t>{65536, uint64_t{1} << 40, UINT64_MAX - 1}));
 }
 
@@ -466,14 +468,17 @@ TEST(persistence_store, a_format_1_data_dir_is_refused_with_a_message_saying_so)
     rocksdb::DB* raw = nullptr;
     ASSERT_TRUE(rocksdb::DB::Open(o, tmp.sub("db"), &raw).ok());
     std::unique_ptr<rocksdb::DB> db{raw};
-    ASSERT_TRUE(db->Put(rocksdb::WriteOptions{}, "Fformat_version", std::string("\0\0\0\x01", 4)).ok());
+    ASSERT_TRUE(
+        db->Put(rocksdb::WriteOptions{}, "Fformat_version", std::string("\0\0\0\x01", 4)).ok());
     ASSERT_TRUE(db->Put(rocksdb::WriteOptions{}, "Fnode_id", "n1").ok());
-    ASSERT_TRUE(db->Put(rocksdb::WriteOptions{}, std::string("E\0\0", 3) + std::string(12, 'k'), "").ok());
+    ASSERT_TRUE(
+        db->Put(rocksdb::WriteOptions{}, std::string("E\0\0", 3) + std::string(12, 'k'), "").ok());
   }
   auto s = store::open(options_at(tmp.sub("db")), "n1");
   ASSERT_FALSE(s);
   const std::string& m = s.error().message;
-  EXPECT_EQ(m.rfind("open " + tmp.sub("db") + ": format version 1, this build reads 2", 0), 0u) << m;
+  EXPECT_EQ(m.rfind("open " + tmp.sub("db") + ": format version 1, this build reads 2", 0), 0u)
+      << m;
   EXPECT_NE(m.find("format 1 kept one RocksDB key per entry"), std::string::npos) << m;
   EXPECT_NE(m.find("full-sync"), std::string::npos) << m;
   // Refusing it changed nothing: no "log" family was added to the old DB.

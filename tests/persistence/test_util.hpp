@@ -94,9 +94,8 @@ inline contents read_all(const store& s) {
     c.slots.emplace(slot, std::string{v});
   });
   EXPECT_TRUE(slots) << (slots ? "" : slots.error().message);
-  auto log = s.for_each_log_record(0, [&](uint64_t position, std::string_view v) {
-    c.log.emplace(position, std::string{v});
-  });
+  auto log = s.for_each_log_record(
+      0, [&](uint64_t position, std::string_view v) { c.log.emplace(position, std::string{v}); });
   EXPECT_TRUE(log) << (log ? "" : log.error().message);
   return c;
 }
