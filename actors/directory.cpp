@@ -75,18 +75,15 @@ uint64_t wall_ms() {
   return static_cast<uint64_t>(wall_now() * 1000.0);
 }
 
-/// Publishes what changed: the view for the lookup actors, the routes for the
-/// PULL thread. Before the handler's reply leaves, so a registered worker's
+/// Publishes what changed: the view for lookups (lookup_reader), the routes for
+/// the PULL thread. Before the handler's reply leaves, so a registered worker's
 /// first batch finds its route.
 void publish(directory_self self) {
   auto& st = self->state;
   if (!st.logic->take_changed())
     return;
-  auto view = st.logic->reg().make_view();
   if (st.cfg.reader)
-    st.cfg.reader->publish(view);
-  for (const auto& l : st.cfg.lookups)
-    self->send(l, view_atom::value, view);
+    st.cfg.reader->publish(st.logic->reg().make_view());
   auto table = std::make_shared<ingest_route_table>();
   for (const auto* rec : st.logic->reg().all_workers())
     if (auto it = st.workers.find(rec->uid); it != st.workers.end())

@@ -14,12 +14,12 @@
 #pragma once
 
 #include "actors/ids.hpp"
+#include "actors/published.hpp"
 #include "actors/worker_actor.hpp"
 
 #include <absl/container/flat_hash_map.h>
 
 #include <memory>
-#include <mutex>
 #include <string>
 
 namespace lmcc::actors {
@@ -43,20 +43,7 @@ inline const ingest_route* find_route(const ingest_route_table& table, std::stri
   return &it->second;
 }
 
-class route_board {
-public:
-  void publish(std::shared_ptr<const ingest_route_table> table) {
-    std::lock_guard lock{mutex_};
-    table_ = std::move(table);
-  }
-  std::shared_ptr<const ingest_route_table> current() const {
-    std::lock_guard lock{mutex_};
-    return table_;
-  }
-
-private:
-  mutable std::mutex mutex_;
-  std::shared_ptr<const ingest_route_table> table_ = std::make_shared<ingest_route_table>();
-};
+/// The routes the directory publishes for the PULL thread.
+using route_board = published<ingest_route_table>;
 
 } // namespace lmcc::actors

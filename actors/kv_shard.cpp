@@ -100,9 +100,9 @@ kv_shard_actor::behavior_type kv_shard(kv_shard_actor::stateful_pointer<kv_shard
     // A clean stop leaves nothing pending behind, and what is cheap to
     // snapshot goes into slot snapshots (a faster next start).
     auto& core = *self->state.core;
-    if (core.durable() && core.dirty_entries() <= core.options().stop_snapshot_entries) {
+    const uint64_t dirty = core.durable() ? core.dirty_entries() : 0;
+    if (core.durable() && dirty <= core.options().stop_snapshot_entries) {
       const auto start = std::chrono::steady_clock::now();
-      const uint64_t dirty = core.dirty_entries();
       const bool ok = core.snapshot_now(monotonic_ms(), [](auto&) {});
       spdlog::info("stop-snapshot entries={} ok={} seconds={:.3f}", dirty, ok,
                    std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());

@@ -19,12 +19,12 @@
 #pragma once
 
 #include "actors/kv_index.hpp"
+#include "actors/published.hpp"
 #include "actors/registry.hpp"
 #include "messages/chunk_hash.hpp"
 #include "messages/lmcache_msgs.hpp"
 
 #include <memory>
-#include <mutex>
 
 namespace lmcc::actors {
 
@@ -39,25 +39,16 @@ public:
     : index_(std::move(index)), hasher_(hashing) {}
 
   /// Replaces the view lookups resolve holders with.
-  void publish(std::shared_ptr<const directory_view> view) {
-    std::lock_guard lock{mutex_};
-    view_ = std::move(view);
-  }
+  void publish(std::shared_ptr<const directory_view> view) { view_.publish(std::move(view)); }
 
   msg::Msg answer(const msg::Msg& m) const {
-    std::shared_ptr<const directory_view> view;
-    {
-      std::lock_guard lock{mutex_};
-      view = view_;
-    }
-    return answer_lookup(*view, *index_, hasher_, m);
+    return answer_lookup(*view_.current(), *index_, hasher_, m);
   }
 
 private:
   std::shared_ptr<const kv_index> index_;
   msg::chunk_hasher hasher_;
-  mutable std::mutex mutex_;
-  std::shared_ptr<const directory_view> view_ = std::make_shared<directory_view>();
+  published<directory_view> view_;
 };
 
 } // namespace lmcc::actors

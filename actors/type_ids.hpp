@@ -62,8 +62,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(lmcc, caf::first_custom_type_id)
   CAF_ADD_ATOM(lmcc, lmcc::actors, row_put_atom, "rowput")
   CAF_ADD_ATOM(lmcc, lmcc::actors, row_delete_atom, "rowdel")
 
-  // -- atoms: directory -> lookup and control actors -------------------------------------
-  CAF_ADD_ATOM(lmcc, lmcc::actors, view_atom, "view")
+  // -- atoms: directory -> control actors ------------------------------------------------
   CAF_ADD_ATOM(lmcc, lmcc::actors, fanout_atom, "fanout")
   CAF_ADD_ATOM(lmcc, lmcc::actors, control_result_atom, "ctlresult")
 
@@ -120,7 +119,6 @@ struct node_stats {
   shard_stats shard;
 };
 
-using view_ptr = std::shared_ptr<const directory_view>;
 using control_reply = msg::expected<msg::Msg>;
 /// Called exactly once with a request's reply, on any thread.
 using reply_callback = std::function<void(msg::Msg)>;
@@ -129,7 +127,6 @@ using stats_callback = std::function<void(std::optional<node_stats>)>;
 } // namespace lmcc::actors
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(lmcc::actors::node_stats)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(lmcc::actors::view_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(lmcc::actors::control_plan)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(lmcc::actors::control_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(lmcc::actors::reply_callback)

@@ -168,8 +168,8 @@ public:
     shard_ = system_.spawn<caf::detached>(actors::kv_shard, std::move(init));
     reader_ = std::make_shared<actors::lookup_reader>(index_, c.chunk_hashing);
     for (uint32_t i = 0; i < std::max(1U, c.lookup_actors); ++i)
-      lookups_.push_back(
-          system_.spawn(actors::lookup_main, actors::lookup_config{index_, c.chunk_hashing}));
+      lookups_.push_back(system_.spawn(actors::lookup_main,
+                                       std::shared_ptr<const actors::lookup_reader>{reader_}));
     std::weak_ptr<gateway::control_channel> control = control_;
     fanout_ = system_.spawn(
         actors::control_fanout_main,
