@@ -5,6 +5,7 @@
 #include "messages/codec_json.hpp"
 #include "messages/codec_msgpack.hpp"
 #include "messages/json_text_reader.hpp"
+#include "tests/json_text_util.hpp"
 
 #include <gtest/gtest.h>
 
@@ -24,20 +25,7 @@ std::string error_of(const msg::expected<msg::Msg>& r) {
            : r.error().message;
 }
 
-/// `"k0":0,"k1":1,...`: `n` distinct keys.
-std::string distinct_entries(size_t n) {
-  std::string text;
-  text.reserve(n * 12);
-  for (size_t i = 0; i < n; ++i) {
-    if (i > 0)
-      text += ',';
-    text += "\"k";
-    text += std::to_string(i);
-    text += "\":";
-    text += std::to_string(i % 10);
-  }
-  return text;
-}
+using lmcc::test::distinct_entries;
 
 /// `{entries}`. Appended piece by piece: g++ 12 warns (-Wrestrict, falsely) on
 /// `"literal" + std::string` here.

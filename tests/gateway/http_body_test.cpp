@@ -4,6 +4,7 @@
 // and repeated-key rules of a body parsed as a whole are kept. The same bodies
 // over real HTTP are in http_api_*_test.cpp.
 #include "gateway/http_body.hpp"
+#include "tests/json_text_util.hpp"
 
 #include <gtest/gtest.h>
 
@@ -25,20 +26,7 @@ std::string outcome(const body_result<T>& r) {
   return r ? "<read>" : std::to_string(r.error().status) + " " + r.error().detail;
 }
 
-/// `"k0":0,"k1":1,...`: `n` distinct keys.
-std::string distinct_entries(size_t n) {
-  std::string text;
-  text.reserve(n * 12);
-  for (size_t i = 0; i < n; ++i) {
-    if (i > 0)
-      text += ',';
-    text += "\"k";
-    text += std::to_string(i);
-    text += "\":";
-    text += std::to_string(i % 10);
-  }
-  return text;
-}
+using test::distinct_entries;
 
 std::string repeated(std::string_view piece, size_t n) {
   std::string out;
