@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
 CMAKE_GENERATOR ?= Ninja
 
-.PHONY: deps build test run test-asan fuzz bench format clean
+.PHONY: deps build test run run-node test-asan fuzz bench format clean
 
 deps:
 	./deploy/install-deps.sh
@@ -18,9 +18,16 @@ build: deps
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 600
 
-# The main job: one controller node on loopback with LMCache's default ports
-# (HTTP 9000, PULL 8300, ROUTER 8400, heartbeat 8082); Ctrl-C stops it cleanly.
+# The main job: a three-node cluster on loopback (node i: HTTP 9000+10i, PULL
+# +1, ROUTER +2, heartbeat +3, cluster +4; configs, data and logs in
+# ./lmcc-cluster, so a second `make run` restarts the same cluster from its
+# data); Ctrl-C stops every node cleanly.
 run: build
+	./$(BUILD_DIR)/lmcc cluster up --nodes 3 --data-dir ./lmcc-cluster --host 127.0.0.1
+
+# One controller node on loopback with LMCache's default ports (HTTP 9000,
+# PULL 8300, ROUTER 8400, heartbeat 8082), as LMCache's own controller runs.
+run-node: build
 	./$(BUILD_DIR)/lmcc node --host 127.0.0.1
 
 test-asan: deps

@@ -4,6 +4,8 @@
 //   lmcc msg decode|encode         hex msgpack <-> msgspec JSON, one per line
 //   lmcc chunk-hashes [...]        token lists -> CPython-compatible chunk hashes
 //   lmcc snapshot --node H:P --out DIR   a node writes a checkpoint of its store
+//   lmcc cluster up --nodes N --data-dir DIR   a cluster of nodes on this machine
+#include "apps/lmcc/cluster_command.hpp"
 #include "apps/lmcc/node_config.hpp"
 #include "apps/lmcc/node_runtime.hpp"
 #include "apps/lmcc/snapshot_command.hpp"
@@ -92,6 +94,13 @@ int main(int argc, char** argv) {
   snapshot_cmd->add_option("--timeout", snapshot_timeout_s, "seconds to wait (default 600)")
       ->check(CLI::Range(1, 86400));
 
+  auto* cluster_cmd = app.add_subcommand("cluster", "run a cluster of nodes on this machine");
+  cluster_cmd->require_subcommand(1);
+  auto* cluster_up_cmd = cluster_cmd->add_subcommand(
+      "up", "start N nodes (configs, data and logs under --data-dir) until SIGINT/SIGTERM");
+  lmcc::apps::cluster_up_options cluster_up;
+  lmcc::apps::add_cluster_up_flags(*cluster_up_cmd, cluster_up);
+
   CLI11_PARSE(app, argc, argv);
   std::ios::sync_with_stdio(false);
 
@@ -114,6 +123,8 @@ int main(int argc, char** argv) {
     }
     return run_node(config->options);
   }
+  if (*cluster_up_cmd)
+    return lmcc::apps::run_cluster_up(cluster_up, std::cout, std::cerr);
   if (*snapshot_cmd)
     return lmcc::apps::run_snapshot(snapshot_node, snapshot_out,
                                     std::chrono::seconds(snapshot_timeout_s), std::cout, std::cerr);
