@@ -18,6 +18,8 @@ public:
 
   void spawn_worker(const worker_record& rec, const restored_worker* restored) override {
     auto& st = self_->state;
+    if (!st.logic->is_home(rec.uid))
+      return; // a replica: the entity lives on its home node
     worker_env env{st.cfg.shards, st.cfg.gate, caf::actor_cast<directory_feedback_actor>(self_),
                    std::chrono::duration<double>(st.cfg.options.full_sync_timeout).count()};
     worker_config wc;
@@ -28,6 +30,8 @@ public:
     wc.slot_count = st.cfg.options.slot_count;
     wc.destinations = static_cast<uint32_t>(st.cfg.shards.size());
     wc.stream_base = st.rng() & ~uint64_t{0xffff}; // room for a stream per destination
+    wc.placement = st.cfg.placement;
+    wc.home_destination = st.cfg.home_destination;
     if (restored) {
       wc.restored = true;
       wc.last_seq = restored->last_seq;
@@ -51,10 +55,25 @@ public:
   void put_row(const persistence::worker_row& row) override {
     if (self_->state.cfg.hooks.put_row)
       self_->state.cfg.hooks.put_row(row);
+    if (self_->state.logic->is_home(row.uid))
+      replicate(self_, row_put_atom::value, row);
   }
   void delete_row(uint64_t uid) override {
     if (self_->state.cfg.hooks.delete_row)
       self_->state.cfg.hooks.delete_row(uid);
+    if (self_->state.logic->is_home(uid))
+      replicate(self_, row_delete_atom::value, uid);
+  }
+
+  /// Sends `xs` to every live peer's directory (a cluster; nothing otherwise).
+  template <class... Ts>
+  static void replicate(directory_self self, Ts&&... xs) {
+    if (!self->state.cfg.cluster)
+      return;
+    auto table = self->state.cfg.cluster->current();
+    for (size_t i = 0; i < table->peers.size(); ++i)
+      if (i != table->self && table->peers[i].live && table->peers[i].handles.directory)
+        self->send(caf::actor_cast<directory_actor>(table->peers[i].handles.directory), xs...);
   }
   void forget_control(const std::string& endpoint) override {
     if (self_->state.cfg.hooks.forget_control)
@@ -126,9 +145,53 @@ caf::result<msg::Msg> sync_status(directory_self self, msg::FullSyncStatusMsg m)
   return rp;
 }
 
+/// The worker a request is about, when it has one (its entity answers it).
+std::optional<uint64_t> worker_in(const msg::Msg& m) {
+  return std::visit(
+      [](const auto& x) -> std::optional<uint64_t> {
+        using M = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<M, msg::RegisterMsg> || std::is_same_v<M, msg::HeartbeatMsg> ||
+                      std::is_same_v<M, msg::FullSyncStartMsg> ||
+                      std::is_same_v<M, msg::FullSyncStatusMsg> ||
+                      std::is_same_v<M, msg::DeRegisterMsg>)
+          return worker_uid(x.instance_id, x.worker_id);
+        else
+          return std::nullopt;
+      },
+      m);
+}
+
+/// In a cluster, the directory of the worker's home node when that is another
+/// node; nullopt when this node answers. An error when the home is down.
+std::optional<msg::expected<directory_actor>> home_elsewhere(directory_self self,
+                                                             const msg::Msg& m) {
+  if (!self->state.cfg.cluster)
+    return std::nullopt;
+  auto uid = worker_in(m);
+  if (!uid)
+    return std::nullopt;
+  auto table = self->state.cfg.cluster->current();
+  const node_index home = table->home_of(*uid);
+  if (home == table->self)
+    return std::nullopt;
+  const auto& peer = table->peers[home];
+  if (!peer.live || !peer.handles.directory)
+    return msg::expected<directory_actor>{msg::codec_error{"the node that keeps this worker (" +
+                                                           table->members[home].address.id +
+                                                           ") is unreachable; retry later"}};
+  return msg::expected<directory_actor>{caf::actor_cast<directory_actor>(peer.handles.directory)};
+}
+
 caf::result<msg::Msg> on_request(directory_self self, msg::Msg& m) {
   auto& st = self->state;
   auto& logic = *st.logic;
+  if (auto home = home_elsewhere(self, m)) {
+    if (!*home) {
+      st.cfg.hooks.count_event("request_home_unreachable");
+      return msg::Msg{msg::ErrorMsg{home->error().message}};
+    }
+    return self->delegate(**home, request_atom::value, std::move(m));
+  }
   return std::visit(
       [&](auto& x) -> caf::result<msg::Msg> {
         using M = std::decay_t<decltype(x)>;
@@ -142,6 +205,9 @@ caf::result<msg::Msg> on_request(directory_self self, msg::Msg& m) {
         } else if constexpr (std::is_same_v<M, msg::HeartbeatMsg>) {
           auto reply = logic.on_heartbeat(x, wall_now(), wall_ms());
           publish(self);
+          if (st.cfg.cluster)
+            if (const auto* rec = logic.reg().find(x.instance_id, x.worker_id))
+              directory_effects::replicate(self, row_put_atom::value, to_row(*rec));
           return reply;
         } else if constexpr (std::is_same_v<M, msg::FullSyncStartMsg>) {
           const auto* rec = logic.reg().find(x.instance_id, x.worker_id);
@@ -197,10 +263,13 @@ node_stats collect_stats(directory_self self) {
   const auto& counts = r.entries_by_holder();
   for (const auto* rec : reg.all_workers()) {
     uint64_t keys = 0;
-    for (const auto& loc : rec->locations)
+    std::vector<holder_id> holders;
+    for (const auto& loc : rec->locations) {
+      holders.push_back(rec->holder(loc));
       if (auto it = counts.find(rec->holder(loc)); it != counts.end())
         keys += it->second;
-    s.workers.push_back(worker_stats{rec->info(), keys});
+    }
+    s.workers.push_back(worker_stats{rec->info(), keys, std::move(holders)});
   }
   return s;
 }
@@ -225,6 +294,11 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
   st.cfg = std::move(cfg);
   st.effects = std::make_unique<directory_effects>(self);
   st.logic = std::make_unique<directory_logic>(st.cfg.options, *st.effects);
+  if (auto board = st.cfg.cluster)
+    st.logic->set_home_filter([board](uint64_t uid) {
+      auto table = board->current();
+      return table->home_of(uid) == table->self;
+    });
   // Worker actors may wait for acks; they do not end with the directory by themselves.
   self->set_exit_handler([self](caf::exit_msg& m) {
     for (const auto& [uid, worker] : self->state.workers)
@@ -239,6 +313,13 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
     self->send(self, tick_atom::value);
   return {
       [self](push_atom, msg::Msg& m) {
+        if (auto home = home_elsewhere(self, m)) {
+          if (*home)
+            self->send(**home, push_atom::value, std::move(m));
+          else
+            spdlog::warn("deregister-not-forwarded reason={}", home->error().message);
+          return;
+        }
         if (auto* d = std::get_if<msg::DeRegisterMsg>(&m)) {
           self->state.logic->on_deregister(d->instance_id, d->worker_id, "deregister-msg");
           publish(self);
@@ -263,6 +344,8 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
       },
       [self](sync_state_atom, uint64_t uid, sync_phase phase, uint64_t missing) {
         self->state.logic->on_sync_state(uid, phase, missing);
+        if (self->state.logic->is_home(uid))
+          directory_effects::replicate(self, sync_state_atom::value, uid, phase, missing);
       },
       [self](seq_gap_atom, uint64_t, uint64_t n) { self->state.logic->on_seq_gap(n); },
       [self](resync_atom, uint64_t uid, const std::string& reason) {
@@ -270,6 +353,16 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
       },
       [self](location_atom, uint64_t uid, const std::string& location) {
         self->state.logic->on_location(uid, location);
+        publish(self);
+        if (self->state.logic->is_home(uid))
+          directory_effects::replicate(self, location_atom::value, uid, location);
+      },
+      [self](row_put_atom, const persistence::worker_row& row) {
+        self->state.logic->apply_replica(row, wall_now(), wall_ms());
+        publish(self);
+      },
+      [self](row_delete_atom, uint64_t uid) {
+        self->state.logic->remove_replica(uid);
         publish(self);
       },
   };

@@ -17,6 +17,7 @@
 // Context: a CAF actor; one per node.
 #pragma once
 
+#include "actors/cluster_table.hpp"
 #include "actors/control_fanout.hpp"
 #include "actors/controller_options.hpp"
 #include "actors/directory_logic.hpp"
@@ -39,7 +40,11 @@ using directory_actor = directory_feedback_actor::extend<
     caf::reacts_to<push_atom, msg::Msg>, caf::replies_to<request_atom, msg::Msg>::with<msg::Msg>,
     caf::replies_to<stats_atom>::with<node_stats>, caf::reacts_to<tick_atom>,
     // Answers once everything every worker actor sent so far is acknowledged.
-    caf::replies_to<drain_atom>::with<bool>>;
+    caf::replies_to<drain_atom>::with<bool>,
+    // A cluster: a registration (or update) and a deregistration at the
+    // worker's home node, replicated to every other node's directory.
+    caf::reacts_to<row_put_atom, persistence::worker_row>,
+    caf::reacts_to<row_delete_atom, uint64_t>>;
 
 /// Hooks into the rest of the node, so that actors stay free of sockets and disks.
 struct directory_hooks {
@@ -69,6 +74,15 @@ struct directory_config {
   std::shared_ptr<lookup_reader> reader;
   /// Workers taken back from the store, in registration order.
   std::vector<restored_worker> restored;
+  /// A cluster: the latest cluster table (null: a single node). Requests of a
+  /// worker whose entity lives on another node are forwarded there; rows,
+  /// locations and sync states of workers homed here are replicated to every
+  /// peer's directory.
+  std::shared_ptr<cluster_board> cluster;
+  /// A cluster: which destinations own each slot (bit per node), and the
+  /// index of this node's own shard among `shards`.
+  placement_table placement;
+  uint32_t home_destination = 0;
   /// LMCache's need_full_sync_all at start: true on a node that starts empty,
   /// false on one that restored its index.
   bool need_full_sync_all = true;

@@ -127,7 +127,43 @@ bool directory_logic::on_deregister(const std::string& instance_id, const msg::w
 void directory_logic::reap(double now_s) {
   const double timeout = std::chrono::duration<double>(options_.lmcache_worker_timeout).count();
   for (const auto& [instance, worker] : reg_.silent_workers(now_s, timeout))
-    on_deregister(instance, worker, "heartbeat-timeout");
+    if (is_home(worker_uid(instance, worker)))
+      on_deregister(instance, worker, "heartbeat-timeout");
+}
+
+void directory_logic::apply_replica(const persistence::worker_row& row, double now_s,
+                                    uint64_t wall_ms) {
+  clock_.observe(row.registration_order, wall_ms);
+  clock_.observe(row.incarnation, wall_ms);
+  auto rec = to_record(row, now_s);
+  rec.last_heartbeat_time = row.last_heartbeat_time;
+  bool persist_it = true;
+  if (const auto* old = reg_.record(row.uid)) {
+    rec.locations = old->locations;
+    rec.sync = old->sync;
+    rec.missing_batches = old->missing_batches;
+    auto before = to_row(*old);
+    before.last_heartbeat_time = row.last_heartbeat_time;
+    persist_it = !(before == row);
+  }
+  reg_.restore_worker(std::move(rec));
+  if (persist_it)
+    out_.put_row(row);
+  changed_ = true;
+}
+
+void directory_logic::remove_replica(uint64_t uid) {
+  const auto* rec = reg_.record(uid);
+  if (!rec)
+    return;
+  const std::string endpoint = rec->control_endpoint();
+  const std::string instance = rec->instance_id;
+  const msg::wire_int worker = rec->worker_id;
+  reg_.remove(instance, worker);
+  out_.delete_row(uid);
+  out_.forget_control(endpoint);
+  spdlog::info("worker-deregistered-replica instance={} worker={}", instance, worker.to_string());
+  changed_ = true;
 }
 
 void directory_logic::on_sync_state(uint64_t uid, sync_phase phase, uint64_t missing) {

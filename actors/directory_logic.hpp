@@ -27,6 +27,7 @@
 #include "persistence/schema.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -66,8 +67,23 @@ public:
   bool on_deregister(const std::string& instance_id, const msg::wire_int& worker_id,
                      std::string_view why);
 
-  /// Workers silent past lmcache_worker_timeout are deregistered.
+  /// Workers silent past lmcache_worker_timeout are deregistered (in a
+  /// cluster, only those whose entity lives on this node: see set_home_filter).
   void reap(double now_s);
+
+  // -- a cluster: the Directory replicated from the workers' home nodes ---------
+
+  /// Which workers this node is home to (their entity lives here); the others
+  /// are replicas of another node's registrations. Unset: all (a single node).
+  void set_home_filter(std::function<bool(uint64_t uid)> is_home) { is_home_ = std::move(is_home); }
+  bool is_home(uint64_t uid) const { return !is_home_ || is_home_(uid); }
+
+  /// A registration (or its update) from the worker's home node. Persisted
+  /// here only when more than its heartbeat time changed.
+  void apply_replica(const persistence::worker_row& row, double now_s, uint64_t wall_ms);
+
+  /// A deregistration at the worker's home node.
+  void remove_replica(uint64_t uid);
 
   void on_sync_state(uint64_t uid, sync_phase phase, uint64_t missing);
   void on_seq_gap(uint64_t n) { seq_discontinuities_ += n; }
@@ -94,6 +110,7 @@ private:
   directory_outbox& out_;
   registry reg_;
   cluster::hlc clock_;
+  std::function<bool(uint64_t)> is_home_;
   uint64_t seq_discontinuities_ = 0;
   bool changed_ = false;
 };

@@ -5,10 +5,8 @@
 #include <string>
 
 namespace lmcc::actors {
-namespace {
 
-/// Holders of each key, read under one shared lock.
-std::vector<holder_list> holders_of(const kv_index& index, const std::vector<uint64_t>& keys) {
+std::vector<holder_list> local_holders(const kv_index& index, const std::vector<uint64_t>& keys) {
   std::vector<holder_list> out(keys.size());
   auto r = index.read();
   for (size_t i = 0; i < keys.size(); ++i)
@@ -16,9 +14,7 @@ std::vector<holder_list> holders_of(const kv_index& index, const std::vector<uin
   return out;
 }
 
-} // namespace
-
-msg::Msg answer_lookup(const directory_view& view, const kv_index& index,
+msg::Msg answer_lookup(const directory_view& view, const holder_source& source,
                        const msg::chunk_hasher& hasher, const msg::Msg& m) {
   if (const auto* l = std::get_if<msg::LookupMsg>(&m)) {
     auto chunks = hasher.chunks(l->tokens);
@@ -26,14 +22,14 @@ msg::Msg answer_lookup(const directory_view& view, const kv_index& index,
     keys.reserve(chunks.size());
     for (const auto& c : chunks)
       keys.push_back(static_cast<uint64_t>(c.key));
-    return msg::Msg{multi_holder_layout(view, l->event_id, chunks, holders_of(index, keys))};
+    return msg::Msg{multi_holder_layout(view, l->event_id, chunks, source(keys))};
   }
   if (const auto* p = std::get_if<msg::BatchedP2PLookupMsg>(&m)) {
     std::vector<uint64_t> keys;
     keys.reserve(p->hashes.size());
     for (const auto& h : p->hashes)
       keys.push_back(h.bits());
-    return msg::Msg{p2p_layout(view, p->instance_id, p->worker_id, holders_of(index, keys))};
+    return msg::Msg{p2p_layout(view, p->instance_id, p->worker_id, source(keys))};
   }
   return msg::Msg{msg::ErrorMsg{"a lookup cannot handle " + std::string(msg::type_tag_of(m))}};
 }

@@ -24,30 +24,48 @@
 #include "messages/chunk_hash.hpp"
 #include "messages/lmcache_msgs.hpp"
 
+#include <functional>
 #include <memory>
+#include <vector>
 
 namespace lmcc::actors {
 
-/// The answer to a LookupMsg or BatchedP2PLookupMsg from `view` and `index`
-/// (an ErrorMsg for any other message).
-msg::Msg answer_lookup(const directory_view& view, const kv_index& index,
+/// Where a lookup reads each key's holders: the node's own index, or (in a
+/// cluster) that for the slots this node holds and the other owners for the
+/// rest. Returns one holder list per key, in order.
+using holder_source = std::function<std::vector<holder_list>(const std::vector<uint64_t>& keys)>;
+
+/// The holders of each key from `index`, read under one shared lock.
+std::vector<holder_list> local_holders(const kv_index& index, const std::vector<uint64_t>& keys);
+
+/// The answer to a LookupMsg or BatchedP2PLookupMsg from `view` and the
+/// holders `source` gives (an ErrorMsg for any other message).
+msg::Msg answer_lookup(const directory_view& view, const holder_source& source,
                        const msg::chunk_hasher& hasher, const msg::Msg& m);
 
 class lookup_reader {
 public:
-  lookup_reader(std::shared_ptr<const kv_index> index, msg::chunk_hash_options hashing)
-    : index_(std::move(index)), hasher_(hashing) {}
+  /// Reads `index` only (a single node), or `source` when it is given.
+  lookup_reader(std::shared_ptr<const kv_index> index, msg::chunk_hash_options hashing,
+                holder_source source = {})
+    : index_(std::move(index)), hasher_(hashing), source_(std::move(source)) {
+    if (!source_)
+      source_ = [index = index_](const std::vector<uint64_t>& keys) {
+        return local_holders(*index, keys);
+      };
+  }
 
   /// Replaces the view lookups resolve holders with.
   void publish(std::shared_ptr<const directory_view> view) { view_.publish(std::move(view)); }
 
   msg::Msg answer(const msg::Msg& m) const {
-    return answer_lookup(*view_.current(), *index_, hasher_, m);
+    return answer_lookup(*view_.current(), source_, hasher_, m);
   }
 
 private:
   std::shared_ptr<const kv_index> index_;
   msg::chunk_hasher hasher_;
+  holder_source source_;
   published<directory_view> view_;
 };
 

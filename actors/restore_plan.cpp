@@ -4,7 +4,6 @@
 #include <tuple>
 
 namespace lmcc::actors {
-namespace {
 
 worker_record to_record(const persistence::worker_row& row, double now) {
   worker_record rec;
@@ -23,6 +22,8 @@ worker_record to_record(const persistence::worker_row& row, double now) {
   rec.incarnation = row.incarnation;
   return rec;
 }
+
+namespace {
 
 /// The reason a holder's mark asks for a full sync, if it does.
 std::string resync_reason_of(const seq_mark& mark) {

@@ -67,4 +67,7 @@ restore_plan plan_restore(const std::vector<persistence::worker_row>& rows,
 /// The store row of a registry record.
 persistence::worker_row to_row(const worker_record& rec);
 
+/// The record of a stored (or replicated) row; its silence counts from `now`.
+worker_record to_record(const persistence::worker_row& row, double now);
+
 } // namespace lmcc::actors

@@ -98,14 +98,17 @@ void sync_session_logic::on_batch(const msg::FullSyncBatchMsg& m, uint64_t credi
       ops.push_back(kv_op{k.bits(), true});
     make(0, std::move(ops), credits);
   } else {
+    uint64_t total = 0;
     for (const auto& k : m.keys)
-      split_[(*cfg_.placement)[slot_of(k.bits(), cfg_.slot_count)]].push_back(
-          kv_op{k.bits(), true});
+      for_each_destination((*cfg_.placement)[slot_of(k.bits(), cfg_.slot_count)], [&](uint32_t d) {
+        split_[d].push_back(kv_op{k.bits(), true});
+        ++total;
+      });
     uint64_t left = credits;
     for (uint32_t d = 0; d < cfg_.destinations; ++d) {
       if (split_[d].empty())
         continue;
-      const uint64_t share = std::min(left, credits * split_[d].size() / m.keys.size());
+      const uint64_t share = std::min(left, credits * split_[d].size() / total);
       left -= share;
       make(d, std::move(split_[d]), share);
       split_[d] = {};

@@ -66,6 +66,13 @@ CAF_BEGIN_TYPE_ID_BLOCK(lmcc, caf::first_custom_type_id)
   CAF_ADD_ATOM(lmcc, lmcc::actors, fanout_atom, "fanout")
   CAF_ADD_ATOM(lmcc, lmcc::actors, control_result_atom, "ctlresult")
 
+  // -- atoms: between the nodes of a cluster ------------------------------------------------
+  CAF_ADD_ATOM(lmcc, lmcc::actors, hello_atom, "hello") // handshake step 1: nonces
+  CAF_ADD_ATOM(lmcc, lmcc::actors, join_atom, "join")   // handshake step 2: MACs and handles
+  CAF_ADD_ATOM(lmcc, lmcc::actors, greet_atom, "greet") // a node is alive (failure detector)
+  CAF_ADD_ATOM(lmcc, lmcc::actors, read_atom, "read")   // holders of keys (a remote lookup)
+  CAF_ADD_ATOM(lmcc, lmcc::actors, peer_atom, "peer")   // a peer's handles changed
+
   // -- types that cross nodes (sorted) -----------------------------------------------------
   CAF_ADD_TYPE_ID(lmcc, (lmcc::actors::kv_sub_batch))
   CAF_ADD_TYPE_ID(lmcc, (lmcc::actors::pushed_msg))
@@ -79,6 +86,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(lmcc, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(lmcc, (std::vector<lmcc::actors::pushed_msg>))
   CAF_ADD_TYPE_ID(lmcc, (std::vector<lmcc::persistence::kv_op>))
   CAF_ADD_TYPE_ID(lmcc, (std::vector<lmcc::persistence::worker_row>))
+  CAF_ADD_TYPE_ID(lmcc, (std::vector<uint64_t>))
 
 CAF_END_TYPE_ID_BLOCK(lmcc)
 
@@ -103,6 +111,8 @@ struct shard_stats {
 struct worker_stats {
   msg::WorkerInfo info;
   uint64_t key_count = 0;
+  /// Its (worker, location) holder ids (a cluster sums their counts over nodes).
+  std::vector<holder_id> holders;
 };
 
 /// Everything /controller/*, /metrics and the gauges need, taken at one moment.

@@ -145,15 +145,26 @@ void worker_logic::send_ops(location_state& loc, const std::string& name, std::v
   }
   const auto& table = *cfg_.placement;
   for (const auto& op : ops)
-    split_[table[slot_of(op.key, cfg_.slot_count)]].push_back(op);
-  const uint64_t total = ops.size();
-  uint64_t left = credits;
+    for_each_destination(table[slot_of(op.key, cfg_.slot_count)],
+                         [&](uint32_t d) { split_[d].push_back(op); });
+  // The home destination keeps the watermark (worker_config::home_destination).
+  const bool mark_home = mark && split_[cfg_.home_destination].empty();
+  uint64_t total = 0;
   uint32_t last_used = 0;
   for (uint32_t d = 0; d < cfg_.destinations; ++d)
-    if (!split_[d].empty())
+    if (!split_[d].empty()) {
       last_used = d;
+      total += split_[d].size();
+    }
+  // Credits are shared by op count over every copy (replicas included), so
+  // they all come back only once every owner acknowledged its copy.
+  uint64_t left = credits;
+  if (total == 0) {
+    last_used = cfg_.home_destination;
+    total = 1;
+  }
   for (uint32_t d = 0; d < cfg_.destinations; ++d) {
-    if (split_[d].empty())
+    if (split_[d].empty() && !(mark_home && d == cfg_.home_destination))
       continue;
     const uint64_t share = d == last_used ? left : credits * split_[d].size() / total;
     left -= share;

@@ -47,8 +47,19 @@ struct pushed_msg {
 };
 using pushed_msgs = std::vector<pushed_msg>;
 
-/// Where slots go: slot -> destination index (empty: everything to 0).
-using placement_table = std::shared_ptr<const std::vector<uint16_t>>;
+/// Where slots go: slot -> the set of destinations that own it, bit d for
+/// destination d (a slot's primary and replicas in a cluster; one bit on a
+/// node split into shards). Null: everything to destination 0.
+using placement_table = std::shared_ptr<const std::vector<uint64_t>>;
+
+/// Calls fn(d) for every destination in `mask`.
+template <class Fn>
+void for_each_destination(uint64_t mask, Fn&& fn) {
+  while (mask != 0) {
+    fn(static_cast<uint32_t>(__builtin_ctzll(mask)));
+    mask &= mask - 1;
+  }
+}
 
 /// What a full sync's session starts with.
 struct session_params {
@@ -90,6 +101,10 @@ struct worker_config {
   /// Destination shards and the slot -> destination table.
   uint32_t destinations = 1;
   placement_table placement;
+  /// The destination that keeps this worker's seq watermarks (its node's own
+  /// shard): every batch with a watermark reaches it, even with no op of its
+  /// slots, so a restart of this node finds the worker's latest seq.
+  uint32_t home_destination = 0;
   /// This actor's stream ids are [stream_base, stream_base + destinations).
   uint64_t stream_base = 0;
   /// Restored after a restart: per location the seq tracker and the seq the

@@ -39,6 +39,8 @@ enum class errc : uint8_t {
   unknown_node = 8,
   /// Two placements with different slot counts were compared.
   slot_count_mismatch = 9,
+  /// No usable cluster secret (missing file or variable, or too short).
+  no_secret = 10,
 };
 
 /// A refused input: which rule it broke and a one-line message naming the value.

@@ -9,7 +9,7 @@ packages=(
   # libraries (see README "Which library does what")
   libcaf-dev libmsgpack-cxx-dev librocksdb-dev libspdlog-dev libfmt-dev
   libzmq3-dev cppzmq-dev libcpp-httplib-dev nlohmann-json3-dev libyaml-cpp-dev
-  libcli11-dev libabsl-dev libsimdjson-dev
+  libcli11-dev libabsl-dev libsimdjson-dev libssl-dev
   # tests and benchmarks
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   # python test tooling (cross-checks against CPython, wire-level test peers)

@@ -103,6 +103,11 @@ public:
   /// `dir` (which must not exist, on the node's file system).
   virtual std::future<snapshot_outcome> snapshot(const std::string& dir) = 0;
 
+  /// GET /cluster/status as JSON text: members and liveness as this node sees
+  /// them, ring version, slots held, replication queues. nullopt: this node
+  /// is not part of a cluster (404).
+  virtual std::optional<std::string> cluster_status_json() const { return std::nullopt; }
+
   /// Applies injected store faults (see store_fault_settings). The default
   /// refuses: only a node started with fault injection on accepts them.
   virtual fault_outcome set_store_faults(const store_fault_settings&) {

@@ -234,6 +234,16 @@ void add_admin_routes(route_table& routes, controller_api& controller, node_metr
                          {"commit_delay_us", out.commit_delay_us}});
   });
 
+  // The cluster as this node sees it (lmcc cluster up waits on it).
+  routes.get("/cluster/status", [&controller](const httplib::Request&, httplib::Response& res) {
+    auto status = controller.cluster_status_json();
+    if (!status)
+      throw request_error{404,
+                          "this node is not part of a cluster (lmcc_cluster_members is empty)"};
+    res.status = 200;
+    res.set_content(*status, "application/json");
+  });
+
   routes.get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     send_json(res, 200, reply_json{{"status", "ok"}});
   });

@@ -3,6 +3,7 @@
 
 #include "messages/chunk_hash.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 
@@ -181,6 +182,63 @@ std::vector<option_spec> make_table() {
                 integer_kind<uint32_t>{.min = 1, .max = int64_t{1} << 31, .power_of_two = true},
                 member([](auto& o) -> auto& { return o.controller.slot_count; }),
                 uint32_t{4096}),
+    make_option({.key = "lmcc_cluster_members", .flag = "--cluster-members",
+                 .value_name = "JSON",
+                 .help = "every node of the cluster as {id, host, port} (port: the cluster "
+                         "port); the same list on every node; empty: a single node"},
+                list_kind<record_kind<cluster::member_address>>{.element = {.fields = {
+                    field_of("id", &cluster::member_address::id, text_kind{.non_empty = true}),
+                    field_of("host", &cluster::member_address::host,
+                             text_kind{.non_empty = true}),
+                    field_of("port", &cluster::member_address::port, port_kind)}},
+                    .max_items = 64},
+                member([](auto& o) -> auto& { return o.cluster.members; }),
+                std::vector<cluster::member_address>{}),
+    make_option({.key = "lmcc_replicas", .flag = "--replicas", .value_name = "R",
+                 .help = "owners per slot: the primary and R-1 replicas (at most the member "
+                         "count)"},
+                integer_kind<uint32_t>{.min = 1, .max = 64},
+                member([](auto& o) -> auto& { return o.cluster.replicas; }),
+                uint32_t{2}),
+    make_option({.key = "lmcc_cluster_secret_file", .flag = "--cluster-secret-file",
+                 .value_name = "FILE",
+                 .help = "file holding the cluster secret; empty: the variable named by "
+                         "lmcc_cluster_secret_env"},
+                text_kind{},
+                member([](auto& o) -> auto& { return o.cluster.secret_file; }),
+                std::string()),
+    make_option({.key = "lmcc_cluster_secret_env", .value_name = "NAME",
+                 .help = "environment variable holding the cluster secret when no file is "
+                         "given"},
+                text_kind{.non_empty = true},
+                member([](auto& o) -> auto& { return o.cluster.secret_env; }),
+                std::string("LMCC_CLUSTER_SECRET")),
+    make_option({.key = "lmcc_cluster_heartbeat_ms", .value_name = "MS",
+                 .help = "how often a node greets each peer (also CAF's middleman heartbeat)"},
+                milliseconds_kind{.min = 10, .max = 60'000},
+                member([](auto& o) -> auto& { return o.cluster.heartbeat_interval; }),
+                250ms),
+    make_option({.key = "lmcc_cluster_failure_timeout_ms", .value_name = "MS",
+                 .help = "a peer silent this long is taken as down"},
+                milliseconds_kind{.min = 50, .max = 600'000},
+                member([](auto& o) -> auto& { return o.cluster.failure_timeout; }),
+                2'000ms),
+    make_option({.key = "lmcc_cluster_connect_timeout_ms", .value_name = "MS",
+                 .help = "bound of one connect attempt to a peer (retries back off to 8x)"},
+                milliseconds_kind{.min = 10, .max = 600'000},
+                member([](auto& o) -> auto& { return o.cluster.connect_timeout; }),
+                1'000ms),
+    make_option({.key = "lmcc_replication_timeout_ms", .value_name = "MS",
+                 .help = "a sub-batch another owner has not acknowledged in this long counts "
+                         "as held (and stays queued for it)"},
+                milliseconds_kind{.min = 10, .max = 600'000},
+                member([](auto& o) -> auto& { return o.cluster.replication_timeout; }),
+                5'000ms),
+    make_option({.key = "lmcc_peer_buffer_ops", .value_name = "N",
+                 .help = "ops kept for re-sending to one unreachable peer"},
+                integer_kind<uint64_t>{.min = 1024, .max = int64_t{1} << 34},
+                member([](auto& o) -> auto& { return o.cluster.peer_buffer_ops; }),
+                uint64_t{1} << 22),
     make_option({.key = "lmcc_data_dir", .flag = "--data-dir", .value_name = "DIR",
                  .help = "directory of the node's RocksDB"},
                 text_kind{.non_empty = true},
@@ -423,6 +481,23 @@ void apply_cross_option_rules(resolve_state& s) {
     s.warnings.push_back("controller_monitor_ports is null: legacy mode, PULL on port " +
                          std::to_string(legacy_port) +
                          " only, no reply and no heartbeat socket (workers cannot register)");
+  }
+
+  // -- a cluster: this node is a member, ids are distinct, R fits.
+  if (const auto& c = s.options.cluster; c.enabled()) {
+    const auto& self = s.options.controller.node_id;
+    std::vector<std::string> ids;
+    for (const auto& m : c.members) {
+      if (std::find(ids.begin(), ids.end(), m.id) != ids.end())
+        s.errors.push_back("lmcc_cluster_members: node id \"" + m.id + "\" is listed twice");
+      ids.push_back(m.id);
+    }
+    if (std::find(ids.begin(), ids.end(), self) == ids.end())
+      s.errors.push_back("lmcc_cluster_members: this node's id \"" + self +
+                         "\" (lmcc_node_id) is not in the member list");
+    if (c.replicas > c.members.size())
+      s.errors.push_back("lmcc_replicas: " + std::to_string(c.replicas) + " owners per slot but " +
+                         std::to_string(c.members.size()) + " members");
   }
 
   // -- lmcc_none_hash or lmcc_python_hash_seed: the higher layer wins.

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "actors/controller_options.hpp"
+#include "cluster/cluster_options.hpp"
 #include "gateway/gateway_options.hpp"
 #include "persistence/store.hpp"
 
@@ -19,6 +20,8 @@ struct node_options {
   gateway::control_options control;
   gateway::http_options http;
   actors::controller_options controller;
+  /// The cluster this node belongs to (none when its member list is empty).
+  cluster::cluster_options cluster;
 
   /// spdlog level: trace, debug, info, warn, error, critical, off. Default: "info"
   std::string log_level = "info";

@@ -1,5 +1,7 @@
 #include "apps/lmcc/node_runtime.hpp"
 
+#include "actors/cluster_node.hpp"
+#include "actors/cluster_service.hpp"
 #include "actors/control_fanout.hpp"
 #include "actors/credit_gate.hpp"
 #include "actors/directory.hpp"
@@ -11,7 +13,9 @@
 #include "actors/request_bridge.hpp"
 #include "actors/row_writer.hpp"
 #include "apps/lmcc/memory_releaser.hpp"
+#include "apps/lmcc/node_config.hpp"
 #include "apps/lmcc/node_restore.hpp"
+#include "cluster/handshake.hpp"
 #include "gateway/control_channel.hpp"
 #include "gateway/http_api.hpp"
 #include "gateway/metrics.hpp"
@@ -19,6 +23,8 @@
 
 #include <absl/container/flat_hash_map.h>
 #include <caf/all.hpp>
+#include <caf/io/middleman.hpp>
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 #include <zmq.hpp>
 
@@ -26,6 +32,7 @@
 #include <chrono>
 #include <random>
 #include <thread>
+#include <unistd.h>
 
 namespace lmcc::apps {
 namespace {
@@ -42,6 +49,13 @@ caf::actor_system_config& configure(caf::actor_system_config& cfg, const node_op
   // worth of ingest while a heartbeat waits. Yielding every 64 messages keeps
   // requests within milliseconds of arriving.
   cfg.set("scheduler.max-throughput", 64);
+  if (o.cluster.enabled()) {
+    // CAF's heartbeats and connection timeouts on every node (a timeout on one
+    // side only drops healthy idle peers: shared/notes/caf-0.17.md).
+    cfg.load<caf::io::middleman>();
+    cfg.set("middleman.heartbeat-interval", caf::timespan{o.cluster.heartbeat_interval});
+    cfg.set("middleman.connection-timeout", caf::timespan{o.cluster.failure_timeout * 2});
+  }
   actors::register_message_types(cfg);
   return cfg;
 }
@@ -131,6 +145,18 @@ public:
   actors::row_writer_actor rows_;
   actors::ingest_router_actor router_;
   std::shared_ptr<persistence::store> store_;
+
+  // -- the cluster (all null on a single node) ---------------------------------
+  std::shared_ptr<actors::cluster_board> cluster_;
+  std::shared_ptr<actors::cluster_counters> cluster_counters_ =
+      std::make_shared<actors::cluster_counters>();
+  std::vector<actors::peer_link_actor> links_; ///< by node_index; null at self
+  std::vector<std::shared_ptr<actors::peer_link_counters>> link_counters_;
+  actors::cluster_service_actor service_;
+  actors::cluster_node_actor cluster_node_;
+  actors::cluster_gate_actor cluster_gate_;
+  actors::frame_forwarder_actor forwarder_;
+  uint16_t cluster_port_ = 0;
   /// The actors exist (after loading): API calls may reach them.
   std::atomic<bool> serving_{false};
   std::atomic<bool> ready_{false};
@@ -166,7 +192,10 @@ public:
     // scheduler's threads it would hold one for 64 such messages while a
     // lookup or heartbeat waited for a thread (flood p99 38 -> 16 ms).
     shard_ = system_.spawn<caf::detached>(actors::kv_shard, std::move(init));
-    reader_ = std::make_shared<actors::lookup_reader>(index_, c.chunk_hashing);
+    actors::holder_source source;
+    if (cluster_)
+      source = [this](const std::vector<uint64_t>& keys) { return cluster_holders(keys); };
+    reader_ = std::make_shared<actors::lookup_reader>(index_, c.chunk_hashing, std::move(source));
     for (uint32_t i = 0; i < std::max(1U, c.lookup_actors); ++i)
       lookups_.push_back(system_.spawn(actors::lookup_main,
                                        std::shared_ptr<const actors::lookup_reader>{reader_}));
@@ -185,6 +214,33 @@ public:
     actors::directory_config dc;
     dc.options = c;
     dc.shards = {shard_};
+    if (cluster_) {
+      auto table = cluster_->current();
+      const auto& cl = options_.cluster;
+      dc.shards.clear();
+      for (size_t i = 0; i < table->peers.size(); ++i) {
+        if (i == table->self) {
+          links_.emplace_back();
+          link_counters_.emplace_back();
+          dc.shards.push_back(shard_);
+          continue;
+        }
+        auto counters = std::make_shared<actors::peer_link_counters>();
+        links_.push_back(system_.spawn(actors::peer_link_main,
+                                       actors::peer_link_config{table->members[i].address.id,
+                                                                cl.replication_timeout,
+                                                                cl.peer_buffer_ops, counters}));
+        link_counters_.push_back(counters);
+        dc.shards.push_back(caf::actor_cast<actors::kv_shard_actor>(links_.back()));
+      }
+      auto masks = std::make_shared<std::vector<uint64_t>>(table->owners->slot_count());
+      for (uint32_t slot = 0; slot < masks->size(); ++slot)
+        for (auto n : table->owners->owner_indices(slot))
+          (*masks)[slot] |= uint64_t{1} << n;
+      dc.placement = std::move(masks);
+      dc.home_destination = table->self;
+      dc.cluster = cluster_;
+    }
     dc.lookups = lookups_;
     dc.reader = reader_;
     dc.fanout = fanout_;
@@ -217,6 +273,216 @@ public:
     directory_ = system_.spawn(actors::directory_main, std::move(dc));
     bridge_ = system_.spawn(actors::request_bridge_main, directory_);
     router_ = system_.spawn(actors::ingest_router_main);
+    if (cluster_)
+      spawn_cluster_actors();
+  }
+
+  /// The cluster's actors, and the gate published on the cluster port.
+  void spawn_cluster_actors() {
+    const auto& c = options_.controller;
+    auto* metrics = &metrics_;
+    auto count = [metrics](std::string_view e) { metrics->count_event(e); };
+    auto table = cluster_->current();
+    service_ = system_.spawn(
+        actors::cluster_service_main,
+        actors::cluster_service_config{index_, routes_, directory_,
+                                       table->owners->slots_of(options_.controller.node_id).primary,
+                                       c.internal_timeout, count});
+    forwarder_ =
+        system_.spawn(actors::frame_forwarder_main,
+                      actors::frame_forwarder_config{cluster_, gate_, c.internal_timeout, count});
+    actors::cluster_node_config nc;
+    nc.options = options_.cluster;
+    nc.self_id = c.node_id;
+    nc.slot_count = c.slot_count;
+    nc.links = links_;
+    nc.board = cluster_;
+    nc.counters = cluster_counters_;
+    // The node actor's own handle goes into `local` once it exists; peers get
+    // it from the gate, which is spawned after it.
+    nc.local = actors::peer_handles{nullptr, caf::actor_cast<caf::actor>(shard_),
+                                    caf::actor_cast<caf::actor>(directory_),
+                                    caf::actor_cast<caf::actor>(service_)};
+    cluster_node_ = system_.spawn(actors::cluster_node_main, std::move(nc));
+    std::vector<caf::actor> handles{
+        caf::actor_cast<caf::actor>(cluster_node_), caf::actor_cast<caf::actor>(shard_),
+        caf::actor_cast<caf::actor>(directory_), caf::actor_cast<caf::actor>(service_)};
+    cluster_gate_ = system_.spawn(
+        actors::cluster_gate_main,
+        actors::gate_config{c.node_id, options_.cluster.secret, handles, cluster_counters_});
+    const auto& me = table->members[table->self].address;
+    auto port = system_.middleman().publish(cluster_gate_, me.port, options_.zmq.host.c_str(),
+                                            /*reuse_addr=*/true);
+    if (!port)
+      throw std::runtime_error("cannot listen on the cluster port " + options_.zmq.host + ":" +
+                               std::to_string(me.port) + ": " + system_.render(port.error()));
+    cluster_port_ = *port;
+    spdlog::info("cluster-listening node={} host={} port={} members={} replicas={}", c.node_id,
+                 options_.zmq.host, cluster_port_, table->peers.size(), options_.cluster.replicas);
+  }
+
+  /// The holders of `keys`: this node's index for the slots it holds, the
+  /// other owners for the rest (one request per owner; answers within the
+  /// internal timeout or the keys count as held by nobody, and it is logged).
+  std::vector<actors::holder_list> cluster_holders(const std::vector<uint64_t>& keys) {
+    auto table = cluster_->current();
+    const uint32_t slots = table->owners->slot_count();
+    std::vector<std::vector<uint32_t>> by_node(table->peers.size());
+    for (uint32_t i = 0; i < keys.size(); ++i)
+      by_node[table->read_owner(actors::slot_of(keys[i], slots))].push_back(i);
+    std::vector<actors::holder_list> out(keys.size());
+    bool remote = false;
+    for (size_t n = 0; n < by_node.size(); ++n)
+      remote = remote || (n != table->self && !by_node[n].empty());
+    if (!by_node[table->self].empty()) {
+      auto r = index_->read();
+      for (uint32_t i : by_node[table->self])
+        r.holders(keys[i], out[i]);
+    }
+    if (!remote)
+      return out;
+    caf::scoped_actor self{system_};
+    for (size_t n = 0; n < by_node.size(); ++n) {
+      if (n == table->self || by_node[n].empty())
+        continue;
+      const auto& peer = table->peers[n];
+      if (!peer.handles.service) {
+        metrics_.count_event("lookup_owner_unreachable");
+        continue;
+      }
+      std::vector<uint64_t> asked;
+      asked.reserve(by_node[n].size());
+      for (uint32_t i : by_node[n])
+        asked.push_back(keys[i]);
+      self->request(caf::actor_cast<actors::cluster_service_actor>(peer.handles.service),
+                    options_.controller.internal_timeout, actors::read_atom::value, asked)
+          .receive(
+              [&](std::vector<uint64_t>& flat) {
+                size_t at = 0;
+                for (uint32_t i : by_node[n]) {
+                  if (at >= flat.size())
+                    break;
+                  const uint64_t count = flat[at++];
+                  for (uint64_t h = 0; h < count && at < flat.size(); ++h)
+                    out[i].push_back(flat[at++]);
+                }
+              },
+              [&](caf::error& e) {
+                metrics_.count_event("lookup_owner_unreachable");
+                spdlog::warn("lookup-read-failed peer={} keys={} error={}",
+                             table->members[n].address.id, asked.size(), caf::to_string(e));
+              });
+    }
+    return out;
+  }
+
+  /// Entries per holder over the whole cluster: each node counts the slots it
+  /// is the primary of (so no copy counts twice); nullopt when a node did not
+  /// answer (its slots' entries would be missing).
+  std::optional<actors::holder_counts> cluster_counts() {
+    auto table = cluster_->current();
+    actors::holder_counts total;
+    auto add = [&](const std::vector<uint64_t>& flat) {
+      for (size_t i = 0; i + 1 < flat.size(); i += 2)
+        total[flat[i]] += flat[i + 1];
+    };
+    add(actors::holder_counts_flat(*index_,
+                                   table->owners->slots_of(options_.controller.node_id).primary));
+    caf::scoped_actor self{system_};
+    bool complete = true;
+    for (size_t n = 0; n < table->peers.size(); ++n) {
+      if (n == table->self)
+        continue;
+      const auto& service = table->peers[n].handles.service;
+      if (!service) {
+        complete = false;
+        continue;
+      }
+      self->request(caf::actor_cast<actors::cluster_service_actor>(service),
+                    options_.controller.internal_timeout, actors::stats_atom::value)
+          .receive([&](std::vector<uint64_t>& flat) { add(flat); },
+                   [&](caf::error&) { complete = false; });
+    }
+    if (!complete)
+      metrics_.count_event("cluster_counts_incomplete");
+    return total;
+  }
+
+  /// node_stats with the cluster's key counts per worker (a single node: as is).
+  std::optional<actors::node_stats> cluster_wide(std::optional<actors::node_stats> s) {
+    if (!s || !cluster_)
+      return s;
+    auto counts = cluster_counts();
+    if (!counts)
+      return s;
+    s->total_entries = 0;
+    for (auto& w : s->workers) {
+      w.key_count = 0;
+      for (auto h : w.holders)
+        if (auto it = counts->find(h); it != counts->end())
+          w.key_count += it->second;
+    }
+    for (const auto& [h, n] : *counts)
+      s->total_entries += n;
+    return s;
+  }
+
+  std::string cluster_status() const {
+    using nlohmann::json;
+    auto table = cluster_->current();
+    json members = json::array();
+    uint64_t primary = 0;
+    uint64_t replica = 0;
+    for (const auto& m : table->members) {
+      members.push_back({{"id", m.address.id},
+                         {"host", m.address.host},
+                         {"port", m.address.port},
+                         {"live", m.live},
+                         {"self", m.self},
+                         {"primary_slots", m.primary_slots},
+                         {"replica_slots", m.replica_slots}});
+      if (m.self) {
+        primary = m.primary_slots;
+        replica = m.replica_slots;
+      }
+    }
+    json links = json::array();
+    uint64_t queued = 0;
+    for (size_t i = 0; i < link_counters_.size(); ++i) {
+      const auto& lc = link_counters_[i];
+      if (!lc)
+        continue;
+      queued += lc->queued_sub_batches;
+      links.push_back({{"peer", table->members[i].address.id},
+                       {"queued_sub_batches", lc->queued_sub_batches.load()},
+                       {"queued_ops", lc->queued_ops.load()},
+                       {"sent_sub_batches", lc->sent_sub_batches.load()},
+                       {"resent_sub_batches", lc->resent_sub_batches.load()},
+                       {"replication_timeouts", lc->timeouts.load()},
+                       {"dropped_ops", lc->dropped_ops.load()}});
+    }
+    size_t live = 0;
+    for (const auto& p : table->peers)
+      live += p.live ? 1 : 0;
+    char version[17];
+    std::snprintf(version, sizeof version, "%016llx",
+                  static_cast<unsigned long long>(table->ring_version));
+    json out = {{"node", options_.controller.node_id},
+                {"ring_version", version},
+                {"replicas", options_.cluster.replicas},
+                {"slots", table->owners->slot_count()},
+                {"members", members},
+                {"live_members", live},
+                {"all_live", table->all_live},
+                {"slots_primary", primary},
+                {"slots_replica", replica},
+                {"replication", links},
+                {"replication_lag_sub_batches", queued},
+                {"ingest_inflight_ops", gate_->in_flight()},
+                {"joins_refused", cluster_counters_->joins_refused.load()},
+                {"joins_failed", cluster_counters_->joins_failed.load()},
+                {"peers_lost", cluster_counters_->peers_lost.load()}};
+    return out.dump();
   }
 
   /// Waits (bounded) for one drain answer.
@@ -267,8 +533,18 @@ public:
   /// its actor in one message, holding their ingest credits.
   void route_round(std::vector<msg::Msg>& frames) {
     auto table = routes_->current();
+    auto cluster = cluster_ ? cluster_->current() : nullptr;
     actors::ingest_round groups;
     absl::flat_hash_map<uint64_t, size_t> by_uid;
+    // Frames of workers whose entity lives on another node, per node.
+    absl::flat_hash_map<uint16_t, actors::pushed_msgs> forward;
+    auto home_elsewhere = [&](const std::string& instance,
+                              const msg::wire_int& worker) -> std::optional<uint16_t> {
+      if (!cluster)
+        return std::nullopt;
+      const auto home = cluster->home_of(actors::worker_uid(instance, worker));
+      return home == cluster->self ? std::nullopt : std::optional<uint16_t>{home};
+    };
     auto flush_groups = [&] {
       if (groups.empty())
         return;
@@ -284,7 +560,11 @@ public:
         request(std::move(m), orchestration_timeout(), [](msg::Msg) {});
         continue;
       }
-      if (std::holds_alternative<msg::DeRegisterMsg>(m)) {
+      if (const auto* d = std::get_if<msg::DeRegisterMsg>(&m)) {
+        if (auto home = home_elsewhere(d->instance_id, d->worker_id)) {
+          forward[*home].push_back(actors::pushed_msg{std::move(m), 0});
+          continue; // behind the worker's earlier frames to the same node
+        }
         // After this worker's earlier frames: they reach its actor before the
         // directory's retire does.
         flush_groups();
@@ -296,6 +576,12 @@ public:
         continue;
       const auto* route = actors::find_route(*table, *who->first, *who->second);
       if (!route) {
+        if (auto home = home_elsewhere(*who->first, *who->second)) {
+          const uint64_t credits = gateway::ingest_credits(m);
+          gate_->take(credits);
+          forward[*home].push_back(actors::pushed_msg{std::move(m), credits});
+          continue;
+        }
         metrics_.count_event(std::holds_alternative<msg::BatchedKVOperationMsg>(m)
                                  ? "batch_from_unknown_worker"
                                  : "push_from_unknown_worker");
@@ -310,6 +596,8 @@ public:
       groups[it->second].msgs.push_back(actors::pushed_msg{std::move(m), credits});
     }
     flush_groups();
+    for (auto& [node, msgs] : forward)
+      caf::anon_send(forwarder_, actors::push_atom::value, node, std::move(msgs));
   }
 };
 
@@ -329,6 +617,18 @@ void node_runtime::start() {
   // HTTP first: /healthz answers and /readyz says 503 while the index loads.
   d.http_->start();
   d.started_ = true;
+  if (d.options_.cluster.enabled()) {
+    auto secret = cluster::resolve_secret(d.options_.cluster, process_environment());
+    if (!secret)
+      throw std::runtime_error(secret.error().message);
+    d.options_.cluster.secret = std::move(*secret);
+    auto table = actors::initial_cluster_table(d.options_.cluster, d.options_.controller.node_id,
+                                               d.options_.controller.slot_count);
+    if (!table)
+      throw std::runtime_error("cluster configuration: " + table.error().message);
+    d.cluster_ = std::make_shared<actors::cluster_board>();
+    d.cluster_->publish(std::move(*table));
+  }
   auto state = load_node_state(d.options_, *d.index_);
   const auto entries = state.entries;
   const auto seconds = state.seconds;
@@ -342,10 +642,12 @@ void node_runtime::start() {
   auto port_or_off = [](const std::optional<uint16_t>& p) {
     return p ? std::to_string(*p) : std::string("off");
   };
-  spdlog::info("node-ready node={} http=http://{}:{} pull=tcp://{}:{} reply={} heartbeat={} "
-               "store={} entries={} load_seconds={:.3f} max_inflight_ops={}",
-               d.options_.controller.node_id, d.options_.http.host, d.http_->port(), z.host,
-               z.pull_port, port_or_off(z.reply_port), port_or_off(z.heartbeat_port),
+  spdlog::info("node-ready node={} pid={} http=http://{}:{} pull=tcp://{}:{} reply={} "
+               "heartbeat={} cluster={} store={} entries={} load_seconds={:.3f} "
+               "max_inflight_ops={}",
+               d.options_.controller.node_id, ::getpid(), d.options_.http.host, d.http_->port(),
+               z.host, z.pull_port, port_or_off(z.reply_port), port_or_off(z.heartbeat_port),
+               d.cluster_ ? z.host + ":" + std::to_string(d.cluster_port_) : std::string("off"),
                d.store_ ? d.store_->path() : "off", entries, seconds,
                d.options_.controller.max_inflight_ops);
 }
@@ -375,6 +677,17 @@ void node_runtime::stop() {
   exit(d.shard_);
   exit(d.rows_);
   exit(d.router_);
+  exit(d.cluster_gate_);
+  exit(d.cluster_node_);
+  exit(d.service_);
+  exit(d.forwarder_);
+  for (auto& l : d.links_)
+    exit(l);
+  d.links_.clear();
+  d.cluster_gate_ = nullptr;
+  d.cluster_node_ = nullptr;
+  d.service_ = nullptr;
+  d.forwarder_ = nullptr;
   d.lookups_.clear();
   d.fanout_ = nullptr;
   d.directory_ = nullptr;
@@ -438,7 +751,7 @@ std::future<msg::Msg> node_runtime::orchestrate(msg::Msg request) {
 std::future<std::vector<gateway::worker_view>> node_runtime::workers() {
   if (!impl_->serving_)
     return ready_future(std::vector<gateway::worker_view>{});
-  auto s = impl_->node_stats().get();
+  auto s = impl_->cluster_wide(impl_->node_stats().get());
   std::vector<gateway::worker_view> out;
   if (s)
     for (auto& w : s->workers)
@@ -449,7 +762,7 @@ std::future<std::vector<gateway::worker_view>> node_runtime::workers() {
 std::future<gateway::key_stats> node_runtime::stats() {
   if (!impl_->serving_)
     return ready_future(gateway::key_stats{});
-  auto s = impl_->node_stats().get();
+  auto s = impl_->cluster_wide(impl_->node_stats().get());
   gateway::key_stats out;
   if (!s)
     return ready_future(std::move(out));
@@ -476,6 +789,39 @@ std::future<gateway::controller_gauges> node_runtime::gauges() {
   if (!s)
     return ready_future(g);
   g.kv_pool_keys_count = s->total_entries;
+  if (d.cluster_) {
+    // This node's share: the entries of the slots it is the primary of, so
+    // that Prometheus' sum() over the nodes is the cluster's count (README).
+    auto table = d.cluster_->current();
+    const auto primary = table->owners->slots_of(d.options_.controller.node_id).primary;
+    uint64_t entries = 0;
+    {
+      auto r = d.index_->read();
+      for (uint32_t slot : primary)
+        entries += r.slot(slot).entries;
+    }
+    g.kv_pool_keys_count = entries;
+    uint64_t queued = 0;
+    uint64_t timeouts = 0;
+    for (const auto& lc : d.link_counters_)
+      if (lc) {
+        queued += lc->queued_sub_batches;
+        timeouts += lc->timeouts;
+      }
+    auto gauge = [&](std::string_view name, double v) { d.metrics_.set_gauge(name, v); };
+    gauge("cluster_members", static_cast<double>(table->peers.size()));
+    gauge("cluster_live_members",
+          static_cast<double>(std::count_if(table->peers.begin(), table->peers.end(),
+                                            [](const auto& p) { return p.live; })));
+    gauge("cluster_primary_slots", static_cast<double>(primary.size()));
+    gauge(
+        "cluster_replica_slots",
+        static_cast<double>(table->owners->slots_of(d.options_.controller.node_id).replica.size()));
+    gauge("cluster_replication_lag_sub_batches", static_cast<double>(queued));
+    gauge("cluster_replication_timeouts", static_cast<double>(timeouts));
+    gauge("cluster_joins_refused", static_cast<double>(d.cluster_counters_->joins_refused.load()));
+    gauge("cluster_peers_lost", static_cast<double>(d.cluster_counters_->peers_lost.load()));
+  }
   g.registered_workers_count = s->workers.size();
   g.kv_op_seq_discontinuity_count = s->seq_discontinuities;
   g.full_sync_workers_syncing = s->workers_syncing;
@@ -514,6 +860,12 @@ std::future<gateway::controller_gauges> node_runtime::gauges() {
 
 bool node_runtime::ready() const {
   return impl_->ready_;
+}
+
+std::optional<std::string> node_runtime::cluster_status_json() const {
+  if (!impl_->cluster_ || !impl_->serving_)
+    return std::nullopt;
+  return impl_->cluster_status();
 }
 
 gateway::fault_outcome node_runtime::set_store_faults(const gateway::store_fault_settings& s) {

@@ -55,6 +55,7 @@ public:
   bool ready() const override;
   std::future<gateway::snapshot_outcome> snapshot(const std::string& dir) override;
   gateway::fault_outcome set_store_faults(const gateway::store_fault_settings& s) override;
+  std::optional<std::string> cluster_status_json() const override;
 
 private:
   class impl;

@@ -39,9 +39,9 @@ session_config config(uint32_t destinations = 1) {
   c.stream_base = base;
   c.timeout_s = 300;
   if (destinations > 1) {
-    auto table = std::make_shared<std::vector<uint16_t>>(64);
+    auto table = std::make_shared<std::vector<uint64_t>>(64);
     for (uint32_t s = 0; s < 64; ++s)
-      (*table)[s] = static_cast<uint16_t>(s % destinations);
+      (*table)[s] = uint64_t{1} << (s % destinations);
     c.placement = table;
   }
   return c;

@@ -52,9 +52,9 @@ worker_config config(uint32_t destinations = 1) {
   c.destinations = destinations;
   c.stream_base = base;
   if (destinations > 1) {
-    auto table = std::make_shared<std::vector<uint16_t>>(64);
+    auto table = std::make_shared<std::vector<uint64_t>>(64);
     for (uint32_t s = 0; s < 64; ++s)
-      (*table)[s] = static_cast<uint16_t>(s % destinations);
+      (*table)[s] = uint64_t{1} << (s % destinations);
     c.placement = table;
   }
   return c;

@@ -1,0 +1,280 @@
+#include "actors/cluster_node.hpp"
+
+#include "cluster/handshake.hpp"
+
+#include <caf/io/middleman.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace lmcc::actors {
+
+// -- gate ------------------------------------------------------------------------------
+
+cluster_gate_actor::behavior_type
+cluster_gate_main(cluster_gate_actor::stateful_pointer<gate_state> self, gate_config cfg) {
+  self->state.cfg = std::move(cfg);
+  return {
+      [self](hello_atom, const std::string& client, uint64_t client_nonce) -> uint64_t {
+        auto& st = self->state;
+        // At most one open handshake per client id; a bound on what strangers hold.
+        if (st.open.size() >= 1024 && !st.open.count(client))
+          st.open.erase(st.open.begin());
+        const uint64_t server_nonce = st.rng();
+        st.open[client] = {client_nonce, server_nonce};
+        return server_nonce;
+      },
+      [self](join_atom, const std::string& client, uint64_t client_nonce,
+             const std::string& mac) -> caf::result<std::string, std::vector<caf::actor>> {
+        auto& st = self->state;
+        auto it = st.open.find(client);
+        const bool known = it != st.open.end() && it->second.first == client_nonce;
+        const uint64_t server_nonce = known ? it->second.second : 0;
+        if (it != st.open.end())
+          st.open.erase(it);
+        const bool ok =
+            known &&
+            cluster::mac_equal(
+                mac, cluster::handshake_mac(st.cfg.secret, cluster::handshake_role::join, client,
+                                            st.cfg.self_id, client_nonce, server_nonce));
+        if (!ok) {
+          if (st.cfg.counters)
+            ++st.cfg.counters->joins_refused;
+          spdlog::error("cluster-join-refused node={} peer={} from={} reason={}", st.cfg.self_id,
+                        client,
+                        caf::to_string(self->current_sender() ? self->current_sender()->node()
+                                                              : caf::node_id{}),
+                        known ? "wrong-secret" : "no-open-handshake");
+          return caf::make_error(caf::sec::runtime_error,
+                                 "refused: this node's cluster secret does not match");
+        }
+        spdlog::info("cluster-join-accepted node={} peer={}", st.cfg.self_id, client);
+        return {cluster::handshake_mac(st.cfg.secret, cluster::handshake_role::accept, client,
+                                       st.cfg.self_id, client_nonce, server_nonce),
+                st.cfg.handles};
+      },
+  };
+}
+
+// -- node ------------------------------------------------------------------------------
+
+namespace {
+
+using node_self = cluster_node_actor::stateful_pointer<cluster_node_state>;
+using clock_type = std::chrono::steady_clock;
+
+std::shared_ptr<cluster_table> make_table(const cluster::membership& m,
+                                          std::shared_ptr<const cluster::placement> owners,
+                                          const std::vector<peer_handles>& handles) {
+  auto t = std::make_shared<cluster_table>();
+  t->owners = std::move(owners);
+  t->self = m.self();
+  t->peers.resize(m.size());
+  for (size_t i = 0; i < m.size(); ++i) {
+    t->peers[i].live = m.live(static_cast<node_index>(i));
+    if (i < handles.size())
+      t->peers[i].handles = handles[i];
+  }
+  t->members = m.view();
+  t->ring_version = m.ring_version();
+  t->all_live = m.all_live();
+  return t;
+}
+
+void publish(node_self self) {
+  auto& st = self->state;
+  std::vector<peer_handles> handles;
+  for (const auto& p : st.peers)
+    handles.push_back(p.handles);
+  handles[st.members->self()] = st.cfg.local;
+  st.cfg.board->publish(make_table(*st.members, st.owners, handles));
+}
+
+void lost(node_self self, size_t i, std::string_view why) {
+  auto& st = self->state;
+  auto& p = st.peers[i];
+  const auto& id = st.members->address(static_cast<node_index>(i)).id;
+  if (p.handles.node)
+    self->demonitor(p.handles.node);
+  p.handles = {};
+  p.next_attempt = clock_type::now();
+  const bool was_live = st.members->on_lost(id);
+  if ((was_live || why == "silent") && st.cfg.counters)
+    ++st.cfg.counters->peers_lost;
+  if (i < st.cfg.links.size() && st.cfg.links[i])
+    self->send(st.cfg.links[i], peer_atom::value, caf::actor{});
+  spdlog::warn("cluster-peer-lost node={} peer={} reason={} ring={:016x} live={}", st.cfg.self_id,
+               id, why, st.members->ring_version(), st.members->live_count());
+  publish(self);
+}
+
+void failed(node_self self, size_t i, const caf::error& e) {
+  auto& st = self->state;
+  auto& p = st.peers[i];
+  p.connecting = false;
+  ++p.failures;
+  // 1x, 2x, 4x, 8x the connect timeout, with jitter so peers do not retry in step.
+  const auto base = st.cfg.options.connect_timeout;
+  const auto backoff = base * (1U << std::min<uint32_t>(p.failures - 1, 3));
+  const auto jitter = std::chrono::milliseconds(st.rng() % (base.count() / 4 + 1));
+  p.next_attempt = clock_type::now() + backoff / 4 + jitter;
+  const auto& id = st.members->address(static_cast<node_index>(i)).id;
+  if (st.cfg.counters)
+    ++st.cfg.counters->joins_failed;
+  // The first failure and then every 20th: a peer that is down for long must
+  // not fill the log.
+  if (p.failures == 1 || p.failures % 20 == 0)
+    spdlog::info("cluster-connect-failed node={} peer={} attempts={} error={}", st.cfg.self_id, id,
+                 p.failures, caf::to_string(e));
+}
+
+void joined(node_self self, size_t i, std::vector<caf::actor>& hs) {
+  auto& st = self->state;
+  auto& p = st.peers[i];
+  p.connecting = false;
+  p.failures = 0;
+  p.handles = peer_handles{hs[0], hs[1], hs[2], hs[3]};
+  self->monitor(p.handles.node);
+  const auto& id = st.members->address(static_cast<node_index>(i)).id;
+  st.members->on_greeting(id, clock_type::now());
+  if (i < st.cfg.links.size() && st.cfg.links[i])
+    self->send(st.cfg.links[i], peer_atom::value, p.handles.shard);
+  spdlog::info("cluster-peer-joined node={} peer={} ring={:016x} live={}/{}", st.cfg.self_id, id,
+               st.members->ring_version(), st.members->live_count(), st.members->size());
+  publish(self);
+}
+
+void connect(node_self self, size_t i) {
+  auto& st = self->state;
+  auto& p = st.peers[i];
+  p.connecting = true;
+  if (st.cfg.counters)
+    ++st.cfg.counters->connect_attempts;
+  const auto& addr = st.members->address(static_cast<node_index>(i));
+  const auto timeout = st.cfg.options.connect_timeout;
+  auto mm = self->system().middleman().actor_handle();
+  self->request(mm, timeout, caf::connect_atom::value, addr.host, addr.port)
+      .then(
+          [self, i, timeout](const caf::node_id&, caf::strong_actor_ptr& ptr,
+                             const std::set<std::string>& ifs) {
+            auto& st = self->state;
+            if (!ptr || !self->system().assignable<cluster_gate_actor>(ifs)) {
+              failed(self, i, caf::make_error(caf::sec::unexpected_actor_messaging_interface));
+              return;
+            }
+            auto gate = caf::actor_cast<cluster_gate_actor>(ptr);
+            const uint64_t client_nonce = st.rng();
+            self->request(gate, timeout, hello_atom::value, st.cfg.self_id, client_nonce)
+                .then(
+                    [self, i, gate, timeout, client_nonce](uint64_t server_nonce) {
+                      auto& st = self->state;
+                      const auto& peer_id = st.members->address(static_cast<node_index>(i)).id;
+                      auto mac = cluster::handshake_mac(
+                          st.cfg.options.secret, cluster::handshake_role::join, st.cfg.self_id,
+                          peer_id, client_nonce, server_nonce);
+                      self->request(gate, timeout, join_atom::value, st.cfg.self_id, client_nonce,
+                                    mac)
+                          .then(
+                              [self, i, client_nonce, server_nonce](std::string& accept,
+                                                                    std::vector<caf::actor>& hs) {
+                                auto& st = self->state;
+                                const auto& peer =
+                                    st.members->address(static_cast<node_index>(i)).id;
+                                auto expected = cluster::handshake_mac(
+                                    st.cfg.options.secret, cluster::handshake_role::accept,
+                                    st.cfg.self_id, peer, client_nonce, server_nonce);
+                                if (!cluster::mac_equal(accept, expected) || hs.size() != 4 ||
+                                    !hs[0] || !hs[1] || !hs[2] || !hs[3]) {
+                                  spdlog::error("cluster-peer-refused node={} peer={} "
+                                                "reason=peer-does-not-prove-the-secret",
+                                                st.cfg.self_id, peer);
+                                  failed(self, i, caf::make_error(caf::sec::runtime_error));
+                                  return;
+                                }
+                                joined(self, i, hs);
+                              },
+                              [self, i](caf::error& e) { failed(self, i, e); });
+                    },
+                    [self, i](caf::error& e) { failed(self, i, e); });
+          },
+          [self, i](caf::error& e) { failed(self, i, e); });
+}
+
+void tick(node_self self) {
+  auto& st = self->state;
+  const auto now = clock_type::now();
+  for (size_t i = 0; i < st.peers.size(); ++i) {
+    if (i == st.members->self())
+      continue;
+    auto& p = st.peers[i];
+    if (p.handles.node)
+      self->send(caf::actor_cast<cluster_node_actor>(p.handles.node), greet_atom::value,
+                 st.cfg.self_id);
+    else if (!p.connecting && now >= p.next_attempt)
+      connect(self, i);
+  }
+  // Silent peers: the greetings stopped although the connection is up.
+  std::vector<size_t> was_live;
+  for (size_t i = 0; i < st.peers.size(); ++i)
+    if (i != st.members->self() && st.members->live(static_cast<node_index>(i)))
+      was_live.push_back(i);
+  if (st.members->tick(now))
+    for (size_t i : was_live)
+      if (!st.members->live(static_cast<node_index>(i)))
+        lost(self, i, "silent");
+}
+
+} // namespace
+
+cluster::expected<std::shared_ptr<const cluster_table>>
+initial_cluster_table(const cluster::cluster_options& options, const std::string& self_id,
+                      uint32_t slot_count) {
+  auto m = cluster::membership::make(options, self_id, slot_count);
+  if (!m)
+    return m.error();
+  return std::shared_ptr<const cluster_table>{
+      make_table(*m, std::make_shared<const cluster::placement>(m->owners()), {})};
+}
+
+cluster_node_actor::behavior_type
+cluster_node_main(cluster_node_actor::stateful_pointer<cluster_node_state> self,
+                  cluster_node_config cfg) {
+  auto& st = self->state;
+  st.cfg = std::move(cfg);
+  // The runtime checked the options with initial_cluster_table() already.
+  st.members = std::make_unique<cluster::membership>(
+      std::move(*cluster::membership::make(st.cfg.options, st.cfg.self_id, st.cfg.slot_count)));
+  st.owners = std::make_shared<const cluster::placement>(st.members->owners());
+  st.peers.resize(st.members->size());
+  publish(self);
+  self->set_down_handler([self](caf::down_msg& dm) {
+    auto& st = self->state;
+    for (size_t i = 0; i < st.peers.size(); ++i)
+      if (st.peers[i].handles.node && st.peers[i].handles.node.address() == dm.source) {
+        st.peers[i].handles.node = nullptr; // already gone: no demonitor
+        lost(self, i, "connection-lost");
+        return;
+      }
+  });
+  self->send(self, tick_atom::value);
+  return {
+      [self](greet_atom, const std::string& peer) {
+        auto& st = self->state;
+        auto i = st.members->index_of(peer);
+        // Only a joined peer counts: before our own join we lack its handles.
+        if (!i || !st.peers[*i].handles.node)
+          return;
+        if (st.members->on_greeting(peer, clock_type::now())) {
+          spdlog::info("cluster-peer-back node={} peer={} ring={:016x}", st.cfg.self_id, peer,
+                       st.members->ring_version());
+          publish(self);
+        }
+      },
+      [self](tick_atom) {
+        tick(self);
+        self->delayed_send(self, self->state.cfg.options.heartbeat_interval, tick_atom::value);
+      },
+  };
+}
+
+} // namespace lmcc::actors

@@ -1,0 +1,116 @@
+// cluster_node: one node's membership in the cluster, over CAF's middleman.
+//
+// Two actors:
+// - the gate, the only actor a node publishes on its cluster port. A peer
+//   that connects can do nothing but the secret handshake (handshake.hpp):
+//   hello (nonces), then join (MACs); a join with a wrong MAC is refused,
+//   logged and counted, and only a successful join hands out the handles of
+//   this node's actors (cluster_node, shard, directory, service).
+// - the cluster_node, which connects to every configured peer (asynchronous
+//   connects with a timeout, retried with exponential backoff), joins it,
+//   monitors it, greets it every heartbeat interval and runs the failure
+//   detector (membership.hpp) on the greetings it gets. After every change it
+//   publishes a fresh cluster_table and tells the peer's peer_link the peer's
+//   new shard handle (or that it was lost).
+// CAF's own heartbeats and connection timeouts are enabled on every node as
+// well (node_runtime), so a frozen peer's connection is torn down too.
+//
+//   auto gate = sys.spawn(cluster_gate_main, gate_config{...});
+//   sys.middleman().publish(gate, port, host, true);
+//   auto node = sys.spawn(cluster_node_main, cluster_node_config{...});
+//
+// Context: CAF actors; one of each per node.
+#pragma once
+
+#include "actors/cluster_table.hpp"
+#include "actors/peer_link.hpp"
+#include "actors/type_ids.hpp"
+#include "cluster/cluster_options.hpp"
+#include "cluster/membership.hpp"
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace lmcc::actors {
+
+using cluster_gate_actor = caf::typed_actor<
+    // (client id, client nonce) -> server nonce
+    caf::replies_to<hello_atom, std::string, uint64_t>::with<uint64_t>,
+    // (client id, client nonce, join MAC) -> (accept MAC, [node, shard, directory, service])
+    caf::replies_to<join_atom, std::string, uint64_t, std::string>::with<std::string,
+                                                                         std::vector<caf::actor>>>;
+
+using cluster_node_actor =
+    caf::typed_actor<caf::reacts_to<greet_atom, std::string>, caf::reacts_to<tick_atom>>;
+
+/// Counts /cluster/status and /metrics show (any thread).
+struct cluster_counters {
+  std::atomic<uint64_t> joins_refused{0}; ///< inbound joins with a wrong secret
+  std::atomic<uint64_t> joins_failed{0};  ///< our joins a peer refused or that failed
+  std::atomic<uint64_t> peers_lost{0};    ///< live -> down transitions
+  std::atomic<uint64_t> connect_attempts{0};
+};
+
+struct gate_config {
+  std::string self_id;
+  std::string secret;
+  /// This node's node, shard, directory and service, in that order.
+  std::vector<caf::actor> handles;
+  std::shared_ptr<cluster_counters> counters;
+};
+
+struct gate_state {
+  static inline const char* name = "lmcc.cluster_gate";
+  gate_config cfg;
+  /// Per client id: (client nonce, server nonce) of its open handshake.
+  std::map<std::string, std::pair<uint64_t, uint64_t>> open;
+  std::mt19937_64 rng{std::random_device{}()};
+};
+
+cluster_gate_actor::behavior_type
+cluster_gate_main(cluster_gate_actor::stateful_pointer<gate_state> self, gate_config cfg);
+
+struct cluster_node_config {
+  cluster::cluster_options options;
+  std::string self_id;
+  uint32_t slot_count = 4096;
+  /// This node's actors as handed to peers (see gate_config::handles).
+  peer_handles local;
+  /// One peer_link per member (null at this node's own index).
+  std::vector<peer_link_actor> links;
+  std::shared_ptr<cluster_board> board;
+  std::shared_ptr<cluster_counters> counters;
+};
+
+struct cluster_node_state {
+  static inline const char* name = "lmcc.cluster_node";
+
+  struct peer_conn {
+    peer_handles handles;
+    bool connecting = false;
+    uint32_t failures = 0;
+    std::chrono::steady_clock::time_point next_attempt{};
+  };
+
+  cluster_node_config cfg;
+  std::unique_ptr<cluster::membership> members;
+  std::shared_ptr<const cluster::placement> owners;
+  std::vector<peer_conn> peers;
+  std::mt19937_64 rng{std::random_device{}()};
+};
+
+cluster_node_actor::behavior_type
+cluster_node_main(cluster_node_actor::stateful_pointer<cluster_node_state> self,
+                  cluster_node_config cfg);
+
+/// The table a node has before any peer joined (for the runtime to publish
+/// before the actors exist). Fails as membership::make does.
+cluster::expected<std::shared_ptr<const cluster_table>>
+initial_cluster_table(const cluster::cluster_options& options, const std::string& self_id,
+                      uint32_t slot_count);
+
+} // namespace lmcc::actors

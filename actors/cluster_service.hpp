@@ -1,0 +1,91 @@
+// cluster_service: what a node does for the other nodes of its cluster,
+// besides taking sub-batches (its shard) and requests (its directory):
+// - reads: the holders of a list of keys, for a lookup that arrived at
+//   another node and needs slots this node holds;
+// - forwarded frames: PULL-socket frames of workers whose entity lives here
+//   but whose PUSH socket is connected to another node. They go to the
+//   worker's actor as if they had arrived here; the answer comes once that
+//   actor has everything acknowledged, which is when the sending node gives
+//   the frames' ingest credits back (flow control across nodes). A
+//   DeRegisterMsg among them goes to the directory after the frames before it.
+//
+//   self->request(service, 2s, read_atom::value, keys).then([](std::vector<uint64_t> flat) ...);
+//   // flat: for each key, its holder count then its holders
+//
+// Context: a CAF actor; one per node.
+#pragma once
+
+#include "actors/cluster_table.hpp"
+#include "actors/directory.hpp"
+#include "actors/ingest_routes.hpp"
+#include "actors/kv_index.hpp"
+#include "actors/type_ids.hpp"
+
+#include <memory>
+
+namespace lmcc::actors {
+
+using cluster_service_actor =
+    caf::typed_actor<caf::replies_to<read_atom, std::vector<uint64_t>>::with<std::vector<uint64_t>>,
+                     caf::replies_to<push_atom, pushed_msgs>::with<bool>,
+                     // Entries per holder in the slots this node is primary of,
+                     // flattened: holder, count, holder, count, ...
+                     caf::replies_to<stats_atom>::with<std::vector<uint64_t>>>;
+
+struct cluster_service_config {
+  std::shared_ptr<const kv_index> index;
+  std::shared_ptr<route_board> routes;
+  directory_actor directory;
+  /// The slots this node is the primary of (its share of the cluster's counts).
+  std::vector<uint32_t> primary_slots;
+  std::chrono::milliseconds timeout{10000};
+  /// Counts a named event in the node's metrics.
+  std::function<void(std::string_view)> count_event;
+};
+
+struct cluster_service_state {
+  static inline const char* name = "lmcc.cluster_service";
+  cluster_service_config cfg;
+};
+
+cluster_service_actor::behavior_type
+cluster_service_main(cluster_service_actor::stateful_pointer<cluster_service_state> self,
+                     cluster_service_config cfg);
+
+/// Flattens the holders of each key: count, holders..., count, holders...
+std::vector<uint64_t> read_holders_flat(const kv_index& index, const std::vector<uint64_t>& keys);
+
+/// Entries per holder in `slots`, flattened as holder, count, holder, count...
+/// Walks every key of those slots (O(entries)): for /controller/* only.
+std::vector<uint64_t> holder_counts_flat(const kv_index& index, const std::vector<uint32_t>& slots);
+
+} // namespace lmcc::actors
+
+namespace lmcc::actors {
+
+class credit_gate;
+
+/// Sends PULL-socket frames of workers homed on other nodes to those nodes'
+/// services and gives their ingest credits back once the service answered
+/// (or the peer is unreachable: the frames are dropped and counted; the
+/// worker's next batch shows a seq gap and that worker alone full-syncs).
+using frame_forwarder_actor = caf::typed_actor<caf::reacts_to<push_atom, uint16_t, pushed_msgs>>;
+
+struct frame_forwarder_config {
+  std::shared_ptr<cluster_board> board;
+  std::shared_ptr<credit_gate> gate;
+  std::chrono::milliseconds timeout{10000};
+  std::function<void(std::string_view)> count_event;
+};
+
+struct frame_forwarder_state {
+  static inline const char* name = "lmcc.frame_forwarder";
+  frame_forwarder_config cfg;
+  uint64_t dropped = 0;
+};
+
+frame_forwarder_actor::behavior_type
+frame_forwarder_main(frame_forwarder_actor::stateful_pointer<frame_forwarder_state> self,
+                     frame_forwarder_config cfg);
+
+} // namespace lmcc::actors

@@ -1,0 +1,74 @@
+// cluster_table: what every thread of a node may need to know about the
+// cluster at one moment: who owns which slot, where each worker's entity
+// lives, which peers are live and the handles of their actors.
+//
+// The cluster node actor (cluster_node.hpp) publishes a fresh immutable table
+// whenever a peer joins, returns or is lost; the PULL thread (forwarding
+// frames of workers homed elsewhere), the lookup path (reading keys of slots
+// held elsewhere), the directory (forwarding requests, replicating rows) and
+// /cluster/status read the latest one without locking anything but the
+// board's mutex for a pointer copy.
+//
+//   auto t = board.current();
+//   node_index home = t->home_of(uid);
+//   if (home != t->self && t->peers[home].live) send(t->peers[home].directory, ...);
+//
+// Thread-safety: tables are immutable; cluster_board is thread-safe.
+#pragma once
+
+#include "actors/published.hpp"
+#include "cluster/hash.hpp"
+#include "cluster/membership.hpp"
+
+#include <caf/actor.hpp>
+
+#include <memory>
+#include <vector>
+
+namespace lmcc::actors {
+
+using cluster::node_index;
+
+/// One peer's actors, as its join answer named them (null while never joined).
+struct peer_handles {
+  caf::actor node;      ///< its cluster_node (greetings)
+  caf::actor shard;     ///< its kv_shard (sub-batches, through a peer_link)
+  caf::actor directory; ///< its directory (forwarded requests, replicated rows)
+  caf::actor service;   ///< its cluster_service (key reads, forwarded frames)
+};
+
+struct peer_entry {
+  bool live = false;
+  peer_handles handles;
+};
+
+struct cluster_table {
+  /// Static ownership over every configured member (membership.hpp says why).
+  std::shared_ptr<const cluster::placement> owners;
+  node_index self = 0;
+  std::vector<peer_entry> peers; ///< by node_index; peers[self] is this node
+  std::vector<cluster::membership::member_view> members;
+  uint64_t ring_version = 0;
+  bool all_live = false;
+
+  /// Where the worker with this uid has its entity (WorkerActor).
+  node_index home_of(uint64_t worker_uid) const noexcept {
+    return owners->owner_indices(cluster::slot_of(worker_uid, owners->slot_count())).front();
+  }
+  /// Which node to read `slot` from: this one when it holds the slot, else the
+  /// first live owner, else the primary.
+  node_index read_owner(uint32_t slot) const noexcept {
+    auto list = owners->owner_indices(slot);
+    for (node_index n : list)
+      if (n == self)
+        return n;
+    for (node_index n : list)
+      if (peers[n].live)
+        return n;
+    return list.front();
+  }
+};
+
+using cluster_board = published<cluster_table>;
+
+} // namespace lmcc::actors

@@ -1,0 +1,152 @@
+#include "actors/peer_link.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace lmcc::actors {
+namespace {
+
+using link_self = peer_link_actor::stateful_pointer<peer_link_state>;
+
+void ack_sender(link_self self, const caf::strong_actor_ptr& sender, uint64_t stream,
+                uint64_t number) {
+  if (sender)
+    self->send(caf::actor_cast<ack_receiver_actor>(sender), ack_atom::value, stream, number);
+}
+
+void publish_counts(link_self self) {
+  auto& st = self->state;
+  if (!st.cfg.counters)
+    return;
+  uint64_t n = 0;
+  for (const auto& [stream, q] : st.streams)
+    n += q.size();
+  st.cfg.counters->queued_sub_batches = n;
+  st.cfg.counters->queued_ops = st.queued_ops;
+}
+
+/// Drops the oldest queued sub-batches while more than buffer_ops ops wait.
+void enforce_bound(link_self self) {
+  auto& st = self->state;
+  while (st.queued_ops > st.cfg.buffer_ops) {
+    // The stream whose front is oldest.
+    auto oldest = st.streams.end();
+    for (auto it = st.streams.begin(); it != st.streams.end(); ++it)
+      if (!it->second.empty() && (oldest == st.streams.end() ||
+                                  it->second.front().sent_at < oldest->second.front().sent_at))
+        oldest = it;
+    if (oldest == st.streams.end())
+      break;
+    auto p = std::move(oldest->second.front());
+    oldest->second.pop_front();
+    st.queued_ops -= p.sb.ops.size();
+    if (st.cfg.counters)
+      st.cfg.counters->dropped_ops += p.sb.ops.size();
+    if (!p.released)
+      ack_sender(self, p.sender, p.sb.stream, p.sb.number);
+    spdlog::warn("peer-link-dropped peer={} stream={} number={} ops={} reason=buffer-full",
+                 st.cfg.peer_id, p.sb.stream, p.sb.number, p.sb.ops.size());
+  }
+}
+
+void on_timeout_check(link_self self) {
+  auto& st = self->state;
+  const auto now = std::chrono::steady_clock::now();
+  uint64_t released = 0;
+  for (auto& [stream, q] : st.streams) {
+    // Cumulative: release the longest prefix that is overdue.
+    uint64_t up_to = 0;
+    caf::strong_actor_ptr sender;
+    for (auto& p : q) {
+      if (now - p.sent_at < st.cfg.replication_timeout)
+        break;
+      if (!p.released) {
+        p.released = true;
+        up_to = p.sb.number;
+        sender = p.sender;
+        ++released;
+      }
+    }
+    if (up_to != 0)
+      ack_sender(self, sender, stream, up_to);
+  }
+  if (released > 0) {
+    if (st.cfg.counters)
+      st.cfg.counters->timeouts += released;
+    spdlog::warn("replication-timeout peer={} sub_batches={} live={}", st.cfg.peer_id, released,
+                 static_cast<bool>(st.remote));
+  }
+}
+
+} // namespace
+
+peer_link_actor::behavior_type
+peer_link_main(peer_link_actor::stateful_pointer<peer_link_state> self, peer_link_config cfg) {
+  self->state.cfg = std::move(cfg);
+  self->send(self, tick_atom::value);
+  return {
+      [self](apply_atom, kv_sub_batch& sb) {
+        auto& st = self->state;
+        if (st.remote) {
+          self->send(caf::actor_cast<kv_shard_actor>(st.remote), apply_atom::value, sb);
+          if (st.cfg.counters)
+            ++st.cfg.counters->sent_sub_batches;
+        }
+        st.queued_ops += sb.ops.size();
+        const uint64_t stream = sb.stream;
+        st.streams[stream].push_back(peer_link_state::pending{
+            std::move(sb), self->current_sender(), std::chrono::steady_clock::now(), false});
+        enforce_bound(self);
+        publish_counts(self);
+      },
+      [self](ack_atom, uint64_t stream, uint64_t number) {
+        auto& st = self->state;
+        auto it = st.streams.find(stream);
+        if (it == st.streams.end())
+          return;
+        auto& q = it->second;
+        caf::strong_actor_ptr sender;
+        bool owed = false;
+        while (!q.empty() && q.front().sb.number <= number) {
+          sender = q.front().sender;
+          owed = owed || !q.front().released;
+          st.queued_ops -= q.front().sb.ops.size();
+          q.pop_front();
+        }
+        if (owed)
+          ack_sender(self, sender, stream, number);
+        if (q.empty())
+          st.streams.erase(it);
+        publish_counts(self);
+      },
+      [self](peer_atom, caf::actor& remote) {
+        auto& st = self->state;
+        st.remote = std::move(remote);
+        if (!st.remote) {
+          spdlog::info("peer-link-down peer={} queued_ops={}", st.cfg.peer_id, st.queued_ops);
+          return;
+        }
+        uint64_t n = 0;
+        for (auto& [stream, q] : st.streams)
+          for (auto& p : q) {
+            self->send(caf::actor_cast<kv_shard_actor>(st.remote), apply_atom::value, p.sb);
+            ++n;
+          }
+        if (st.cfg.counters)
+          st.cfg.counters->resent_sub_batches += n;
+        spdlog::info("peer-link-up peer={} resent_sub_batches={} queued_ops={}", st.cfg.peer_id, n,
+                     st.queued_ops);
+      },
+      [](flush_atom) {},
+      [](background_atom) {},
+      [self](tick_atom) {
+        on_timeout_check(self);
+        publish_counts(self);
+        self->delayed_send(self, std::chrono::milliseconds{200}, tick_atom::value);
+      },
+      // The senders' own drains wait for these acks (or their timeouts).
+      [](drain_atom) { return true; },
+      [](snapshot_atom) { return true; },
+  };
+}
+
+} // namespace lmcc::actors

@@ -1,0 +1,78 @@
+// cluster_options: how a node finds and trusts the other nodes of its cluster.
+//
+// The same member list goes into every node's config (YAML key
+// lmcc_cluster_members); each node knows its own id (lmcc_node_id) and finds
+// its cluster port in the list. An empty list is a single node, exactly the
+// LMCache drop-in of before. The secret never appears in the config itself:
+// it is read from a file (lmcc_cluster_secret_file) or an environment
+// variable (LMCC_CLUSTER_SECRET by default), because configs get copied into
+// tickets and repositories and secrets must not.
+//
+// Context: a plain options struct, filled once by the node's config.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace lmcc::cluster {
+
+/// One configured node: its id and where its cluster endpoint listens.
+struct member_address {
+  std::string id;
+  std::string host;
+  uint16_t port = 0;
+
+  friend bool operator==(const member_address&, const member_address&) = default;
+};
+
+struct cluster_options {
+  /// Every node of the cluster, this one included. Empty: a single node.
+  /// Default: empty
+  std::vector<member_address> members;
+
+  /// Owners per slot (the primary plus R-1 replicas); R = 1 keeps no replica.
+  /// At most the member count. Default: 2
+  uint32_t replicas = 2;
+
+  /// Points each member places on the ring (ring.hpp says why 1024).
+  /// Default: 1024
+  uint32_t virtual_nodes = 1024;
+
+  /// A file whose contents (trailing whitespace trimmed) are the cluster
+  /// secret. Empty: read the variable named by secret_env. Default: ""
+  std::string secret_file;
+
+  /// The environment variable holding the secret when no file is given.
+  /// Default: "LMCC_CLUSTER_SECRET"
+  std::string secret_env = "LMCC_CLUSTER_SECRET";
+
+  /// The secret itself, resolved at start from the two above (never dumped).
+  std::string secret;
+
+  /// How often a node greets each peer (and CAF's middleman heartbeat).
+  /// Default: 250 ms
+  std::chrono::milliseconds heartbeat_interval{250};
+
+  /// A peer silent this long is taken as down (and CAF's connection timeout).
+  /// Default: 2000 ms
+  std::chrono::milliseconds failure_timeout{2000};
+
+  /// One connect attempt's bound; failed attempts back off up to 8x this.
+  /// Default: 1000 ms
+  std::chrono::milliseconds connect_timeout{1000};
+
+  /// A sub-batch sent to another owner counts as held once this long has
+  /// passed without its ack (counted in lmcc_cluster_replication_timeouts);
+  /// it stays queued for re-sending when the owner comes back. Default: 5000 ms
+  std::chrono::milliseconds replication_timeout{5000};
+
+  /// Ops kept for re-sending per unreachable peer; beyond it the oldest are
+  /// dropped and counted, and anti-entropy repairs the peer. Default: 4194304
+  uint64_t peer_buffer_ops = uint64_t{1} << 22;
+
+  bool enabled() const noexcept { return !members.empty(); }
+};
+
+} // namespace lmcc::cluster

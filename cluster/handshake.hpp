@@ -1,0 +1,43 @@
+// handshake: how two nodes prove to each other that they hold the cluster
+// secret, without sending it.
+//
+// A connecting node (the client) sends its id and a fresh random nonce; the
+// listening node (the server) answers with its own nonce; the client proves
+// itself with HMAC-SHA256(secret, "join" | client id | server id | both
+// nonces) and the server answers with the same MAC under "accept", which
+// proves the server to the client. Fresh nonces on both sides make a recorded
+// exchange useless for a later one. The secret itself never crosses the wire;
+// CAF's TLS module (caf::openssl) can encrypt the link on top of this.
+//
+//   auto mac = handshake_mac(secret, handshake_role::join, "n2", "n1", cn, sn);
+//   if (!mac_equal(mac, received)) refuse();
+//
+// Context: pure functions; thread-safe. CAF-free.
+#pragma once
+
+#include "cluster/cluster_options.hpp"
+#include "cluster/expected.hpp"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+
+namespace lmcc::cluster {
+
+enum class handshake_role : uint8_t { join, accept };
+
+/// HMAC-SHA256 over the role, both ids and both nonces, as 64 hex digits.
+std::string handshake_mac(std::string_view secret, handshake_role role, std::string_view client_id,
+                          std::string_view server_id, uint64_t client_nonce, uint64_t server_nonce);
+
+/// Constant-time comparison of two MACs.
+bool mac_equal(std::string_view a, std::string_view b) noexcept;
+
+/// The cluster secret from opts.secret_file, else from the environment
+/// variable opts.secret_env; an error says which was tried. A secret shorter
+/// than 16 bytes is refused: it would be guessable.
+expected<std::string> resolve_secret(const cluster_options& opts,
+                                     const std::map<std::string, std::string>& environment);
+
+} // namespace lmcc::cluster

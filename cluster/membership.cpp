@@ -1,0 +1,141 @@
+#include "cluster/membership.hpp"
+
+#include "cluster/hash.hpp"
+
+#include <algorithm>
+
+namespace lmcc::cluster {
+namespace {
+
+std::vector<std::string> ids_of(const std::vector<member_address>& members) {
+  std::vector<std::string> ids;
+  for (const auto& m : members)
+    ids.push_back(m.id);
+  return ids;
+}
+
+} // namespace
+
+expected<membership> membership::make(const cluster_options& opts, std::string self_id,
+                                      uint32_t slot_count) {
+  ring_options ro;
+  ro.slot_count = slot_count;
+  ro.virtual_nodes = opts.virtual_nodes;
+  ro.replicas = opts.replicas;
+  auto all_ids = ids_of(opts.members);
+  auto owners = placement::compute(all_ids, all_ids, ro);
+  if (!owners)
+    return owners.error();
+  auto self = owners->members().index_of(self_id);
+  if (!self)
+    return error{errc::unknown_node, "this node \"" + self_id + "\" is not a member"};
+  auto live = placement::compute(owners->shared_ring(), {self_id});
+  if (!live)
+    return live.error();
+  // Addresses in node_index order (ids sorted), whatever order the config used.
+  std::vector<member_address> addresses(opts.members.size());
+  for (const auto& m : opts.members)
+    addresses[*owners->members().index_of(m.id)] = m;
+  return membership{std::move(addresses), *self, std::move(*owners), std::move(*live),
+                    opts.failure_timeout};
+}
+
+membership::membership(std::vector<member_address> addresses, node_index self, placement owners,
+                       placement live_placement, std::chrono::milliseconds timeout)
+  : addresses_(std::move(addresses)), self_(self), owners_(std::move(owners)),
+    live_placement_(std::move(live_placement)), live_(addresses_.size(), 0),
+    last_seen_(addresses_.size()), timeout_(timeout) {
+  live_[self_] = 1;
+}
+
+void membership::recompute_live_placement() {
+  std::vector<std::string> live_ids;
+  for (size_t i = 0; i < live_.size(); ++i)
+    if (live_[i])
+      live_ids.push_back(addresses_[i].id);
+  // Cannot fail: the ids are members of the ring.
+  live_placement_ = std::move(*placement::compute(owners_.shared_ring(), live_ids));
+}
+
+bool membership::on_greeting(std::string_view id, time_point now) {
+  auto i = index_of(id);
+  if (!i || *i == self_)
+    return false;
+  last_seen_[*i] = now;
+  if (live_[*i])
+    return false;
+  live_[*i] = 1;
+  recompute_live_placement();
+  return true;
+}
+
+bool membership::on_lost(std::string_view id) {
+  auto i = index_of(id);
+  if (!i || *i == self_ || !live_[*i])
+    return false;
+  live_[*i] = 0;
+  recompute_live_placement();
+  return true;
+}
+
+bool membership::tick(time_point now) {
+  bool changed = false;
+  for (size_t i = 0; i < live_.size(); ++i)
+    if (i != self_ && live_[i] && now - last_seen_[i] > timeout_) {
+      live_[i] = 0;
+      changed = true;
+    }
+  if (changed)
+    recompute_live_placement();
+  return changed;
+}
+
+bool membership::all_live() const noexcept {
+  return std::all_of(live_.begin(), live_.end(), [](uint8_t l) { return l != 0; });
+}
+
+size_t membership::live_count() const noexcept {
+  return static_cast<size_t>(std::count(live_.begin(), live_.end(), 1));
+}
+
+uint64_t membership::owner_mask(uint32_t slot) const noexcept {
+  uint64_t mask = 0;
+  for (node_index n : owners_.owner_indices(slot))
+    mask |= uint64_t{1} << n;
+  return mask;
+}
+
+std::vector<uint64_t> membership::owner_masks() const {
+  std::vector<uint64_t> masks(owners_.slot_count());
+  for (uint32_t s = 0; s < owners_.slot_count(); ++s)
+    masks[s] = owner_mask(s);
+  return masks;
+}
+
+node_index membership::read_owner(uint32_t slot) const noexcept {
+  auto list = owners_.owner_indices(slot);
+  for (node_index n : list)
+    if (n == self_)
+      return n;
+  for (node_index n : list)
+    if (live_[n])
+      return n;
+  return list.front();
+}
+
+node_index membership::home_of(uint64_t worker_uid) const noexcept {
+  return owners_.owner_indices(slot_of(worker_uid, owners_.slot_count())).front();
+}
+
+std::vector<membership::member_view> membership::view() const {
+  std::vector<member_view> out;
+  for (size_t i = 0; i < addresses_.size(); ++i) {
+    const auto roles = owners_.slots_of(addresses_[i].id);
+    out.push_back(member_view{addresses_[i], i == self_, live_[i] != 0,
+                              static_cast<uint32_t>(roles.primary.size()),
+                              static_cast<uint32_t>(roles.replica.size())});
+  }
+  return out;
+}
+
+} // namespace lmcc::cluster

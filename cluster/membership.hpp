@@ -1,0 +1,110 @@
+// membership: what one node knows about the cluster: the configured members,
+// which of them it currently sees alive (a heartbeat failure detector), who
+// owns each slot and where each worker's entity lives.
+//
+// Ownership in this version is static: it is the placement over the whole
+// configured member set, whatever is live, so every node computes the same
+// owners without agreeing on anything. A node that is down keeps its slots;
+// what is sent to it waits (bounded) in its peer's queue and is re-sent when
+// it returns, and its copies are served by the other owners meanwhile
+// (lookups read from a live owner). Moving slots to live nodes on failure is
+// the failover work (issue 12) and will replace `owners` by the placement
+// over the live set, which `ring_version` already names.
+//
+// The failure detector: a peer is live from its first greeting (the secret
+// handshake) and stays live while greetings arrive within failure_timeout; a
+// lost connection takes it down at once. Time is passed in.
+//
+//   membership m{opts, "n1"};          // fails like placement::compute
+//   m.on_greeting("n2", now);
+//   m.tick(now);                       // true when liveness changed
+//   uint64_t mask = m.owner_mask(slot);
+//
+// Context: owned by one actor (the cluster node); not thread-safe. CAF-free.
+#pragma once
+
+#include "cluster/cluster_options.hpp"
+#include "cluster/placement.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace lmcc::cluster {
+
+class membership {
+public:
+  using time_point = std::chrono::steady_clock::time_point;
+
+  /// One member as this node sees it.
+  struct member_view {
+    member_address address;
+    bool self = false;
+    bool live = false;
+    uint32_t primary_slots = 0;
+    uint32_t replica_slots = 0;
+  };
+
+  [[nodiscard]] static expected<membership> make(const cluster_options& opts, std::string self_id,
+                                                 uint32_t slot_count);
+
+  // -- failure detector ---------------------------------------------------------
+
+  /// A greeting (or the handshake) from `id` at `now`; true when it was down.
+  bool on_greeting(std::string_view id, time_point now);
+  /// The connection to `id` is gone; true when it was live.
+  bool on_lost(std::string_view id);
+  /// Takes down every peer silent for longer than the timeout; true when any.
+  bool tick(time_point now);
+
+  bool live(node_index i) const noexcept { return live_[i] != 0; }
+  bool all_live() const noexcept;
+  size_t live_count() const noexcept;
+
+  /// The placement over the live members' fingerprint: equal on nodes that
+  /// see the same live set.
+  uint64_t ring_version() const noexcept { return live_placement_.fingerprint(); }
+
+  // -- ownership (static: over every configured member) -------------------------
+
+  const placement& owners() const noexcept { return owners_; }
+  node_index self() const noexcept { return self_; }
+  size_t size() const noexcept { return addresses_.size(); }
+  /// The member with node_index i (member_set order: ids sorted).
+  const member_address& address(node_index i) const { return addresses_[i]; }
+  std::optional<node_index> index_of(std::string_view id) const noexcept {
+    return owners_.members().index_of(id);
+  }
+
+  /// Bit i set when member i owns `slot`.
+  uint64_t owner_mask(uint32_t slot) const noexcept;
+  /// Every slot's owner mask, for the worker actors' split.
+  std::vector<uint64_t> owner_masks() const;
+  /// Does this node hold `slot` (as primary or replica)?
+  bool holds(uint32_t slot) const noexcept { return (owner_mask(slot) >> self_) & 1U; }
+  /// The owner of `slot` to read from: this node when it holds the slot, else
+  /// the first live owner in preference order, else the primary.
+  node_index read_owner(uint32_t slot) const noexcept;
+  /// Where the entity (WorkerActor) of the worker with uid `worker_uid` lives:
+  /// the primary of the uid's slot.
+  node_index home_of(uint64_t worker_uid) const noexcept;
+
+  std::vector<member_view> view() const;
+
+private:
+  membership(std::vector<member_address> addresses, node_index self, placement owners,
+             placement live_placement, std::chrono::milliseconds timeout);
+  void recompute_live_placement();
+
+  std::vector<member_address> addresses_; // by node_index
+  node_index self_;
+  placement owners_;
+  placement live_placement_;
+  std::vector<uint8_t> live_;
+  std::vector<time_point> last_seen_;
+  std::chrono::milliseconds timeout_;
+};
+
+} // namespace lmcc::cluster

@@ -1,0 +1,233 @@
+"""A three-node cluster on loopback against one single node fed the same events.
+
+Each fake worker's PUSH, DEALER and heartbeat sockets are spread over the
+cluster's nodes by a seed (as workers behind a Kubernetes Service would be), and
+a twin of it with the same identity talks to a single reference node. Every
+answer through every cluster node must equal the reference's: /lookup,
+BatchedP2PLookupMsg, /query_worker_info, /query_instance, /controller/workers.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import secrets
+from pathlib import Path
+
+import pytest
+
+from conftest import Node, free_ports, unique, unique_ip, wait_until
+from lmcc_worker import FakeWorker, LOCATION, chunk_hashes, p2p_lookup_msg
+
+SEEDS = [1, 2]
+
+
+class Cluster:
+    """N `lmcc node` processes that form one cluster (real processes, loopback)."""
+
+    def __init__(self, tmp: Path, n: int = 3, replicas: int = 2, extra: tuple[str, ...] = ()):
+        self.tmp = tmp
+        tmp.mkdir(parents=True, exist_ok=True)
+        self.secret_file = tmp / "cluster.secret"
+        self.secret_file.write_text(secrets.token_hex(32))
+        self.secret_file.chmod(0o600)
+        self.cluster_ports = free_ports(n)
+        self.ids = [f"n{i + 1}" for i in range(n)]
+        self.members = json.dumps([{"id": i, "host": "127.0.0.1", "port": p}
+                                   for i, p in zip(self.ids, self.cluster_ports)])
+        self.nodes: list[Node] = []
+        for i, node_id in enumerate(self.ids):
+            workdir = tmp / node_id
+            workdir.mkdir(parents=True, exist_ok=True)
+            self.nodes.append(Node(workdir, self.args(node_id, replicas) + tuple(extra)))
+
+    def args(self, node_id: str, replicas: int, secret_file: Path | None = None) -> tuple[str, ...]:
+        return ("--node-id", node_id, "--cluster-members", self.members, "--replicas",
+                str(replicas), "--cluster-secret-file", str(secret_file or self.secret_file))
+
+    def start(self) -> "Cluster":
+        for node in self.nodes:
+            node.start()
+        self.wait_joined()
+        return self
+
+    def status(self, node: Node) -> dict:
+        r = node.get("/cluster/status")
+        assert r.status == 200, r
+        return r.json()
+
+    def wait_joined(self, nodes: list[Node] | None = None) -> None:
+        nodes = nodes or self.nodes
+
+        def joined():
+            statuses = [self.status(n) for n in nodes]
+            return (all(s["all_live"] for s in statuses)
+                    and len({s["ring_version"] for s in statuses}) == 1)
+
+        wait_until(joined, timeout=20, message="every node sees every other")
+
+    def stop(self) -> None:
+        problems = []
+        for node in self.nodes:
+            if node.alive():
+                rc = node.stop()
+                if rc != 0:
+                    problems.append(f"{node.workdir.name} exited with {rc}:\n{node.log_tail()}")
+        if problems:
+            pytest.fail("\n\n".join(problems), pytrace=False)
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    c = Cluster(tmp_path / "cluster").start()
+    yield c
+    c.stop()
+
+
+@pytest.fixture
+def reference(node_factory):
+    return node_factory()
+
+
+class Via:
+    """A socket plan: which node each of a worker's sockets talks to."""
+
+    def __init__(self, pull: Node, reply: Node, heartbeat: Node):
+        self.pull_url = pull.pull_url
+        self.reply_url = reply.reply_url
+        self.heartbeat_url = heartbeat.heartbeat_url
+
+
+class Twin:
+    """One worker identity, in the cluster (sockets spread) and at the reference."""
+
+    def __init__(self, cluster: Cluster, reference: Node, rng: random.Random, instance: str,
+                 worker_id: int):
+        pick = lambda: rng.choice(cluster.nodes)  # noqa: E731
+        self.plan = (pick(), pick(), pick())
+        self.c = FakeWorker(Via(*self.plan), instance, worker_id, ip=unique_ip())
+        self.r = FakeWorker(reference, instance, worker_id, ip=self.c.ip, control=False,
+                            port=self.c.port)
+
+    def register(self):
+        assert self.c.register()["type"] == "RegisterRetMsg"
+        self.c.heartbeat_url = None  # heartbeats keep going to the planned node
+        assert self.r.register()["type"] == "RegisterRetMsg"
+
+    def heartbeat(self):
+        return self.c.heartbeat(), self.r.heartbeat()
+
+    def admit(self, keys):
+        self.c.admit(keys)
+        self.r.admit(keys)
+
+    def evict(self, keys):
+        self.c.evict(keys)
+        self.r.evict(keys)
+
+    def close(self):
+        self.c.close()
+        self.r.close()
+
+
+def p2p(node: Node, hashes: list[int], instance: str, worker_id: int) -> dict:
+    w = FakeWorker(node, instance, worker_id, control=False)
+    try:
+        return w.request(p2p_lookup_msg(hashes, instance, worker_id))
+    finally:
+        w.close()
+
+
+def answers(node: Node, prompts: list[list[int]], twins: list[Twin]) -> dict:
+    """Everything a router or worker could ask, as plain data."""
+    out = {"lookup": [node.lookup(p) for p in prompts]}
+    out["p2p"] = [p2p(node, chunk_hashes(p), t.c.instance_id, t.c.worker_id)
+                  for p in prompts[:3] for t in twins[:2]]
+    for r in out["p2p"]:
+        r.pop("event_id", None)
+    workers = node.get("/controller/workers").json()["workers"]
+    out["workers"] = [{k: v for k, v in w.items() if k not in ("last_heartbeat_time", "registration_time")}
+                      for w in workers]
+    instances = sorted({t.c.instance_id for t in twins})
+    out["worker_info"] = []
+    for inst in instances:
+        r = node.post("/query_worker_info", {"instance_id": inst, "worker_ids": [0, 1]})
+        info = r.json()
+        for w in info.get("worker_infos", []):
+            w.pop("last_heartbeat_time", None)
+            w.pop("registration_time", None)
+        info.pop("event_id", None)
+        out["worker_info"].append(info)
+    out["query_instance"] = []
+    for t in twins:
+        r = node.post("/query_instance", {"ip": t.c.ip})
+        body = r.json()
+        body.pop("event_id", None)
+        out["query_instance"].append(body)
+    return out
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_cluster_answers_equal_a_single_node(cluster, reference, seed):
+    rng = random.Random(seed)
+    tag = unique(f"cl{seed}")
+    twins = [Twin(cluster, reference, rng, f"{tag}-{i}", w) for i in range(2) for w in range(2)]
+    try:
+        for t in twins:
+            t.register()
+        for t in twins:
+            t.heartbeat()
+        base = rng.randrange(1, 1 << 40)
+        prompts = [[base + p * 10_000 + i for i in range(256 * rng.randint(1, 12))]
+                   for p in range(8)]
+        for t in twins:
+            for p in rng.sample(prompts, 4):
+                hashes = chunk_hashes(p)
+                t.admit(hashes[: rng.randint(1, len(hashes))])
+        for t in twins[:2]:
+            victim = chunk_hashes(rng.choice(prompts))
+            t.evict(victim[len(victim) // 2:])
+
+        want = None
+
+        def settled():
+            nonlocal want
+            want = answers(reference, prompts, twins)
+            return want["lookup"] and all(answers(n, prompts, twins) == want
+                                          for n in cluster.nodes)
+
+        try:
+            wait_until(settled, timeout=20, interval=0.2,
+                       message="every cluster node answers as the single node")
+        except AssertionError:
+            for n in cluster.nodes:  # the first difference, readably
+                for part, value in answers(n, prompts, twins).items():
+                    assert (n.workdir.name, part, value) == (n.workdir.name, part, want[part])
+            raise
+        assert any(want["lookup"]), "the trace should produce hits"
+    finally:
+        for t in twins:
+            t.close()
+
+
+def test_a_node_with_the_wrong_secret_is_refused(cluster, tmp_path):
+    wrong = tmp_path / "wrong.secret"
+    wrong.write_text(secrets.token_hex(32))
+    # A fourth process claiming to be n3 with the wrong secret, on n3's cluster port
+    # taken by a stranger: stop n3 and start the impostor in its place.
+    n3 = cluster.nodes[2]
+    assert n3.stop() == 0
+    impostor = Node(tmp_path / "impostor", cluster.args("n3", 2, secret_file=wrong))
+    impostor.workdir.mkdir(parents=True, exist_ok=True)
+    impostor.start()
+    try:
+        wait_until(lambda: cluster.status(cluster.nodes[0])["joins_refused"] >= 1, timeout=15,
+                   message="n1 refuses the impostor's join")
+        s = cluster.status(cluster.nodes[0])
+        assert [m["live"] for m in s["members"] if m["id"] == "n3"] == [False]
+        assert "cluster-join-refused" in cluster.nodes[0].log_text()
+        assert cluster.status(impostor)["live_members"] == 1
+    finally:
+        assert impostor.stop() == 0
+    n3.start(keep_ports=True)
+    cluster.wait_joined()
