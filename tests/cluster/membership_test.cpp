@@ -1,0 +1,477 @@
+// membership: the heartbeat failure detector (live from the first greeting,
+// down after failure_timeout of silence or at once on a lost connection, self
+// always live) and static ownership (the placement over every configured
+// member, whatever is live). Time is passed in; nothing sleeps. Owners are
+// checked against the ring's preference lists and ring versions against a
+// placement computed here, never read back from the code under test.
+#include "cluster/membership.hpp"
+
+#if defined(CAF_VERSION)
+#error "cluster/membership pulls in CAF"
+#endif
+
+#include "cluster/hash.hpp"
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <set>
+
+namespace lmcc::cluster {
+namespace {
+
+using namespace std::chrono_literals;
+using time_point = membership::time_point;
+
+// Slots kept small so that every slot can be walked cheaply.
+constexpr uint32_t slots = 256;
+
+// A point well away from the clock's epoch (last_seen starts there).
+const time_point t0 = time_point{} + 1h;
+
+// The members listed out of id order: node indices follow the sorted ids.
+cluster_options options(uint32_t replicas = 2) {
+  cluster_options opts;
+  opts.members = {{"n3", "10.0.0.3", 7003}, {"n1", "10.0.0.1", 7001}, {"n2", "10.0.0.2", 7002}};
+  opts.replicas = replicas;
+  opts.failure_timeout = 2000ms;
+  return opts;
+}
+
+membership make(const cluster_options& opts, const std::string& self) {
+  expected<membership> m = membership::make(opts, self, slots);
+  EXPECT_TRUE(m) << m.error().message;
+  return std::move(*m);
+}
+
+node_index node_of(const membership& m, std::string_view id) {
+  auto i = m.index_of(id);
+  EXPECT_TRUE(i) << id;
+  return i.value_or(0);
+}
+
+// The slot's static owners: the first R entries of its preference list.
+std::vector<node_index> expected_owners(const membership& m, uint32_t slot, uint32_t replicas) {
+  std::vector<node_index> list = m.owners().ring().preference(slot);
+  list.resize(std::min<std::size_t>(replicas, list.size()));
+  return list;
+}
+
+// A slot whose owners do not include `who`.
+uint32_t slot_not_held_by(const membership& m, node_index who) {
+  for (uint32_t s = 0; s < slots; ++s)
+    if (!((m.owner_mask(s) >> who) & 1U))
+      return s;
+  ADD_FAILURE() << "every slot is held by " << who;
+  return 0;
+}
+
+uint64_t fingerprint_of(const std::vector<std::string>& live, uint32_t replicas = 2) {
+  ring_options ro;
+  ro.slot_count = slots;
+  ro.replicas = replicas;
+  expected<placement> p = placement::compute({"n1", "n2", "n3"}, live, ro);
+  EXPECT_TRUE(p) << p.error().message;
+  return p->fingerprint();
+}
+
+// -- construction --------------------------------------------------------------------------
+
+TEST(membership, a_fresh_membership_has_only_itself_live) {
+  const membership m = make(options(), "n2");
+  ASSERT_EQ(m.size(), 3u);
+  EXPECT_EQ(m.address(m.self()).id, "n2");
+  EXPECT_EQ(m.live_count(), 1u);
+  EXPECT_FALSE(m.all_live());
+  for (node_index i = 0; i < m.size(); ++i)
+    EXPECT_EQ(m.live(i), i == m.self()) << i;
+}
+
+TEST(membership, a_single_member_cluster_is_all_live) {
+  cluster_options opts;
+  opts.members = {{"solo", "localhost", 7000}};
+  opts.replicas = 1;
+  const membership m = make(opts, "solo");
+  EXPECT_EQ(m.live_count(), 1u);
+  EXPECT_TRUE(m.all_live());
+}
+
+TEST(membership, addresses_are_in_sorted_id_order_whatever_the_config_order) {
+  const membership m = make(options(), "n1");
+  ASSERT_EQ(m.size(), 3u);
+  EXPECT_EQ(m.address(0), (member_address{"n1", "10.0.0.1", 7001}));
+  EXPECT_EQ(m.address(1), (member_address{"n2", "10.0.0.2", 7002}));
+  EXPECT_EQ(m.address(2), (member_address{"n3", "10.0.0.3", 7003}));
+  EXPECT_EQ(m.index_of("n3"), node_index{2});
+  EXPECT_FALSE(m.index_of("n4"));
+}
+
+TEST(membership, make_refuses_a_self_id_that_is_not_a_member) {
+  expected<membership> m = membership::make(options(), "n4", slots);
+  ASSERT_FALSE(m);
+  EXPECT_EQ(m.error().code, errc::unknown_node);
+  EXPECT_NE(m.error().message.find("n4"), std::string::npos) << m.error().message;
+}
+
+TEST(membership, make_refuses_what_the_placement_refuses) {
+  cluster_options none = options();
+  none.members.clear();
+  expected<membership> empty = membership::make(none, "n1", slots);
+  ASSERT_FALSE(empty);
+  EXPECT_EQ(empty.error().code, errc::empty_member_set);
+
+  expected<membership> zero_r = membership::make(options(0), "n1", slots);
+  ASSERT_FALSE(zero_r);
+  EXPECT_EQ(zero_r.error().code, errc::zero_replicas);
+
+  expected<membership> odd_slots = membership::make(options(), "n1", 100);
+  ASSERT_FALSE(odd_slots);
+  EXPECT_EQ(odd_slots.error().code, errc::bad_slot_count);
+}
+
+// -- failure detector ----------------------------------------------------------------------
+
+TEST(membership, a_greeting_makes_a_peer_live_once) {
+  membership m = make(options(), "n1");
+  EXPECT_TRUE(m.on_greeting("n2", t0));
+  EXPECT_TRUE(m.live(node_of(m, "n2")));
+  EXPECT_EQ(m.live_count(), 2u);
+  EXPECT_FALSE(m.all_live());
+
+  EXPECT_FALSE(m.on_greeting("n2", t0 + 100ms)); // already live
+  EXPECT_EQ(m.live_count(), 2u);
+
+  EXPECT_TRUE(m.on_greeting("n3", t0 + 200ms));
+  EXPECT_EQ(m.live_count(), 3u);
+  EXPECT_TRUE(m.all_live());
+}
+
+TEST(membership, unknown_ids_and_self_are_ignored) {
+  membership m = make(options(), "n1");
+  const uint64_t version = m.ring_version();
+  EXPECT_FALSE(m.on_greeting("n4", t0));
+  EXPECT_FALSE(m.on_greeting("", t0));
+  EXPECT_FALSE(m.on_greeting("n1", t0));
+  EXPECT_EQ(m.live_count(), 1u);
+  EXPECT_EQ(m.ring_version(), version);
+
+  EXPECT_FALSE(m.on_lost("n4"));
+  EXPECT_FALSE(m.on_lost("n1")); // self never goes down
+  EXPECT_TRUE(m.live(m.self()));
+  EXPECT_FALSE(m.on_lost("n2")); // not live: nothing to take down
+  EXPECT_EQ(m.live_count(), 1u);
+  EXPECT_EQ(m.ring_version(), version);
+}
+
+TEST(membership, tick_takes_a_peer_down_only_after_the_timeout) {
+  membership m = make(options(), "n1");
+  ASSERT_TRUE(m.on_greeting("n2", t0));
+  const node_index n2 = node_of(m, "n2");
+
+  EXPECT_FALSE(m.tick(t0 + 1999ms));
+  EXPECT_FALSE(m.tick(t0 + 2000ms)); // silent exactly the timeout: still live
+  EXPECT_TRUE(m.live(n2));
+
+  EXPECT_TRUE(m.tick(t0 + 2001ms));
+  EXPECT_FALSE(m.live(n2));
+  EXPECT_EQ(m.live_count(), 1u);
+  EXPECT_FALSE(m.tick(t0 + 5000ms)); // already down: no change to report
+}
+
+TEST(membership, greetings_keep_a_peer_live) {
+  membership m = make(options(), "n1");
+  ASSERT_TRUE(m.on_greeting("n2", t0));
+  EXPECT_FALSE(m.on_greeting("n2", t0 + 1500ms)); // refreshes last seen
+  EXPECT_FALSE(m.tick(t0 + 3000ms));              // 1500 ms since the last one
+  EXPECT_TRUE(m.live(node_of(m, "n2")));
+  EXPECT_TRUE(m.tick(t0 + 3501ms));
+  EXPECT_FALSE(m.live(node_of(m, "n2")));
+}
+
+TEST(membership, tick_takes_down_only_the_silent_peers) {
+  membership m = make(options(), "n1");
+  ASSERT_TRUE(m.on_greeting("n2", t0));
+  ASSERT_TRUE(m.on_greeting("n3", t0 + 1000ms));
+  EXPECT_TRUE(m.tick(t0 + 2500ms));
+  EXPECT_FALSE(m.live(node_of(m, "n2")));
+  EXPECT_TRUE(m.live(node_of(m, "n3")));
+  EXPECT_TRUE(m.live(m.self()));
+}
+
+TEST(membership, tick_never_takes_self_down) {
+  membership m = make(options(), "n1");
+  EXPECT_FALSE(m.tick(t0 + 24h));
+  EXPECT_TRUE(m.live(m.self()));
+  EXPECT_EQ(m.live_count(), 1u);
+}
+
+TEST(membership, a_lost_connection_takes_a_peer_down_at_once) {
+  membership m = make(options(), "n1");
+  ASSERT_TRUE(m.on_greeting("n2", t0));
+  EXPECT_TRUE(m.on_lost("n2"));
+  EXPECT_FALSE(m.live(node_of(m, "n2")));
+  EXPECT_EQ(m.live_count(), 1u);
+  EXPECT_FALSE(m.on_lost("n2"));
+}
+
+TEST(membership, a_peer_taken_down_comes_back_with_its_next_greeting) {
+  membership m = make(options(), "n1");
+  ASSERT_TRUE(m.on_greeting("n2", t0));
+  ASSERT_TRUE(m.tick(t0 + 3s));
+  EXPECT_TRUE(m.on_greeting("n2", t0 + 4s));
+  EXPECT_TRUE(m.live(node_of(m, "n2")));
+  EXPECT_FALSE(m.tick(t0 + 5s)); // timed from the new greeting
+  EXPECT_TRUE(m.tick(t0 + 6001ms));
+}
+
+// -- ring version --------------------------------------------------------------------------
+
+TEST(membership, ring_version_is_the_fingerprint_of_the_live_set) {
+  membership m = make(options(), "n1");
+  EXPECT_EQ(m.ring_version(), fingerprint_of({"n1"}));
+  m.on_greeting("n3", t0);
+  EXPECT_EQ(m.ring_version(), fingerprint_of({"n1", "n3"}));
+  m.on_greeting("n2", t0);
+  EXPECT_EQ(m.ring_version(), fingerprint_of({"n1", "n2", "n3"}));
+  m.on_lost("n3");
+  EXPECT_EQ(m.ring_version(), fingerprint_of({"n1", "n2"}));
+  m.tick(t0 + 3s);
+  EXPECT_EQ(m.ring_version(), fingerprint_of({"n1"}));
+}
+
+TEST(membership, ring_version_changes_with_the_live_set_and_returns_with_it) {
+  membership m = make(options(), "n1");
+  const uint64_t alone = m.ring_version();
+  m.on_greeting("n2", t0);
+  const uint64_t with_n2 = m.ring_version();
+  EXPECT_NE(with_n2, alone);
+  m.on_greeting("n2", t0 + 1s); // no change in the live set
+  EXPECT_EQ(m.ring_version(), with_n2);
+  m.on_greeting("n3", t0 + 1s);
+  const uint64_t all = m.ring_version();
+  EXPECT_NE(all, with_n2);
+  EXPECT_NE(all, alone);
+  m.on_lost("n3");
+  EXPECT_EQ(m.ring_version(), with_n2);
+  m.on_lost("n2");
+  EXPECT_EQ(m.ring_version(), alone);
+}
+
+TEST(membership, nodes_that_see_the_same_live_set_agree_on_the_ring_version) {
+  membership a = make(options(), "n1");
+  membership b = make(options(), "n2");
+  membership c = make(options(), "n3");
+  EXPECT_NE(a.ring_version(), b.ring_version()); // each sees only itself
+  a.on_greeting("n2", t0);
+  b.on_greeting("n1", t0);
+  EXPECT_EQ(a.ring_version(), b.ring_version());
+  c.on_greeting("n1", t0);
+  EXPECT_NE(c.ring_version(), a.ring_version()); // {n1, n3} vs {n1, n2}
+  a.on_greeting("n3", t0);
+  b.on_greeting("n3", t0);
+  c.on_greeting("n2", t0);
+  EXPECT_EQ(a.ring_version(), b.ring_version());
+  EXPECT_EQ(a.ring_version(), c.ring_version());
+}
+
+TEST(membership, ring_version_depends_on_the_options) {
+  membership r2 = make(options(2), "n1");
+  membership r3 = make(options(3), "n1");
+  EXPECT_NE(r2.ring_version(), r3.ring_version());
+}
+
+// -- ownership -----------------------------------------------------------------------------
+
+TEST(membership, every_slot_has_exactly_r_owners_its_preference_lists_first) {
+  for (uint32_t replicas : {1u, 2u, 3u}) {
+    const membership m = make(options(replicas), "n1");
+    const std::vector<uint64_t> masks = m.owner_masks();
+    ASSERT_EQ(masks.size(), slots);
+    for (uint32_t s = 0; s < slots; ++s) {
+      const uint64_t mask = m.owner_mask(s);
+      EXPECT_EQ(masks[s], mask) << s;
+      EXPECT_EQ(std::popcount(mask), static_cast<int>(replicas)) << "R=" << replicas << " " << s;
+      uint64_t want = 0;
+      for (node_index n : expected_owners(m, s, replicas))
+        want |= uint64_t{1} << n;
+      EXPECT_EQ(mask, want) << "R=" << replicas << " slot " << s;
+      EXPECT_TRUE((mask >> m.owners().ring().preference(s).front()) & 1U) << "primary of " << s;
+    }
+  }
+}
+
+TEST(membership, ownership_is_static_whatever_is_live) {
+  membership m = make(options(), "n1");
+  const std::vector<uint64_t> before = m.owner_masks();
+  m.on_greeting("n2", t0);
+  EXPECT_EQ(m.owner_masks(), before);
+  m.on_greeting("n3", t0);
+  m.on_lost("n2");
+  EXPECT_EQ(m.owner_masks(), before);
+}
+
+TEST(membership, every_node_computes_the_same_owners) {
+  const membership a = make(options(), "n1");
+  const membership b = make(options(), "n2");
+  const membership c = make(options(), "n3");
+  EXPECT_EQ(a.owner_masks(), b.owner_masks());
+  EXPECT_EQ(a.owner_masks(), c.owner_masks());
+}
+
+TEST(membership, holds_agrees_with_owner_mask) {
+  for (const char* self : {"n1", "n2", "n3"}) {
+    const membership m = make(options(), self);
+    uint32_t held = 0;
+    for (uint32_t s = 0; s < slots; ++s) {
+      const bool in_mask = (m.owner_mask(s) >> m.self()) & 1U;
+      EXPECT_EQ(m.holds(s), in_mask) << self << " slot " << s;
+      held += m.holds(s) ? 1 : 0;
+    }
+    // R = 2 of 3: a node holds some slots and not others.
+    EXPECT_GT(held, 0u) << self;
+    EXPECT_LT(held, slots) << self;
+  }
+}
+
+TEST(membership, read_owner_is_self_when_self_holds_the_slot) {
+  membership m = make(options(), "n2");
+  uint32_t checked = 0;
+  for (uint32_t s = 0; s < slots; ++s)
+    if (m.holds(s)) {
+      EXPECT_EQ(m.read_owner(s), m.self()) << s; // even as a replica, all alone
+      ++checked;
+    }
+  m.on_greeting("n1", t0);
+  m.on_greeting("n3", t0);
+  for (uint32_t s = 0; s < slots; ++s) {
+    if (m.holds(s)) {
+      EXPECT_EQ(m.read_owner(s), m.self()) << s;
+    }
+  }
+  EXPECT_GT(checked, 0u);
+}
+
+TEST(membership, read_owner_is_self_even_when_self_is_only_a_replica) {
+  const membership m = make(options(), "n2");
+  bool found = false;
+  for (uint32_t s = 0; s < slots && !found; ++s) {
+    const std::vector<node_index> owners = expected_owners(m, s, 2);
+    if (owners[1] == m.self()) {
+      found = true;
+      EXPECT_EQ(m.read_owner(s), m.self()) << s;
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(membership, read_owner_of_a_slot_held_elsewhere_is_the_first_live_owner) {
+  membership m = make(options(), "n1");
+  const uint32_t s = slot_not_held_by(m, m.self());
+  const std::vector<node_index> owners = expected_owners(m, s, 2);
+  ASSERT_EQ(owners.size(), 2u);
+  const std::string& primary = m.address(owners[0]).id;
+  const std::string& replica = m.address(owners[1]).id;
+
+  // No owner live: the primary.
+  EXPECT_EQ(m.read_owner(s), owners[0]);
+  // Both live: the primary.
+  m.on_greeting(primary, t0);
+  m.on_greeting(replica, t0);
+  EXPECT_EQ(m.read_owner(s), owners[0]);
+  // The primary down: the replica.
+  ASSERT_TRUE(m.on_lost(primary));
+  EXPECT_EQ(m.read_owner(s), owners[1]);
+  // Both down: the primary again.
+  ASSERT_TRUE(m.on_lost(replica));
+  EXPECT_EQ(m.read_owner(s), owners[0]);
+  // Only the primary back.
+  m.on_greeting(primary, t0 + 1s);
+  EXPECT_EQ(m.read_owner(s), owners[0]);
+  // The primary timed out, the replica greeting on: the replica.
+  m.on_greeting(replica, t0 + 2s);
+  ASSERT_TRUE(m.tick(t0 + 3500ms));
+  EXPECT_FALSE(m.live(owners[0]));
+  EXPECT_EQ(m.read_owner(s), owners[1]);
+}
+
+TEST(membership, read_owner_walks_every_slot_in_preference_order) {
+  // R = 2 of 3, self n1 with n3 down and n2 live: slots n1 does not hold are
+  // read from n2 whichever of n2 and n3 is primary.
+  membership m = make(options(), "n1");
+  m.on_greeting("n2", t0);
+  const node_index n2 = node_of(m, "n2");
+  uint32_t elsewhere = 0;
+  for (uint32_t s = 0; s < slots; ++s) {
+    if (m.holds(s))
+      continue;
+    ++elsewhere;
+    EXPECT_EQ(m.read_owner(s), n2) << s;
+  }
+  EXPECT_GT(elsewhere, 0u);
+}
+
+TEST(membership, home_of_is_the_primary_of_the_uids_slot_on_every_node) {
+  const membership a = make(options(), "n1");
+  const membership b = make(options(), "n2");
+  const membership c = make(options(), "n3");
+  std::set<node_index> homes;
+  for (uint64_t uid = 0; uid < 1000; ++uid) {
+    const uint64_t key = uid * 0x9e3779b97f4a7c15ULL + 12345;
+    const uint32_t s = slot_of(key, slots);
+    const node_index home = a.home_of(key);
+    EXPECT_TRUE((a.owner_mask(s) >> home) & 1U) << key;
+    EXPECT_EQ(home, a.owners().ring().preference(s).front()) << key;
+    EXPECT_EQ(b.home_of(key), home) << key;
+    EXPECT_EQ(c.home_of(key), home) << key;
+    homes.insert(home);
+  }
+  EXPECT_EQ(homes.size(), 3u); // every node is home to some worker
+}
+
+TEST(membership, home_of_does_not_follow_liveness) {
+  membership m = make(options(), "n1");
+  std::vector<node_index> before;
+  for (uint64_t uid = 0; uid < 200; ++uid)
+    before.push_back(m.home_of(uid));
+  m.on_greeting("n2", t0);
+  m.on_greeting("n3", t0);
+  m.on_lost("n2");
+  for (uint64_t uid = 0; uid < 200; ++uid)
+    EXPECT_EQ(m.home_of(uid), before[uid]) << uid;
+}
+
+// -- view ----------------------------------------------------------------------------------
+
+TEST(membership, view_reports_every_member_its_liveness_and_its_slots) {
+  for (uint32_t replicas : {1u, 2u, 3u}) {
+    membership m = make(options(replicas), "n2");
+    m.on_greeting("n3", t0);
+    const std::vector<membership::member_view> v = m.view();
+    ASSERT_EQ(v.size(), 3u);
+    uint32_t primaries = 0, replica_slots = 0;
+    for (node_index i = 0; i < v.size(); ++i) {
+      EXPECT_EQ(v[i].address, m.address(i));
+      EXPECT_EQ(v[i].self, i == m.self()) << i;
+      EXPECT_EQ(v[i].live, m.live(i)) << i;
+      uint32_t as_primary = 0, as_replica = 0;
+      for (uint32_t s = 0; s < slots; ++s) {
+        const std::vector<node_index> owners = expected_owners(m, s, replicas);
+        as_primary += owners[0] == i ? 1 : 0;
+        as_replica += std::count(owners.begin() + 1, owners.end(), i) != 0 ? 1 : 0;
+      }
+      EXPECT_EQ(v[i].primary_slots, as_primary) << "R=" << replicas << " " << i;
+      EXPECT_EQ(v[i].replica_slots, as_replica) << "R=" << replicas << " " << i;
+      primaries += v[i].primary_slots;
+      replica_slots += v[i].replica_slots;
+    }
+    EXPECT_EQ(primaries, slots) << "R=" << replicas;
+    EXPECT_EQ(replica_slots, slots * (replicas - 1)) << "R=" << replicas;
+    EXPECT_FALSE(v[0].live); // n1 never greeted
+    EXPECT_TRUE(v[1].self);
+    EXPECT_TRUE(v[2].live);
+    EXPECT_GT(v[0].primary_slots, 0u); // a down member keeps its slots (static)
+  }
+}
+
+} // namespace
+} // namespace lmcc::cluster
