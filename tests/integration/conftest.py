@@ -106,15 +106,27 @@ def unique_ip() -> str:
 # -- the node process -----------------------------------------------------------------------
 
 
-def free_ports(n: int) -> list[int]:
-    """n distinct free TCP ports on 127.0.0.1 (bound together, then released)."""
+# Ports handed out with reserve=True (a cluster's member list names them before
+# its nodes bind them): later calls never return them.
+_reserved_ports: set[int] = set()
+
+
+def free_ports(n: int, reserve: bool = False) -> list[int]:
+    """n distinct free TCP ports on 127.0.0.1 (bound together, then released),
+    none of them reserved before."""
     socks = []
     try:
-        for _ in range(n):
+        while len(socks) < n:
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             s.bind(("127.0.0.1", 0))
+            if s.getsockname()[1] in _reserved_ports:
+                s.close()
+                continue
             socks.append(s)
-        return [s.getsockname()[1] for s in socks]
+        ports = [s.getsockname()[1] for s in socks]
+        if reserve:
+            _reserved_ports.update(ports)
+        return ports
     finally:
         for s in socks:
             s.close()
@@ -409,9 +421,24 @@ def module_node_factory(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def node(module_node_factory) -> Node:
-    """One node shared by a module's tests; tests keep apart by unique instance ids."""
-    return module_node_factory()
+def node(module_node_factory, tmp_path_factory):
+    """One node shared by a module's tests; tests keep apart by unique instance ids.
+
+    With LMCC_TEST_CLUSTER=1 it is a three-node cluster instead, driven through
+    all three nodes (lmcc_cluster.SpreadNode): the same tests then check that a
+    cluster answers as one controller does."""
+    if not os.environ.get("LMCC_TEST_CLUSTER"):
+        yield module_node_factory()
+        return
+    from lmcc_cluster import Cluster, SpreadNode
+
+    cluster = Cluster(tmp_path_factory.mktemp("cluster")).start()
+    with _live_lock:
+        _live_nodes.extend(cluster.nodes)
+    try:
+        yield SpreadNode(cluster)
+    finally:
+        cluster.stop()
 
 
 # -- fake workers -----------------------------------------------------------------------------
@@ -432,6 +459,29 @@ def make_worker():
     yield make
     for w in made:
         w.close()
+
+
+# -- tests of one node's own counters --------------------------------------------------------
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "single_node(why): checks one node's own counters or ports; skipped when the "
+        "suite runs against a cluster (LMCC_TEST_CLUSTER=1)")
+
+
+def pytest_collection_modifyitems(config, items):
+    if not os.environ.get("LMCC_TEST_CLUSTER"):
+        return
+    # Against a cluster, run the tests of the shared `node`; the others start
+    # nodes of their own and run in the single-node pass already.
+    deselected = [item for item in items if "node" not in item.fixturenames]
+    items[:] = [item for item in items if "node" in item.fixturenames]
+    config.hook.pytest_deselected(items=deselected)
+    for item in items:
+        marker = item.get_closest_marker("single_node")
+        if marker is not None:
+            item.add_marker(pytest.mark.skip(reason="one node's own view: " + marker.args[0]))
 
 
 # -- failure reports: attach the node logs ----------------------------------------------------

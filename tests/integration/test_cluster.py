@@ -9,72 +9,16 @@ BatchedP2PLookupMsg, /query_worker_info, /query_instance, /controller/workers.
 
 from __future__ import annotations
 
-import json
 import random
 import secrets
-from pathlib import Path
 
 import pytest
 
-from conftest import Node, free_ports, unique, unique_ip, wait_until
+from conftest import Node, unique, unique_ip, wait_until
+from lmcc_cluster import Cluster
 from lmcc_worker import FakeWorker, LOCATION, chunk_hashes, p2p_lookup_msg
 
 SEEDS = [1, 2]
-
-
-class Cluster:
-    """N `lmcc node` processes that form one cluster (real processes, loopback)."""
-
-    def __init__(self, tmp: Path, n: int = 3, replicas: int = 2, extra: tuple[str, ...] = ()):
-        self.tmp = tmp
-        tmp.mkdir(parents=True, exist_ok=True)
-        self.secret_file = tmp / "cluster.secret"
-        self.secret_file.write_text(secrets.token_hex(32))
-        self.secret_file.chmod(0o600)
-        self.cluster_ports = free_ports(n)
-        self.ids = [f"n{i + 1}" for i in range(n)]
-        self.members = json.dumps([{"id": i, "host": "127.0.0.1", "port": p}
-                                   for i, p in zip(self.ids, self.cluster_ports)])
-        self.nodes: list[Node] = []
-        for i, node_id in enumerate(self.ids):
-            workdir = tmp / node_id
-            workdir.mkdir(parents=True, exist_ok=True)
-            self.nodes.append(Node(workdir, self.args(node_id, replicas) + tuple(extra)))
-
-    def args(self, node_id: str, replicas: int, secret_file: Path | None = None) -> tuple[str, ...]:
-        return ("--node-id", node_id, "--cluster-members", self.members, "--replicas",
-                str(replicas), "--cluster-secret-file", str(secret_file or self.secret_file))
-
-    def start(self) -> "Cluster":
-        for node in self.nodes:
-            node.start()
-        self.wait_joined()
-        return self
-
-    def status(self, node: Node) -> dict:
-        r = node.get("/cluster/status")
-        assert r.status == 200, r
-        return r.json()
-
-    def wait_joined(self, nodes: list[Node] | None = None) -> None:
-        nodes = nodes or self.nodes
-
-        def joined():
-            statuses = [self.status(n) for n in nodes]
-            return (all(s["all_live"] for s in statuses)
-                    and len({s["ring_version"] for s in statuses}) == 1)
-
-        wait_until(joined, timeout=20, message="every node sees every other")
-
-    def stop(self) -> None:
-        problems = []
-        for node in self.nodes:
-            if node.alive():
-                rc = node.stop()
-                if rc != 0:
-                    problems.append(f"{node.workdir.name} exited with {rc}:\n{node.log_tail()}")
-        if problems:
-            pytest.fail("\n\n".join(problems), pytrace=False)
 
 
 @pytest.fixture
@@ -231,3 +175,75 @@ def test_a_node_with_the_wrong_secret_is_refused(cluster, tmp_path):
         assert impostor.stop() == 0
     n3.start(keep_ports=True)
     cluster.wait_joined()
+
+
+def settle(twins: list[Twin], cluster_entry, reference) -> None:
+    """A fresh controller asks every worker for one full sync (LMCache's
+    need_full_sync_all): do it on both sides so the test starts quiet."""
+    from test_durability import commands, full_sync, full_sync_command
+
+    for t in twins:
+        for side, node in ((t.c, cluster_entry), (t.r, reference)):
+            if commands(side) == [full_sync_command("controller_restart")]:
+                full_sync(node, side, "initial")
+    for t in twins:
+        assert commands(t.c) == [] and commands(t.r) == []
+
+
+def test_restarts_of_one_node_and_of_all_ask_no_worker_for_a_full_sync(cluster, reference):
+    from lmcc_cluster import SpreadNode
+    from test_durability import commands
+
+    rng = random.Random(7)
+    tag = unique("restart")
+    twins = [Twin(cluster, reference, rng, f"{tag}-{i}", w) for i in range(2) for w in range(2)]
+    base = rng.randrange(1, 1 << 40)
+    prompts = [[base + p * 10_000 + i for i in range(256 * 6)] for p in range(6)]
+
+    def admit_round(r: int):
+        for t in twins:
+            t.admit(chunk_hashes(prompts[(r + twins.index(t)) % len(prompts)]))
+
+    def converged(what: str):
+        want = None
+
+        def same():
+            nonlocal want
+            want = answers(reference, prompts, twins)
+            return any(want["lookup"]) and all(answers(n, prompts, twins) == want
+                                               for n in cluster.nodes)
+
+        wait_until(same, timeout=20, interval=0.2, message=f"cluster equals the single node {what}")
+
+    try:
+        for t in twins:
+            t.register()
+        settle(twins, SpreadNode(cluster), reference)
+        admit_round(0)
+        converged("before any restart")
+
+        # One node stopped and started again on its own: it comes back from its
+        # store, rejoins, and nobody is asked to resync.
+        n2 = cluster.nodes[1]
+        assert n2.stop() == 0
+        n2.start(keep_ports=True)
+        cluster.wait_joined()
+        for t in twins:
+            assert commands(t.c) == [], f"{t.c.instance_id}/{t.c.worker_id} asked to resync"
+        admit_round(1)
+        converged("after n2 restarted")
+
+        # The whole cluster stopped and started again.
+        for n in cluster.nodes:
+            assert n.stop() == 0
+        for n in cluster.nodes:
+            n.start(keep_ports=True)
+        cluster.wait_joined()
+        for t in twins:
+            assert commands(t.c) == [], f"{t.c.instance_id}/{t.c.worker_id} asked to resync"
+        admit_round(2)
+        converged("after all three restarted")
+        assert "full-sync-requested" not in "".join(n.log_text() for n in cluster.nodes)
+    finally:
+        for t in twins:
+            t.close()

@@ -6,6 +6,8 @@ import json
 import msgpack
 import zmq
 
+import pytest
+
 from conftest import unique, wait_until
 from lmcc_worker import (LOCATION, FakeWorker, batched_kv_msg, heartbeat_msg, kv_op, pack,
                          p2p_lookup_msg, register_msg, unpack)
@@ -55,6 +57,7 @@ def test_pipelined_requests_from_one_dealer_are_answered_in_order(node, make_wor
     assert extra is None, "exactly one reply per request"
 
 
+@pytest.mark.single_node("counts dropped frames on the node that read them")
 def test_bad_frames_mixed_with_good_ones_in_one_multipart(node, make_worker):
     w = make_worker(node, unique("mixed"), 0)
     w.register()
@@ -236,6 +239,7 @@ def test_oversized_frames(node_factory, make_worker):
     wait_until(lambda: node.key_count(w.instance_id) == 103, message="a large but allowed batch")
 
 
+@pytest.mark.single_node("reads one node's socket counters")
 def test_socket_counters(node, make_worker):
     w = make_worker(node, unique("counters"), 0)
     before_pull = node.gauge("pull_socket_message_count")
@@ -267,6 +271,7 @@ def test_several_workers_pushing_at_once(node):
             w.close()
 
 
+@pytest.mark.single_node("counts dropped frames on the node that read them")
 def test_multipart_frame_limit(node, make_worker):
     # At most 1024 frames of one PULL multipart are handled; the rest are counted
     # and dropped (a worker sends at most 50).

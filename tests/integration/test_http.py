@@ -56,6 +56,7 @@ def test_metrics_has_all_13_lmcache_gauges_exactly_once(node):
     assert any(n.startswith("lmcc_request_duration_seconds_bucket") for n in names)
 
 
+@pytest.mark.single_node("reads one node's gauges, which count that node's share")
 def test_metrics_reflect_state(node, make_worker):
     before = node.metrics()
     w = make_worker(node, unique("metrics"), 0)
@@ -181,6 +182,7 @@ def test_mistyped_fields_get_422(node, path, body):
     assert_detail(node.post(path, body), 422)
 
 
+@pytest.mark.single_node("reads one process's /threads")
 def test_other_endpoints(node):
     r = node.get("/threads")
     assert r.status == 200

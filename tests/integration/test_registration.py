@@ -1,5 +1,7 @@
 """Registration, heartbeats, deregistration and the registry queries (spec 2.3, 4.7)."""
 
+import pytest
+
 from conftest import unique, unique_ip, wait_until
 from lmcc_worker import deregister_msg
 
@@ -8,6 +10,7 @@ def full_sync_command(reason):
     return {"command_type": "full_sync", "reason": reason, "args": None}
 
 
+@pytest.mark.single_node("expects the heartbeat port of the node it registered at (a cluster hands out the worker's home node's)")
 def test_register_hands_out_bare_heartbeat_url(node, make_worker):
     w = make_worker(node, unique("reg"), 0, peer_init_url="127.0.0.1:8200")
     reply = w.register()
@@ -120,6 +123,7 @@ def test_deregister_removes_worker_then_instance(node, make_worker):
     assert node.get("/healthz").status == 200
 
 
+@pytest.mark.single_node("counts the dropped batch on the node that decides it")
 def test_batches_after_deregistration_are_dropped(node, make_worker):
     inst = unique("gone")
     w = make_worker(node, inst, 0)
