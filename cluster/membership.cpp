@@ -18,6 +18,13 @@ std::vector<std::string> ids_of(const std::vector<member_address>& members) {
 
 expected<membership> membership::make(const cluster_options& opts, std::string self_id,
                                       uint32_t slot_count) {
+  // Owner sets travel as 64-bit masks (one bit per member) to the worker
+  // actors' split; the ring itself would take up to max_members.
+  constexpr size_t max_cluster_members = 64;
+  if (opts.members.size() > max_cluster_members)
+    return error{errc::too_many_members, std::to_string(opts.members.size()) +
+                                             " members; a cluster has at most " +
+                                             std::to_string(max_cluster_members)};
   ring_options ro;
   ro.slot_count = slot_count;
   ro.virtual_nodes = opts.virtual_nodes;

@@ -475,3 +475,20 @@ TEST(membership, view_reports_every_member_its_liveness_and_its_slots) {
 
 } // namespace
 } // namespace lmcc::cluster
+
+TEST(MembershipLimits, RefusesMoreMembersThanAnOwnerMaskHasBits) {
+  lmcc::cluster::cluster_options opts;
+  for (int i = 0; i < 65; ++i) {
+    lmcc::cluster::member_address m;
+    m.id = std::to_string(100 + i);
+    m.id.insert(m.id.begin(), 'm');
+    m.host = "127.0.0.1";
+    m.port = static_cast<uint16_t>(20000 + i);
+    opts.members.push_back(m);
+  }
+  auto m = lmcc::cluster::membership::make(opts, "m164", 256);
+  ASSERT_FALSE(m);
+  EXPECT_EQ(m.error().code, lmcc::cluster::errc::too_many_members);
+  opts.members.pop_back();
+  EXPECT_TRUE(lmcc::cluster::membership::make(opts, "m163", 256));
+}
