@@ -24,8 +24,8 @@ cluster_gate_main(cluster_gate_actor::stateful_pointer<gate_state> self, gate_co
         st.open[client] = {client_nonce, server_nonce};
         return server_nonce;
       },
-      [self](join_atom, const std::string& client, uint64_t client_nonce,
-             const std::string& mac) -> caf::result<std::string, std::vector<caf::actor>> {
+      [self](join_atom, const std::string& client, uint64_t client_nonce, const std::string& mac)
+          -> caf::result<std::string, std::vector<caf::actor>, std::string> {
         auto& st = self->state;
         auto it = st.open.find(client);
         const bool known = it != st.open.end() && it->second.first == client_nonce;
@@ -51,7 +51,7 @@ cluster_gate_main(cluster_gate_actor::stateful_pointer<gate_state> self, gate_co
         spdlog::info("cluster-join-accepted node={} peer={}", st.cfg.self_id, client);
         return {cluster::handshake_mac(st.cfg.secret, cluster::handshake_role::accept, client,
                                        st.cfg.self_id, client_nonce, server_nonce),
-                st.cfg.handles};
+                st.cfg.handles, st.cfg.http};
       },
   };
 }
@@ -128,12 +128,12 @@ void failed(node_self self, size_t i, const caf::error& e) {
                  p.failures, caf::to_string(e));
 }
 
-void joined(node_self self, size_t i, std::vector<caf::actor>& hs) {
+void joined(node_self self, size_t i, std::vector<caf::actor>& hs, std::string& http) {
   auto& st = self->state;
   auto& p = st.peers[i];
   p.connecting = false;
   p.failures = 0;
-  p.handles = peer_handles{hs[0], hs[1], hs[2], hs[3]};
+  p.handles = peer_handles{hs[0], hs[1], hs[2], hs[3], std::move(http)};
   self->monitor(p.handles.node);
   const auto& id = st.members->address(static_cast<node_index>(i)).id;
   st.members->on_greeting(id, clock_type::now());
@@ -176,7 +176,8 @@ void connect(node_self self, size_t i) {
                                     mac)
                           .then(
                               [self, i, client_nonce, server_nonce](std::string& accept,
-                                                                    std::vector<caf::actor>& hs) {
+                                                                    std::vector<caf::actor>& hs,
+                                                                    std::string& http) {
                                 auto& st = self->state;
                                 const auto& peer =
                                     st.members->address(static_cast<node_index>(i)).id;
@@ -191,7 +192,7 @@ void connect(node_self self, size_t i) {
                                   failed(self, i, caf::make_error(caf::sec::runtime_error));
                                   return;
                                 }
-                                joined(self, i, hs);
+                                joined(self, i, hs, http);
                               },
                               [self, i](caf::error& e) { failed(self, i, e); });
                     },

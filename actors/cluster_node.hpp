@@ -40,9 +40,10 @@ namespace lmcc::actors {
 using cluster_gate_actor = caf::typed_actor<
     // (client id, client nonce) -> server nonce
     caf::replies_to<hello_atom, std::string, uint64_t>::with<uint64_t>,
-    // (client id, client nonce, join MAC) -> (accept MAC, [node, shard, directory, service])
-    caf::replies_to<join_atom, std::string, uint64_t, std::string>::with<std::string,
-                                                                         std::vector<caf::actor>>>;
+    // (client id, client nonce, join MAC)
+    //   -> (accept MAC, [node, shard, directory, service], HTTP address)
+    caf::replies_to<join_atom, std::string, uint64_t,
+                    std::string>::with<std::string, std::vector<caf::actor>, std::string>>;
 
 using cluster_node_actor =
     caf::typed_actor<caf::reacts_to<greet_atom, std::string>, caf::reacts_to<tick_atom>>;
@@ -60,6 +61,9 @@ struct gate_config {
   std::string secret;
   /// This node's node, shard, directory and service, in that order.
   std::vector<caf::actor> handles;
+  /// Where this node's HTTP API answers (host:port), for tools that reach every
+  /// node from one (lmcc snapshot --cluster).
+  std::string http;
   std::shared_ptr<cluster_counters> counters;
 };
 

@@ -23,6 +23,7 @@
 #include <caf/actor.hpp>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace lmcc::actors {
@@ -35,6 +36,7 @@ struct peer_handles {
   caf::actor shard;     ///< its kv_shard (sub-batches, through a peer_link)
   caf::actor directory; ///< its directory (forwarded requests, replicated rows)
   caf::actor service;   ///< its cluster_service (key reads, forwarded frames)
+  std::string http;     ///< its HTTP API, host:port
 };
 
 struct peer_entry {

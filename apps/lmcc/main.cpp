@@ -84,9 +84,16 @@ int main(int argc, char** argv) {
   std::string snapshot_node;
   std::string snapshot_out;
   int snapshot_timeout_s = 600;
-  snapshot_cmd->add_option("--node", snapshot_node, "the node's HTTP address")
-      ->required()
-      ->type_name("HOST:PORT");
+  std::string snapshot_cluster;
+  auto* snapshot_node_opt =
+      snapshot_cmd->add_option("--node", snapshot_node, "the node's HTTP address")
+          ->type_name("HOST:PORT");
+  auto* snapshot_cluster_opt =
+      snapshot_cmd
+          ->add_option("--cluster", snapshot_cluster,
+                       "any node of a cluster: snapshot every node, one folder per node id")
+          ->type_name("HOST:PORT");
+  snapshot_node_opt->excludes(snapshot_cluster_opt);
   snapshot_cmd
       ->add_option("--out", snapshot_out, "directory to create on the node's host (must not exist)")
       ->required()
@@ -125,6 +132,15 @@ int main(int argc, char** argv) {
   }
   if (*cluster_up_cmd)
     return lmcc::apps::run_cluster_up(cluster_up, std::cout, std::cerr);
+  if (*snapshot_cmd && snapshot_node.empty() && snapshot_cluster.empty()) {
+    std::cerr << "lmcc snapshot: give --node HOST:PORT (one node) or --cluster HOST:PORT (every "
+                 "node of its cluster)\n";
+    return 2;
+  }
+  if (*snapshot_cmd && !snapshot_cluster.empty())
+    return lmcc::apps::run_cluster_snapshot(snapshot_cluster, snapshot_out,
+                                            std::chrono::seconds(snapshot_timeout_s), std::cout,
+                                            std::cerr);
   if (*snapshot_cmd)
     return lmcc::apps::run_snapshot(snapshot_node, snapshot_out,
                                     std::chrono::seconds(snapshot_timeout_s), std::cout, std::cerr);

@@ -300,17 +300,23 @@ public:
     nc.counters = cluster_counters_;
     // The node actor's own handle goes into `local` once it exists; peers get
     // it from the gate, which is spawned after it.
+    const auto& me = table->members[table->self].address;
+    // The address peers and tools reach this node's HTTP API at.
+    const auto& h = options_.http.host;
+    const std::string http_host = !options_.zmq.advertise_host.empty() ? options_.zmq.advertise_host
+                                  : (h == "0.0.0.0" || h == "::")      ? me.host
+                                                                       : h;
+    const std::string http = http_host + ":" + std::to_string(http_->port());
     nc.local = actors::peer_handles{nullptr, caf::actor_cast<caf::actor>(shard_),
                                     caf::actor_cast<caf::actor>(directory_),
-                                    caf::actor_cast<caf::actor>(service_)};
+                                    caf::actor_cast<caf::actor>(service_), http};
     cluster_node_ = system_.spawn(actors::cluster_node_main, std::move(nc));
     std::vector<caf::actor> handles{
         caf::actor_cast<caf::actor>(cluster_node_), caf::actor_cast<caf::actor>(shard_),
         caf::actor_cast<caf::actor>(directory_), caf::actor_cast<caf::actor>(service_)};
     cluster_gate_ = system_.spawn(
         actors::cluster_gate_main,
-        actors::gate_config{c.node_id, options_.cluster.secret, handles, cluster_counters_});
-    const auto& me = table->members[table->self].address;
+        actors::gate_config{c.node_id, options_.cluster.secret, handles, http, cluster_counters_});
     auto port = system_.middleman().publish(cluster_gate_, me.port, options_.zmq.host.c_str(),
                                             /*reuse_addr=*/true);
     if (!port)
@@ -434,9 +440,11 @@ public:
     uint64_t primary = 0;
     uint64_t replica = 0;
     for (const auto& m : table->members) {
+      const auto i = static_cast<size_t>(&m - table->members.data());
       members.push_back({{"id", m.address.id},
                          {"host", m.address.host},
                          {"port", m.address.port},
+                         {"http", table->peers[i].handles.http},
                          {"live", m.live},
                          {"self", m.self},
                          {"primary_slots", m.primary_slots},

@@ -247,3 +247,55 @@ def test_restarts_of_one_node_and_of_all_ask_no_worker_for_a_full_sync(cluster, 
     finally:
         for t in twins:
             t.close()
+
+
+def test_a_cluster_snapshot_boots_a_whole_cluster(cluster, reference, tmp_path):
+    import shutil
+    import subprocess
+
+    from conftest import BINARY
+    from lmcc_cluster import SpreadNode
+    from test_durability import commands
+
+    rng = random.Random(11)
+    tag = unique("snap")
+    twins = [Twin(cluster, reference, rng, f"{tag}-{i}", 0) for i in range(3)]
+    base = rng.randrange(1, 1 << 40)
+    prompts = [[base + p * 10_000 + i for i in range(256 * 5)] for p in range(3)]
+
+    def converged(what: str):
+        def same():
+            want = answers(reference, prompts, twins)
+            return any(want["lookup"]) and all(answers(n, prompts, twins) == want
+                                               for n in cluster.nodes)
+        wait_until(same, timeout=20, interval=0.2, message=f"cluster equals the single node {what}")
+
+    try:
+        for t in twins:
+            t.register()
+        settle(twins, SpreadNode(cluster), reference)
+        for i, t in enumerate(twins):
+            t.admit(chunk_hashes(prompts[i]))
+        converged("before the snapshot")
+        out = tmp_path / "snap"
+        r = subprocess.run([str(BINARY), "snapshot", "--cluster",
+                            cluster.nodes[1].http_url.removeprefix("http://"), "--out", str(out)],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert "cluster-snapshot-written" in r.stdout and "nodes=3" in r.stdout, r.stdout
+        assert sorted(p.name for p in out.iterdir()) == ["n1", "n2", "n3"]
+
+        # Lose every node's data, then boot each from its part of the snapshot.
+        for n in cluster.nodes:
+            assert n.stop() == 0
+            shutil.rmtree(n.workdir / "data")
+        for n, node_id in zip(cluster.nodes, cluster.ids):
+            n.extra_args = cluster.args(node_id, 2) + ("--restore-from", str(out / node_id))
+            n.start(keep_ports=True)
+        cluster.wait_joined()
+        converged("after booting from the snapshot")
+        for t in twins:
+            assert commands(t.c) == [], "a restored cluster asks no worker to resync"
+    finally:
+        for t in twins:
+            t.close()
