@@ -157,7 +157,14 @@ void handle_env(httplib::Response& res) {
     auto name = kv.substr(0, eq);
     if (!name.starts_with("LMCACHE_") && !name.starts_with("LMCC_"))
       continue;
-    vars[std::string(name)] = eq == std::string_view::npos ? "" : std::string(kv.substr(eq + 1));
+    // The cluster secret (LMCC_CLUSTER_SECRET) and anything named like a
+    // credential show as set, never their value.
+    const bool secret = name.find("SECRET") != std::string_view::npos ||
+                        name.find("PASSWORD") != std::string_view::npos ||
+                        name.find("TOKEN") != std::string_view::npos;
+    vars[std::string(name)] = secret                         ? "<redacted>"
+                              : eq == std::string_view::npos ? ""
+                                                             : std::string(kv.substr(eq + 1));
   }
   reply_json out = reply_json::object();
   for (auto& [name, value] : vars)

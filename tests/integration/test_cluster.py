@@ -299,3 +299,14 @@ def test_a_cluster_snapshot_boots_a_whole_cluster(cluster, reference, tmp_path):
     finally:
         for t in twins:
             t.close()
+
+
+def test_env_never_shows_the_cluster_secret(node_factory, monkeypatch):
+    secret = secrets.token_hex(32)
+    monkeypatch.setenv("LMCC_CLUSTER_SECRET", secret)
+    monkeypatch.setenv("LMCC_SOMETHING_ELSE", "visible")
+    n = node_factory()
+    env = n.get("/env").json()
+    assert env["LMCC_CLUSTER_SECRET"] == "<redacted>"
+    assert env["LMCC_SOMETHING_ELSE"] == "visible"
+    assert secret not in n.get("/env").text
