@@ -33,7 +33,9 @@ struct node_endpoints {
   host_port http;
 };
 
-/// Parses `host:PULL/REPLY/HTTP` (e.g. `127.0.0.1:8300/8400/9000`); throws
+/// Parses one --nodes element: `host:HTTP` (e.g. `127.0.0.1:9010`: pull HTTP+1,
+/// reply HTTP+2, the ports `lmcc cluster up` gives every node) or
+/// `host:PULL/REPLY/HTTP` (e.g. `127.0.0.1:8300/8400/9000`, any ports); throws
 /// std::invalid_argument.
 node_endpoints parse_node_endpoints(const std::string& text);
 
@@ -64,9 +66,18 @@ struct bench_options {
   std::string key_source = "auto";
 
   /// The nodes of a cluster (--nodes); when empty, the one node above. Workers'
-  /// sockets and lookup clients are spread over them; key counts come from the
-  /// first (every node answers for the whole cluster).
+  /// sockets and lookup clients are spread over them (--node-spread); key
+  /// counts come from the first (GET /controller/key-stats of any node counts
+  /// the whole cluster); each node's own counters, CPU and RSS are reported
+  /// per node (controller_nodes).
   std::vector<node_endpoints> nodes;
+
+  /// How workers and clients are spread over --nodes: "round-robin" (worker k's
+  /// PUSH and DEALER both reach node k mod N, lookup/P2P client j node j mod N,
+  /// as LMCache workers configured with one node's URLs do) or "rotated" (per
+  /// role a rotation from a --seed-chosen node, so a worker's PUSH and DEALER
+  /// may reach different nodes, as behind a Kubernetes Service).
+  std::string node_spread = "round-robin";
 
   /// Timeout of each key-count sample, ms: a busy controller costs a counted
   /// miss, never a stalled run. Default: 500
@@ -152,8 +163,13 @@ struct bench_options {
   uint32_t full_sync_poll_ms = 10;
 
   /// The controller's processes on this host (several for a cluster): CPU time
-  /// from /proc/<pid>/stat and RSS from /proc/<pid>/status, summed.
+  /// from /proc/<pid>/stat and RSS from /proc/<pid>/status, summed. With
+  /// --nodes and no --pid, found through each node's GET /threads.
   std::vector<int> pids;
+
+  /// With --nodes: node i's process (--pid in --nodes order when it names one
+  /// per node, else found through GET /threads); empty when not known.
+  std::vector<int> node_pids;
 
   /// Seconds after convergence whose controller CPU (flushes, compactions) is
   /// also charged to the load. Default: 5
@@ -203,11 +219,13 @@ struct bench_options {
   bool keep_registered = false;
 };
 
-/// The node that socket or client number `index` of `role` talks to: the
-/// nodes in a rotation that starts at a --seed-chosen node per role, so the
-/// spread is even and the same for a seed, and a worker's PUSH and DEALER may
-/// reach different nodes (as behind a Kubernetes Service). Without --nodes,
-/// the one node of --pull/--reply/--http.
+/// The position in --nodes of the node that socket or client number `index`
+/// of `role` talks to: `index mod N` (--node-spread round-robin), or the nodes
+/// in a rotation that starts at a --seed-chosen node per role (rotated). 0
+/// without --nodes.
+size_t pick_node_index(const bench_options& o, node_role role, size_t index);
+
+/// That node's endpoints; without --nodes, the one node of --pull/--reply/--http.
 node_endpoints pick_node(const bench_options& o, node_role role, size_t index);
 
 } // namespace lmcc::bench

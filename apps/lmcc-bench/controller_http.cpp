@@ -104,7 +104,17 @@ std::optional<double> controller_http::metric(std::string_view name) {
   auto res = client_->Get("/metrics");
   if (!res || res->status != 200)
     return std::nullopt;
-  std::string_view text = res->body;
+  return metric_value(res->body, name);
+}
+
+std::optional<http_get_result> controller_http::get(const std::string& path) {
+  auto res = client_->Get(path.c_str());
+  if (!res)
+    return std::nullopt;
+  return http_get_result{res->status, std::move(res->body)};
+}
+
+std::optional<double> metric_value(std::string_view text, std::string_view name) {
   size_t pos = 0;
   while (pos < text.size()) {
     size_t eol = text.find('\n', pos);

@@ -39,6 +39,16 @@ struct layout_entry {
   int64_t tokens = 0;
 };
 
+/// A GET's answer: its status and body (any status).
+struct http_get_result {
+  int status = 0;
+  std::string body;
+};
+
+/// The value of the first metric line `name{...} value` or `name value` in a
+/// Prometheus text body.
+std::optional<double> metric_value(std::string_view text, std::string_view name);
+
 struct http_lookup_result {
   bool ok = false; ///< HTTP 200 with a parseable body
   int status = 0;
@@ -62,6 +72,9 @@ public:
 
   /// The value of a metric line `name{...} value` in /metrics.
   std::optional<double> metric(std::string_view name);
+
+  /// GET `path`; nullopt when no HTTP answer came (refused, timeout).
+  std::optional<http_get_result> get(const std::string& path);
 
   http_lookup_result lookup(std::span<const int64_t> tokens);
 

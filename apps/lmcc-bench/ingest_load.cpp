@@ -44,8 +44,9 @@ std::optional<std::pair<double, double>> steady_growth(const std::vector<key_sam
 } // namespace
 
 ingest_load::ingest_load(cluster& c, key_tracker& keys, const process_set& node,
-                         const bench_options& o)
-  : cluster_(&c), opts_(&o), node_(&node), keys_(&keys) {}
+                         const bench_options& o, controller_nodes* nodes)
+  : cluster_(&c), opts_(&o), node_(&node), keys_(&keys),
+    nodes_(nodes != nullptr && !nodes->empty() ? nodes : nullptr) {}
 
 void ingest_load::push() {
   const auto& o = *opts_;
@@ -61,6 +62,8 @@ void ingest_load::push() {
 
   for (size_t k = 0; k < counted.size(); ++k)
     at_start_[k] = c.sum(counted[k]);
+  if (nodes_)
+    nodes_start_ = nodes_->read();
   cpu_.start = node_->cpu_seconds();
   t0_ = steady::now();
   sampler_.emplace(*keys_, c, *node_, t0_);
@@ -116,6 +119,29 @@ void ingest_load::push() {
 void ingest_load::converge() {
   conv_ = wait_for_truth(*sampler_, opts_->settle_timeout_s);
   cpu_.converged = conv_.reached ? conv_.cpu_s : std::nullopt;
+  if (!nodes_)
+    return;
+  // The key count (of the primaries) is in; the replicas may still be
+  // applying. Every copy is in once the shards' op counters have grown by
+  // copies x the ops sent (a re-sent sub-batch counts again: at least that).
+  const double want = static_cast<double>(nodes_->copies()) * static_cast<double>(sent_);
+  const auto deadline = steady::now() + seconds_to_duration(opts_->settle_timeout_s);
+  progress_clock progress;
+  while (true) {
+    nodes_end_ = nodes_->read();
+    const auto applied = controller_nodes::shard_ops_delta(nodes_start_, nodes_end_);
+    if (applied && *applied >= want) {
+      all_copies_s_ = seconds_since(t0_);
+      return;
+    }
+    if (!conv_.reached || steady::now() >= deadline)
+      return;
+    if (progress.due())
+      spdlog::info("settling: the nodes' shards applied {} of {} op copies",
+                   applied ? fmt::to_string(static_cast<uint64_t>(*applied)) : "?",
+                   static_cast<uint64_t>(want));
+    std::this_thread::sleep_for(50ms);
+  }
 }
 
 uint64_t ingest_load::pushed(const cluster& c, size_t counter) const {
@@ -167,6 +193,25 @@ void ingest_load::add_to(report& r) const {
   }
   r.add("max_lag", "max controller lag while pushing", static_cast<double>(max_lag_), "keys");
   report_cpu(r, cpu_, conv_.reached ? sent_ : 0, push_end_read_s_, o.post_seconds);
+  if (nodes_) {
+    const uint32_t copies = nodes_->copies();
+    const auto applied = controller_nodes::shard_ops_delta(nodes_start_, nodes_end_);
+    if (all_copies_s_ && applied) {
+      r.add("all_copies_seconds", "time until every copy is applied (shard ops sum == R x sent)",
+            *all_copies_s_, "s");
+      r.add("applied_ops_per_s_all_copies",
+            fmt::format("applied ops/s, every copy ((sum of shard ops / {}) / that time)", copies),
+            *applied / copies / *all_copies_s_, "ops/s");
+    }
+    r.check(fmt::format("every op applied R = {} times (sum of lmcc_shard_ops >= {} x sent)",
+                        copies, copies),
+            applied && *applied >= static_cast<double>(copies) * static_cast<double>(sent_),
+            fmt::format("{} of {}", applied ? fmt::to_string(static_cast<uint64_t>(*applied)) : "?",
+                        static_cast<uint64_t>(copies) * sent_));
+    r.note("controller_processes", "controller processes (CPU, RSS summed over)",
+           nodes_->processes_text());
+    nodes_->add_to(r, "load", "load", nodes_end_, &nodes_start_, sent_);
+  }
   if (o.ops > 0)
     r.check("every one of --ops ops sent", sent_ == o.ops,
             fmt::format("{} of {} (push bound: --push-timeout {:g} s)", sent_, o.ops,

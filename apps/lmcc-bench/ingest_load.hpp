@@ -10,8 +10,13 @@
 //                   key count equals the ground truth),
 // and with --pid, the controller's CPU per applied op up to that point and
 // including --post-seconds after it (flushes and compactions the load caused).
+// With --nodes (a non-empty controller_nodes), the run also waits until the
+// nodes' shards have applied every copy (the sum over the nodes of
+// lmcc_shard_ops has grown by R x the ops sent, R the replica count), and
+// reports that time, the ops applied as (sum of shard ops) / R, and each
+// node's shard ops, CPU per op, RSS and entries at that point.
 //
-//   ingest_load load{c, keys, node, opts};
+//   ingest_load load{c, keys, node, opts, &nodes};
 //   load.push();  load.converge();  load.post_window();
 //   load.add_to(report);
 //
@@ -19,6 +24,7 @@
 #pragma once
 
 #include "apps/lmcc-bench/cluster.hpp"
+#include "apps/lmcc-bench/controller_nodes.hpp"
 #include "apps/lmcc-bench/proc_stats.hpp"
 #include "apps/lmcc-bench/report.hpp"
 #include "apps/lmcc-bench/scenario_support.hpp"
@@ -30,13 +36,16 @@ namespace lmcc::bench {
 
 class ingest_load {
 public:
-  ingest_load(cluster& c, key_tracker& keys, const process_set& node, const bench_options& o);
+  /// `nodes` may be null or empty (one controller: no per-node figures).
+  ingest_load(cluster& c, key_tracker& keys, const process_set& node, const bench_options& o,
+              controller_nodes* nodes = nullptr);
 
   /// Pushes until the workers have sent their share of --ops (or --duration
   /// has passed), sampling the key count meanwhile.
   void push();
 
-  /// Waits (--settle-timeout) until the key count equals the ground truth.
+  /// Waits (--settle-timeout) until the key count equals the ground truth
+  /// and, with nodes, until every copy is applied.
   void converge();
 
   /// Waits --post-seconds after convergence and reads the controller's CPU.
@@ -72,6 +81,10 @@ private:
   convergence conv_;
   cpu_marks cpu_;
   double push_end_read_s_ = 0;
+  controller_nodes* nodes_;
+  std::vector<node_figures> nodes_start_;
+  std::vector<node_figures> nodes_end_;
+  std::optional<double> all_copies_s_; ///< since t0, when every copy was seen applied
 };
 
 } // namespace lmcc::bench

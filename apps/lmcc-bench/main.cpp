@@ -5,12 +5,14 @@
 //   lmcc-bench ingest --workers 4 --duration 10 --json ingest.json
 //   lmcc-bench lookup --pull 127.0.0.1:8300 --reply 127.0.0.1:8400 --http 127.0.0.1:9000
 //   lmcc-bench ingest --ops 20000000 --pid $(pgrep -d, -x lmcc)
-//   lmcc-bench flood --duration 30 --pid 1234 --nodes 127.0.0.1:8300/8400/9000,...
+//   lmcc-bench ingest --rate 100000 --nodes 127.0.0.1:9000,127.0.0.1:9010,127.0.0.1:9020
+//   lmcc-bench flood --duration 30 --pid 1234 --nodes 127.0.0.1:8300/8400/9000
 //   lmcc-bench floor --duration 2          (no controller needed)
 //
 // Exit status: 0 every check passed; 1 a check failed (see the table);
 // 2 the target is unreachable or the arguments are unusable.
 #include "apps/lmcc-bench/bench_options.hpp"
+#include "apps/lmcc-bench/controller_nodes.hpp"
 #include "apps/lmcc-bench/scenarios.hpp"
 #include "apps/lmcc-bench/zmq_io.hpp"
 
@@ -43,9 +45,16 @@ void add_flags(CLI::App& app, bench_options& o, endpoint_texts& ep, std::string&
   app.add_option("--reply", ep.reply, "controller reply ROUTER host:port")->capture_default_str();
   app.add_option("--http", ep.http, "controller HTTP API host:port")->capture_default_str();
   app.add_option("--nodes", ep.nodes,
-                 "a cluster's nodes as host:PULL/REPLY/HTTP,... (replaces --pull/--reply/--http; "
-                 "key counts are read from the first)")
+                 "a cluster's nodes as host:HTTP,... (pull HTTP+1, reply HTTP+2, as `lmcc cluster "
+                 "up` assigns them) or host:PULL/REPLY/HTTP,... (replaces --pull/--reply/--http; "
+                 "key counts are read from the first; figures per node)")
       ->delimiter(',');
+  app.add_option("--node-spread", o.node_spread,
+                 "how workers and clients use --nodes: round-robin (worker k: PUSH and DEALER to "
+                 "node k mod N; client j: node j mod N) or rotated (per role from a --seed-chosen "
+                 "node: a worker's PUSH and DEALER may reach different nodes)")
+      ->check(CLI::IsMember({"round-robin", "rotated"}))
+      ->capture_default_str();
   app.add_option("--key-source", o.key_source, "where the key count is read")
       ->check(CLI::IsMember({"auto", "key-stats", "metrics"}))
       ->capture_default_str();
@@ -125,8 +134,10 @@ void add_flags(CLI::App& app, bench_options& o, endpoint_texts& ep, std::string&
   app.add_option("--poll-ms", o.full_sync_poll_ms, "ms between FullSyncStatusMsg polls")
       ->check(CLI::Range(1U, 60000U))
       ->capture_default_str();
-  app.add_option("--pid", o.pids,
-                 "controller pid(s) on this host, e.g. 1,2,3 (summed): CPU per op, RSS")
+  app.add_option("--pid,--pids", o.pids,
+                 "controller pid(s) on this host, e.g. 1,2,3 (summed): CPU per op, RSS; with "
+                 "--nodes one per node in their order (default: found through each node's "
+                 "GET /threads)")
       ->delimiter(',');
   app.add_option("--post-seconds", o.post_seconds,
                  "controller CPU is also counted this long after convergence")
@@ -174,6 +185,42 @@ void add_flags(CLI::App& app, bench_options& o, endpoint_texts& ep, std::string&
   app.add_flag("--keep-registered", o.keep_registered, "send no DeRegisterMsg at exit");
 }
 
+/// With --nodes: each node's process, from --pid (one per node, in order) or
+/// found through its GET /threads; all of them are then the processes whose
+/// CPU and RSS are summed. Without --nodes nothing changes.
+void find_node_processes(bench_options& o) {
+  if (o.nodes.empty() || o.scenario == "floor")
+    return;
+  if (!o.pids.empty()) {
+    if (o.pids.size() == o.nodes.size())
+      o.node_pids = o.pids;
+    else
+      spdlog::warn("{} --pid for {} --nodes: CPU and RSS are summed, not given per node",
+                   o.pids.size(), o.nodes.size());
+    return;
+  }
+  std::vector<int> found;
+  for (const auto& n : o.nodes) {
+    bool answered = false;
+    auto pid = lmcc::bench::discover_node_pid(n.http, o.request_timeout_ms, &answered);
+    if (!pid) {
+      if (!answered)
+        return; // the scenario says that the node cannot be reached
+      spdlog::warn("no process on this host found for the node at {} (GET /threads): no CPU or "
+                   "RSS figures unless --pid names one per node",
+                   n.http.str());
+      return;
+    }
+    found.push_back(*pid);
+  }
+  std::string text;
+  for (size_t i = 0; i < found.size(); ++i)
+    text += fmt::format("{}{}={}", i == 0 ? "" : " ", o.nodes[i].http.str(), found[i]);
+  spdlog::info("node processes (from GET /threads): {}", text);
+  o.pids = found;
+  o.node_pids = std::move(found);
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -208,6 +255,10 @@ int main(int argc, char** argv) {
       o.reply = o.nodes[0].reply;
       o.http = o.nodes[0].http;
     }
+    if (o.nodes.size() > 1 && o.key_source == "metrics")
+      throw std::invalid_argument(
+          "--key-source metrics with several --nodes: a cluster node's kv_pool_keys_count "
+          "counts only its primary slots; use key-stats (any node counts the whole cluster)");
   } catch (const std::invalid_argument& e) {
     fmt::print(stderr, "lmcc-bench: {}\n", e.what());
     return 2;
@@ -220,6 +271,7 @@ int main(int argc, char** argv) {
   else if (o.python_hash_seed)
     hashing.none_hash = lmcc::msg::none_hash_from_python_hash_seed(*o.python_hash_seed);
 
+  find_node_processes(o);
   zmq::context_t ctx{2};
   lmcc::bench::scenario_env env{o, ctx, lmcc::msg::chunk_hasher{hashing}};
   try {

@@ -53,6 +53,7 @@ report run_flood(scenario_env& env) {
   controller_http api{o.http, o.key_source, o.instance_prefix, o.request_timeout_ms};
   api.check_reachable();
   check_other_nodes_reachable(o);
+  controller_nodes nodes{o};
   cluster c{env.ctx, o};
   c.register_all();
   key_tracker keys{api, o};
@@ -75,7 +76,7 @@ report run_flood(scenario_env& env) {
   if (!node.empty())
     rss.emplace(node, rss_interval);
 
-  ingest_load load{c, keys, node, o};
+  ingest_load load{c, keys, node, o, &nodes};
   flood_probes probes{env, corpus, c.instance_infos(), c[0]};
   mark("push_start");
   load.push();

@@ -4,7 +4,8 @@
 // the controller takes them; the headline is ops sent / time until the
 // controller's key count equals the ground truth. The exact equality is the
 // PASS/FAIL check; a seq discontinuity reported by the controller's metric
-// would mean the generator numbered ops wrongly.
+// would mean the generator numbered ops wrongly. With --nodes, per-node
+// figures and the time until every replica applied the load (ingest_load).
 #include "apps/lmcc-bench/cluster.hpp"
 #include "apps/lmcc-bench/ingest_load.hpp"
 #include "apps/lmcc-bench/scenario_support.hpp"
@@ -35,12 +36,13 @@ report run_ingest(scenario_env& env) {
   controller_http api{o.http, o.key_source, o.instance_prefix, o.request_timeout_ms};
   api.check_reachable();
   check_other_nodes_reachable(o);
+  controller_nodes nodes{o};
   cluster c{env.ctx, o};
   c.register_all();
   key_tracker keys{api, o};
   const auto seq0 = api.metric(seq_metric);
 
-  ingest_load load{c, keys, node, o};
+  ingest_load load{c, keys, node, o, &nodes};
   load.push();
   load.converge();
   load.post_window();

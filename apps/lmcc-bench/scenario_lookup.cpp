@@ -10,8 +10,12 @@
 // the whole --duration, as many queries as the clients manage, while the
 // workers ingest --ingest-fraction x --peak-ops random ops/s, so that every
 // query of it is measured under load and the load is not cut short.
-// With --nodes, client i asks node pick_node(lookup or p2p, i).
+// With --nodes, client i asks node pick_node(lookup or p2p, i) (i mod N by
+// default), the percentiles are also given per node (through which node the
+// query went), and each node's RSS and entries after the setup and at the end.
+// --clients below the node count leaves nodes without queries (a warning).
 #include "apps/lmcc-bench/cluster.hpp"
+#include "apps/lmcc-bench/controller_nodes.hpp"
 #include "apps/lmcc-bench/lookup_clients.hpp"
 #include "apps/lmcc-bench/scenario_support.hpp"
 #include "apps/lmcc-bench/scenarios.hpp"
@@ -42,6 +46,8 @@ struct phase_result {
   double seconds = 0;
   double background_ops_per_s = 0;
   std::vector<std::string> problems; ///< the first few wrong answers or errors
+  /// With --nodes: the latencies of the queries sent through each node.
+  std::vector<std::vector<double>> node_latencies_us;
 };
 
 struct phase_setup {
@@ -67,11 +73,13 @@ void run_client(const phase_setup& s, uint32_t client, uint64_t requests,
   std::uniform_int_distribution<int64_t> rank{0, static_cast<int64_t>(o.tp) - 1};
   std::optional<controller_http> api;
   std::optional<p2p_client> p2p;
+  const node_role role = s.kind == lookup_kind::http ? node_role::lookup : node_role::p2p;
+  const size_t node = pick_node_index(o, role, client);
   if (s.kind == lookup_kind::http)
-    api.emplace(pick_node(o, node_role::lookup, client).http, o.key_source, o.instance_prefix,
+    api.emplace(pick_node(o, role, client).http, o.key_source, o.instance_prefix,
                 o.request_timeout_ms);
   else
-    p2p.emplace(s.env->ctx, pick_node(o, node_role::p2p, client).reply.tcp(), o.request_timeout_ms,
+    p2p.emplace(s.env->ctx, pick_node(o, role, client).reply.tcp(), o.request_timeout_ms,
                 fmt::format("bench-p2p-client-{}", client));
   phase_result local;
   for (uint64_t i = 0; i < requests && steady::now() < deadline; ++i) {
@@ -108,6 +116,9 @@ void run_client(const phase_setup& s, uint32_t client, uint64_t requests,
   out.expected_hits += local.expected_hits;
   out.latencies_us.insert(out.latencies_us.end(), local.latencies_us.begin(),
                           local.latencies_us.end());
+  if (node < out.node_latencies_us.size())
+    out.node_latencies_us[node].insert(out.node_latencies_us[node].end(),
+                                       local.latencies_us.begin(), local.latencies_us.end());
   for (auto& p : local.problems)
     if (out.problems.size() < 5)
       out.problems.push_back(std::move(p));
@@ -134,6 +145,7 @@ phase_result run_phase(const phase_setup& s, const std::string& name, uint64_t s
     });
   }
   phase_shared shared;
+  shared.result.node_latencies_us.resize(o.nodes.size());
   {
     std::vector<std::jthread> clients;
     const uint32_t n = std::max<uint32_t>(1, o.clients);
@@ -176,7 +188,8 @@ phase_result run_phase(const phase_setup& s, const std::string& name, uint64_t s
   return result;
 }
 
-void report_phase(report& r, const phase_result& p, lookup_kind kind) {
+void report_phase(report& r, const phase_result& p, lookup_kind kind,
+                  const controller_nodes& nodes) {
   const auto lat = summarize(p.latencies_us);
   const std::string& n = p.name;
   r.add(n + "_requests", n + ": requests", static_cast<double>(p.requests), "req");
@@ -202,6 +215,17 @@ void report_phase(report& r, const phase_result& p, lookup_kind kind) {
   if (kind == lookup_kind::p2p)
     r.add(n + "_tp_exact", n + ": hits naming the asker's own rank",
           static_cast<double>(p.tp_exact), "req");
+  for (size_t i = 0; i < p.node_latencies_us.size() && i < nodes.size(); ++i) {
+    const auto& lat_i = p.node_latencies_us[i];
+    const std::string id = n + "_" + nodes.name(i);
+    const std::string label = n + " via " + nodes.name(i);
+    r.add(id + "_requests", label + ": requests", static_cast<double>(lat_i.size()), "req");
+    if (lat_i.empty())
+      continue;
+    const auto sum_i = summarize(lat_i);
+    r.add(id + "_p50_us", label + ": p50", sum_i.p50, "us");
+    r.add(id + "_p99_us", label + ": p99", sum_i.p99, "us");
+  }
   std::string problems;
   for (const auto& s : p.problems)
     problems += (problems.empty() ? "" : "; ") + s;
@@ -220,9 +244,13 @@ report run_lookup_kind(scenario_env& env, lookup_kind kind) {
   controller_http api{o.http, o.key_source, o.instance_prefix, o.request_timeout_ms};
   api.check_reachable();
   check_other_nodes_reachable(o);
+  controller_nodes nodes{o};
+  if (!nodes.empty() && o.clients < nodes.size())
+    spdlog::warn("--clients {} < {} --nodes: some nodes get no queries", o.clients, nodes.size());
   cluster c{env.ctx, o};
   c.register_all();
   key_tracker keys{api, o};
+  const auto nodes_registered = nodes.read();
   const prompt_corpus corpus{o.seed, o.workers, o.prompts, o.prompt_chunks, env.hasher};
   const auto t0 = steady::now();
   c.admit_prompts(corpus, t0 + seconds_to_duration(o.settle_timeout_s));
@@ -234,14 +262,19 @@ report run_lookup_kind(scenario_env& env, lookup_kind kind) {
           fmt::format("controller {} vs truth {}", setup.count, setup.truth));
   if (!setup.reached)
     return r;
+  const auto nodes_setup = nodes.read();
+  if (!nodes.empty())
+    r.note("controller_processes", "controller processes", nodes.processes_text());
+  nodes.add_to(r, "setup", "after setup", nodes_setup, &nodes_registered, 0);
 
   const phase_setup s{&env, kind, &c, &corpus, c.instance_infos()};
-  report_phase(r, run_phase(s, "idle", 1000, 0), kind);
+  report_phase(r, run_phase(s, "idle", 1000, 0), kind, nodes);
   const double background = o.ingest_fraction * o.peak_ops;
   if (background > 0) {
-    report_phase(r, run_phase(s, "loaded", 2000, background), kind);
+    report_phase(r, run_phase(s, "loaded", 2000, background), kind, nodes);
     const convergence after = wait_for_truth(keys, c, o.settle_timeout_s, steady::now());
     check_key_count(r, after, keys);
+    nodes.add_to(r, "end", "after the phases", nodes.read(), &nodes_setup, 0);
   }
   return r;
 }

@@ -5,8 +5,11 @@
 // controller's key count equals it, the RSS is read and compared with the RSS
 // right after registration, and the controller's CPU per entry loaded is
 // reported. An entry is one (worker, key) pair: with --tp N each key is held
-// by N workers.
+// by N workers. With --nodes (the pids found through GET /threads, or --pid
+// one per node), each step also gives every node's RSS, primary entries and
+// held keys (R copies' worth over the nodes) and their ratios.
 #include "apps/lmcc-bench/cluster.hpp"
+#include "apps/lmcc-bench/controller_nodes.hpp"
 #include "apps/lmcc-bench/proc_stats.hpp"
 #include "apps/lmcc-bench/scenario_support.hpp"
 #include "apps/lmcc-bench/scenarios.hpp"
@@ -48,12 +51,14 @@ report run_memory(scenario_env& env) {
   controller_http api{o.http, o.key_source, o.instance_prefix, o.request_timeout_ms};
   api.check_reachable();
   check_other_nodes_reachable(o);
+  controller_nodes nodes{o};
   cluster c{env.ctx, o};
   c.register_all();
   key_tracker keys{api, o};
   std::this_thread::sleep_for(rss_settle);
   const uint64_t rss0 = rss_now(node);
   r.add("rss_start_mib", "controller RSS after registration", kib_to_mib(rss0), "MiB");
+  const auto nodes0 = nodes.read();
 
   std::vector<uint64_t> steps = o.entries;
   std::sort(steps.begin(), steps.end());
@@ -109,6 +114,7 @@ report run_memory(scenario_env& env) {
             conv.reached && conv.truth == target,
             fmt::format("truth {} controller {} (push bound: --duration {:g} s)", conv.truth,
                         conv.count, o.duration_s));
+    nodes.add_to(r, id, fmt::format("{} entries", target), nodes.read(), &nodes0, conv.truth);
     series.push_back({{"entries", conv.truth}, {"rss_kib", rss}, {"bytes_per_entry", per_entry}});
     spdlog::info("memory: {} entries, RSS {:.1f} MiB, {:.1f} B/entry", conv.truth, kib_to_mib(rss),
                  per_entry);

@@ -193,6 +193,8 @@ nlohmann::json config_json(const bench_options& o) {
   for (const auto& n : o.nodes)
     nodes.push_back({{"pull", n.pull.str()}, {"reply", n.reply.str()}, {"http", n.http.str()}});
   j["nodes"] = std::move(nodes);
+  j["node_spread"] = o.node_spread;
+  j["node_pids"] = o.node_pids;
   j["workers"] = o.workers;
   j["tp"] = o.tp;
   j["instance_prefix"] = o.instance_prefix;
