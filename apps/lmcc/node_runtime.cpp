@@ -340,45 +340,56 @@ public:
     bool remote = false;
     for (size_t n = 0; n < by_node.size(); ++n)
       remote = remote || (n != table->self && !by_node[n].empty());
-    if (!by_node[table->self].empty()) {
+    if (!remote) {
       auto r = index_->read();
       for (uint32_t i : by_node[table->self])
         r.holders(keys[i], out[i]);
-    }
-    if (!remote)
       return out;
+    }
+    // Every owner's request leaves before any answer is awaited, and the local
+    // read happens meanwhile: the lookup costs one round trip, not one per owner.
     caf::scoped_actor self{system_};
-    for (size_t n = 0; n < by_node.size(); ++n) {
-      if (n == table->self || by_node[n].empty())
-        continue;
-      const auto& peer = table->peers[n];
-      if (!peer.handles.service) {
-        metrics_.count_event("lookup_owner_unreachable");
-        continue;
-      }
+    auto ask = [&](size_t n) {
       std::vector<uint64_t> asked;
       asked.reserve(by_node[n].size());
       for (uint32_t i : by_node[n])
         asked.push_back(keys[i]);
-      self->request(caf::actor_cast<actors::cluster_service_actor>(peer.handles.service),
-                    options_.controller.internal_timeout, actors::read_atom::value, asked)
-          .receive(
-              [&](std::vector<uint64_t>& flat) {
-                size_t at = 0;
-                for (uint32_t i : by_node[n]) {
-                  if (at >= flat.size())
-                    break;
-                  const uint64_t count = flat[at++];
-                  for (uint64_t h = 0; h < count && at < flat.size(); ++h)
-                    out[i].push_back(flat[at++]);
-                }
-              },
-              [&](caf::error& e) {
-                metrics_.count_event("lookup_owner_unreachable");
-                spdlog::warn("lookup-read-failed peer={} keys={} error={}",
-                             table->members[n].address.id, asked.size(), caf::to_string(e));
-              });
+      return self->request(
+          caf::actor_cast<actors::cluster_service_actor>(table->peers[n].handles.service),
+          options_.controller.internal_timeout, actors::read_atom::value, std::move(asked));
+    };
+    std::vector<std::pair<size_t, decltype(ask(0))>> pending;
+    for (size_t n = 0; n < by_node.size(); ++n) {
+      if (n == table->self || by_node[n].empty())
+        continue;
+      if (!table->peers[n].handles.service) {
+        metrics_.count_event("lookup_owner_unreachable");
+        continue;
+      }
+      pending.emplace_back(n, ask(n));
     }
+    {
+      auto r = index_->read();
+      for (uint32_t i : by_node[table->self])
+        r.holders(keys[i], out[i]);
+    }
+    for (auto& [n, answer] : pending)
+      answer.receive(
+          [&, n = n](std::vector<uint64_t>& flat) {
+            size_t at = 0;
+            for (uint32_t i : by_node[n]) {
+              if (at >= flat.size())
+                break;
+              const uint64_t count = flat[at++];
+              for (uint64_t h = 0; h < count && at < flat.size(); ++h)
+                out[i].push_back(flat[at++]);
+            }
+          },
+          [&, n = n](caf::error& e) {
+            metrics_.count_event("lookup_owner_unreachable");
+            spdlog::warn("lookup-read-failed peer={} keys={} error={}",
+                         table->members[n].address.id, by_node[n].size(), caf::to_string(e));
+          });
     return out;
   }
 

@@ -36,9 +36,14 @@ class Cluster:
                 str(replicas), "--cluster-secret-file", str(secret_file or self.secret_file))
 
     def start(self) -> "Cluster":
-        for node in self.nodes:
-            node.start()
-        self.wait_joined()
+        try:
+            for node in self.nodes:
+                node.start()
+            self.wait_joined()
+        except BaseException:
+            for node in self.nodes:  # no node outlives a cluster that failed to start
+                node.kill()
+            raise
         return self
 
     def status(self, node: Node) -> dict:
