@@ -19,18 +19,11 @@ std::vector<uint64_t> read_holders_flat(const kv_index& index, const std::vector
   return flat;
 }
 
-std::vector<uint64_t> holder_counts_flat(const kv_index& index,
-                                         const std::vector<uint32_t>& slots) {
-  absl::flat_hash_map<holder_id, uint64_t> counts;
+std::vector<uint64_t> share_counts_flat(const kv_index& index) {
   auto r = index.read();
-  for (uint32_t slot : slots)
-    r.for_each_key(slot, [&](uint64_t, std::span<const holder_id> holders) {
-      for (holder_id h : holders)
-        ++counts[h];
-    });
   std::vector<uint64_t> flat;
-  flat.reserve(counts.size() * 2);
-  for (const auto& [h, n] : counts) {
+  flat.reserve(r.share_by_holder().size() * 2);
+  for (const auto& [h, n] : r.share_by_holder()) {
     flat.push_back(h);
     flat.push_back(n);
   }
@@ -64,9 +57,7 @@ cluster_service_main(cluster_service_actor::stateful_pointer<cluster_service_sta
       [self](read_atom, const std::vector<uint64_t>& keys) {
         return read_holders_flat(*self->state.cfg.index, keys);
       },
-      [self](stats_atom) {
-        return holder_counts_flat(*self->state.cfg.index, self->state.cfg.primary_slots);
-      },
+      [self](stats_atom) { return share_counts_flat(*self->state.cfg.index); },
       [self](push_atom, pushed_msgs& msgs) -> caf::result<bool> {
         auto& st = self->state;
         auto table = st.cfg.routes->current();

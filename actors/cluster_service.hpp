@@ -36,8 +36,6 @@ struct cluster_service_config {
   std::shared_ptr<const kv_index> index;
   std::shared_ptr<route_board> routes;
   directory_actor directory;
-  /// The slots this node is the primary of (its share of the cluster's counts).
-  std::vector<uint32_t> primary_slots;
   std::chrono::milliseconds timeout{10000};
   /// Counts a named event in the node's metrics.
   std::function<void(std::string_view)> count_event;
@@ -55,9 +53,9 @@ cluster_service_main(cluster_service_actor::stateful_pointer<cluster_service_sta
 /// Flattens the holders of each key: count, holders..., count, holders...
 std::vector<uint64_t> read_holders_flat(const kv_index& index, const std::vector<uint64_t>& keys);
 
-/// Entries per holder in `slots`, flattened as holder, count, holder, count...
-/// Walks every key of those slots (O(entries)): for /controller/* only.
-std::vector<uint64_t> holder_counts_flat(const kv_index& index, const std::vector<uint32_t>& slots);
+/// This node's share of the entries per holder (the slots it is the primary
+/// of: kv_index::set_share_slots), flattened as holder, count, holder, count...
+std::vector<uint64_t> share_counts_flat(const kv_index& index);
 
 } // namespace lmcc::actors
 

@@ -110,8 +110,10 @@ uint64_t kv_index::drop(uint32_t slot, const holder_set& holders, bool counted) 
     if (!is_multi(v)) {
       if (holders.contains(v)) {
         s.digest ^= entry_hash(key, v);
-        if (counted)
+        if (counted) {
           count(v, -1);
+          count_share(slot, v, -1);
+        }
         ++removed;
         --keys_;
         s.map.erase(it++);
@@ -128,8 +130,10 @@ uint64_t kv_index::drop(uint32_t slot, const holder_set& holders, bool counted) 
     for (uint32_t i = 0; i < n; ++i) {
       if (holders.contains(d[i])) {
         s.digest ^= entry_hash(key, d[i]);
-        if (counted)
+        if (counted) {
           count(d[i], -1);
+          count_share(slot, d[i], -1);
+        }
         ++removed;
       } else {
         d[kept++] = d[i];
@@ -163,6 +167,24 @@ uint64_t kv_index::drop(uint32_t slot, const holder_set& holders, bool counted) 
   else if (s.map.size() * 4 < s.map.capacity())
     s.map.rehash(0);
   return removed;
+}
+
+void kv_index::set_share_slots(const std::vector<uint32_t>& slots) {
+  share_slots_.assign(slot_count(), 0);
+  for (uint32_t slot : slots)
+    share_slots_.at(slot) = 1;
+  share_counts_.clear();
+  share_entries_ = 0;
+}
+
+void kv_index::add_share(holder_id h, int64_t delta) {
+  if (delta == 0)
+    return;
+  share_entries_ = static_cast<uint64_t>(static_cast<int64_t>(share_entries_) + delta);
+  auto it = share_counts_.try_emplace(h, 0).first;
+  it->second = static_cast<uint64_t>(static_cast<int64_t>(it->second) + delta);
+  if (it->second == 0)
+    share_counts_.erase(it);
 }
 
 void kv_index::count(holder_id h, int64_t delta) {
@@ -269,11 +291,14 @@ uint64_t kv_index::write_guard::clear_slot(uint32_t slot) {
   for (const auto& [key, v] : s.map) {
     if (!is_multi(v)) {
       idx_->count(v, -1);
+      idx_->count_share(slot, v, -1);
       continue;
     }
     const uint64_t* d = a.data(ref_class(v), ref_block(v));
-    for (uint32_t i = 0; i < ref_count(v); ++i)
+    for (uint32_t i = 0; i < ref_count(v); ++i) {
       idx_->count(d[i], -1);
+      idx_->count_share(slot, d[i], -1);
+    }
     a.release(ref_class(v), ref_block(v));
   }
   idx_->keys_ -= s.map.size();
@@ -286,11 +311,16 @@ uint64_t kv_index::write_guard::clear_slot(uint32_t slot) {
 }
 
 void kv_index::write_guard::begin_drop(holder_set holders, const std::vector<bool>* skip) {
-  for (holder_id h : holders)
+  for (holder_id h : holders) {
     if (auto it = idx_->counts_.find(h); it != idx_->counts_.end()) {
       idx_->entries_ -= it->second;
       idx_->counts_.erase(it);
     }
+    if (auto it = idx_->share_counts_.find(h); it != idx_->share_counts_.end()) {
+      idx_->share_entries_ -= it->second;
+      idx_->share_counts_.erase(it);
+    }
+  }
   drop_job job;
   job.done = skip ? *skip : std::vector<bool>(idx_->slot_count(), false);
   job.done.resize(idx_->slot_count(), false);
@@ -395,16 +425,22 @@ void kv_index::bulk_loader::reserve(uint32_t slot, size_t keys) {
 }
 
 void kv_index::bulk_loader::add(uint32_t slot, uint64_t key, std::span<const holder_id> holders) {
+  const bool shared = !idx_->share_slots_.empty() && idx_->share_slots_[slot];
   for (holder_id h : holders)
     if (idx_->admit(slot, key, h, keys_)) {
       ++entries_;
       ++counts_[h];
+      if (shared)
+        ++share_counts_[h];
     }
 }
 
 void kv_index::bulk_loader::merge() {
   for (const auto& [h, n] : counts_)
     idx_->counts_[h] += n;
+  for (const auto& [h, n] : share_counts_)
+    idx_->add_share(h, static_cast<int64_t>(n));
+  share_counts_.clear();
   idx_->entries_ += entries_;
   idx_->keys_ += keys_;
   counts_.clear();

@@ -103,6 +103,13 @@ public:
 
   uint32_t slot_count() const noexcept { return static_cast<uint32_t>(slots_.size()); }
 
+  /// Marks the slots whose entries count toward this node's *share*: in a
+  /// cluster, the slots it is the primary of, so that summing the shares of all
+  /// nodes counts each entry once (replicas hold copies). Kept incrementally, so
+  /// read_guard::share_by_holder() costs nothing per entry.
+  /// REQUIRES: the index is empty (call before loading).
+  void set_share_slots(const std::vector<uint32_t>& slots);
+
   /// Shared access for readers.
   read_guard read() const;
 
@@ -161,6 +168,12 @@ private:
   /// (false for drop jobs, whose holders left the counts at begin_drop).
   uint64_t drop(uint32_t slot, const holder_set& holders, bool counted);
   void count(holder_id h, int64_t delta);
+  /// Counts `delta` entries of `h` in `slot` toward the share when the slot is in it.
+  void count_share(uint32_t slot, holder_id h, int64_t delta) {
+    if (!share_slots_.empty() && share_slots_[slot])
+      add_share(h, delta);
+  }
+  void add_share(holder_id h, int64_t delta);
   void append_holders(uint32_t slot, uint64_t value, holder_list& out) const;
   bool value_holds(uint32_t slot, uint64_t value, holder_id h) const;
   /// True when a pending drop hides `h` in `slot`.
@@ -178,6 +191,10 @@ private:
   holder_counts counts_;
   uint64_t entries_ = 0;
   uint64_t keys_ = 0;
+  /// set_share_slots(): 1 for a slot of the share (empty: no share kept).
+  std::vector<uint8_t> share_slots_;
+  holder_counts share_counts_;
+  uint64_t share_entries_ = 0;
   std::vector<drop_job> drops_;
   /// Holders with a pending drop (the union of drops_' sets), for a quick test.
   holder_set dropping_;
@@ -198,6 +215,10 @@ public:
 
   /// Entries per holder (holders with at least one).
   const holder_counts& entries_by_holder() const noexcept { return idx_->counts_; }
+
+  /// The same over the share's slots only (kv_index::set_share_slots).
+  const holder_counts& share_by_holder() const noexcept { return idx_->share_counts_; }
+  uint64_t share_entries() const noexcept { return idx_->share_entries_; }
 
   slot_summary slot(uint32_t slot) const;
 
@@ -286,6 +307,7 @@ public:
 private:
   kv_index* idx_;
   holder_counts counts_;
+  holder_counts share_counts_;
   uint64_t entries_ = 0;
   uint64_t keys_ = 0;
 };
@@ -302,6 +324,8 @@ template <class Wanted>
 int64_t kv_index::write_guard::apply_where(holder_id h, std::span<const kv_op> ops,
                                            Wanted&& wanted) {
   int64_t delta = 0;
+  int64_t share_delta = 0;
+  const std::vector<uint8_t>* share = idx_->share_slots_.empty() ? nullptr : &idx_->share_slots_;
   const bool dropping = idx_->dropping_.contains(h);
   // Ops hit random slots: the tables' memory is mostly cold. Working in
   // groups, the probe positions of a group are prefetched before any insert,
@@ -321,15 +345,21 @@ int64_t kv_index::write_guard::apply_where(holder_id h, std::span<const kv_op> o
         continue;
       if (dropping)
         idx_->clean_for(slot, h);
+      int64_t d = 0;
       if (op.admit)
-        delta += idx_->admit(slot, op.key, h, idx_->keys_) ? 1 : 0;
+        d = idx_->admit(slot, op.key, h, idx_->keys_) ? 1 : 0;
       else
-        delta -= idx_->evict(slot, op.key, h, idx_->keys_) ? 1 : 0;
+        d = idx_->evict(slot, op.key, h, idx_->keys_) ? -1 : 0;
+      delta += d;
+      if (d != 0 && share)
+        share_delta += (*share)[slot] ? d : 0;
     }
   }
   idx_->entries_ = static_cast<uint64_t>(static_cast<int64_t>(idx_->entries_) + delta);
   // One count update per sub-batch: every op of it has the same holder.
   idx_->count(h, delta);
+  if (share)
+    idx_->add_share(h, share_delta);
   return delta;
 }
 

@@ -285,9 +285,7 @@ public:
     auto table = cluster_->current();
     service_ = system_.spawn(
         actors::cluster_service_main,
-        actors::cluster_service_config{index_, routes_, directory_,
-                                       table->owners->slots_of(options_.controller.node_id).primary,
-                                       c.internal_timeout, count});
+        actors::cluster_service_config{index_, routes_, directory_, c.internal_timeout, count});
     forwarder_ =
         system_.spawn(actors::frame_forwarder_main,
                       actors::frame_forwarder_config{cluster_, gate_, c.internal_timeout, count});
@@ -403,8 +401,7 @@ public:
       for (size_t i = 0; i + 1 < flat.size(); i += 2)
         total[flat[i]] += flat[i + 1];
     };
-    add(actors::holder_counts_flat(*index_,
-                                   table->owners->slots_of(options_.controller.node_id).primary));
+    add(actors::share_counts_flat(*index_));
     caf::scoped_actor self{system_};
     bool complete = true;
     for (size_t n = 0; n < table->peers.size(); ++n) {
@@ -645,6 +642,8 @@ void node_runtime::start() {
                                                d.options_.controller.slot_count);
     if (!table)
       throw std::runtime_error("cluster configuration: " + table.error().message);
+    // This node's share of the counts: the slots it is the primary of.
+    d.index_->set_share_slots((*table)->owners->slots_of(d.options_.controller.node_id).primary);
     d.cluster_ = std::make_shared<actors::cluster_board>();
     d.cluster_->publish(std::move(*table));
   }
@@ -813,13 +812,7 @@ std::future<gateway::controller_gauges> node_runtime::gauges() {
     // that Prometheus' sum() over the nodes is the cluster's count (README).
     auto table = d.cluster_->current();
     const auto primary = table->owners->slots_of(d.options_.controller.node_id).primary;
-    uint64_t entries = 0;
-    {
-      auto r = d.index_->read();
-      for (uint32_t slot : primary)
-        entries += r.slot(slot).entries;
-    }
-    g.kv_pool_keys_count = entries;
+    g.kv_pool_keys_count = d.index_->read().share_entries();
     uint64_t queued = 0;
     uint64_t timeouts = 0;
     for (const auto& lc : d.link_counters_)

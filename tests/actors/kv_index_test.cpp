@@ -624,3 +624,70 @@ TEST(kv_index, readers_see_consistent_keys_while_the_writer_applies) {
 
 } // namespace
 } // namespace lmcc::actors
+
+namespace lmcc::actors {
+namespace {
+
+/// Entries per holder over `share` slots, from the index's own contents.
+holder_counts walk_share(const kv_index& idx, const std::set<uint32_t>& share) {
+  holder_counts out;
+  auto r = idx.read();
+  for (uint32_t slot : share)
+    r.for_each_key(slot, [&](uint64_t, std::span<const holder_id> hs) {
+      for (holder_id h : hs)
+        ++out[h];
+    });
+  return out;
+}
+
+TEST(kv_index_share, share_counts_follow_admits_evicts_drops_clears_and_loads) {
+  const std::set<uint32_t> share{1, 2, 5, 40};
+  kv_index idx{slots};
+  idx.set_share_slots({share.begin(), share.end()});
+  std::mt19937_64 rng{7};
+  auto check = [&](const char* when) {
+    const auto want = walk_share(idx, share);
+    auto r = idx.read();
+    EXPECT_EQ(r.share_by_holder(), want) << when;
+    uint64_t total = 0;
+    for (const auto& [h, n] : want)
+      total += n;
+    EXPECT_EQ(r.share_entries(), total) << when;
+  };
+  std::vector<uint64_t> keys;
+  for (uint32_t slot : {0U, 1U, 2U, 5U, 9U, 40U, 63U})
+    for (uint64_t k : keys_in(slot, 30))
+      keys.push_back(k);
+  for (int round = 0; round < 2000; ++round) {
+    const uint64_t k = keys[rng() % keys.size()];
+    const holder_id h = holder(static_cast<int>(rng() % 3));
+    std::vector<kv_op> ops{{k, rng() % 3 != 0}};
+    idx.write().apply(h, ops);
+  }
+  check("after random admits and evicts");
+  idx.write().begin_drop(holder_set{holder(1)});
+  check("right after a drop began");
+  finish_drops(idx);
+  check("after the drop finished");
+  EXPECT_FALSE(idx.read().share_by_holder().contains(holder(1)));
+  idx.write().clear_slot(5);
+  check("after a share slot was cleared");
+
+  // A reload counts the same share.
+  kv_index loaded{slots};
+  loaded.set_share_slots({share.begin(), share.end()});
+  {
+    kv_index::bulk_loader loader{loaded};
+    auto r = idx.read();
+    for (uint32_t slot = 0; slot < slots; ++slot)
+      r.for_each_key(
+          slot, [&](uint64_t key, std::span<const holder_id> hs) { loader.add(slot, key, hs); });
+    loader.merge();
+  }
+  EXPECT_EQ(loaded.read().share_by_holder(), idx.read().share_by_holder());
+  EXPECT_EQ(loaded.read().share_entries(), idx.read().share_entries());
+  EXPECT_LT(idx.read().share_entries(), idx.read().entries()); // other slots hold some too
+}
+
+} // namespace
+} // namespace lmcc::actors
