@@ -121,6 +121,15 @@ kv_shard_actor::behavior_type kv_shard(kv_shard_actor::stateful_pointer<kv_shard
           sender = self->current_sender();
         schedule_flush(self);
       },
+      [self](apply_atom, const std::vector<kv_sub_batch>& sbs) {
+        auto& st = self->state;
+        for (const auto& sb : sbs) {
+          st.core->apply(sb);
+          if (auto& sender = st.senders[sb.stream]; !sender)
+            sender = self->current_sender();
+        }
+        schedule_flush(self);
+      },
       [self](flush_atom) {
         self->state.flush_scheduled = false;
         flush(self);

@@ -33,8 +33,11 @@ namespace lmcc::actors {
 using ack_receiver_actor = caf::typed_actor<caf::reacts_to<ack_atom, uint64_t, uint64_t>>;
 
 using kv_shard_actor =
-    caf::typed_actor<caf::reacts_to<apply_atom, kv_sub_batch>, caf::reacts_to<flush_atom>,
-                     caf::reacts_to<background_atom>, caf::reacts_to<tick_atom>,
+    caf::typed_actor<caf::reacts_to<apply_atom, kv_sub_batch>,
+                     // Several at once, in order (a peer_link's coalesced sends).
+                     caf::reacts_to<apply_atom, std::vector<kv_sub_batch>>,
+                     caf::reacts_to<flush_atom>, caf::reacts_to<background_atom>,
+                     caf::reacts_to<tick_atom>,
                      // Commits everything received so far; true when it is durable (a clean stop).
                      caf::replies_to<drain_atom>::with<bool>,
                      // Runs a whole snapshot round now; true when it completed (admin, tests).

@@ -77,6 +77,24 @@ void on_timeout_check(link_self self) {
   }
 }
 
+void enqueue(link_self self, kv_sub_batch&& sb, caf::strong_actor_ptr sender) {
+  auto& st = self->state;
+  if (st.remote) {
+    st.outbox.push_back(sb);
+    // The flush lands behind whatever queued meanwhile: one send for all.
+    if (!st.flush_scheduled) {
+      st.flush_scheduled = true;
+      self->send(self, flush_atom::value);
+    }
+  }
+  st.queued_ops += sb.ops.size();
+  const uint64_t stream = sb.stream;
+  st.streams[stream].push_back(peer_link_state::pending{std::move(sb), std::move(sender),
+                                                        std::chrono::steady_clock::now(), false});
+  enforce_bound(self);
+  publish_counts(self);
+}
+
 } // namespace
 
 peer_link_actor::behavior_type
@@ -85,18 +103,11 @@ peer_link_main(peer_link_actor::stateful_pointer<peer_link_state> self, peer_lin
   self->send(self, tick_atom::value);
   return {
       [self](apply_atom, kv_sub_batch& sb) {
-        auto& st = self->state;
-        if (st.remote) {
-          self->send(caf::actor_cast<kv_shard_actor>(st.remote), apply_atom::value, sb);
-          if (st.cfg.counters)
-            ++st.cfg.counters->sent_sub_batches;
-        }
-        st.queued_ops += sb.ops.size();
-        const uint64_t stream = sb.stream;
-        st.streams[stream].push_back(peer_link_state::pending{
-            std::move(sb), self->current_sender(), std::chrono::steady_clock::now(), false});
-        enforce_bound(self);
-        publish_counts(self);
+        enqueue(self, std::move(sb), self->current_sender());
+      },
+      [self](apply_atom, std::vector<kv_sub_batch>& sbs) {
+        for (auto& sb : sbs)
+          enqueue(self, std::move(sb), self->current_sender());
       },
       [self](ack_atom, uint64_t stream, uint64_t number) {
         auto& st = self->state;
@@ -122,21 +133,51 @@ peer_link_main(peer_link_actor::stateful_pointer<peer_link_state> self, peer_lin
         auto& st = self->state;
         st.remote = std::move(remote);
         if (!st.remote) {
+          st.outbox.clear(); // kept in `streams`; re-sent on the next join
           spdlog::info("peer-link-down peer={} queued_ops={}", st.cfg.peer_id, st.queued_ops);
           return;
         }
+        // Everything unacknowledged, in order per stream, in messages of at
+        // most 256 sub-batches; what the outbox held is among it.
+        st.outbox.clear();
         uint64_t n = 0;
+        std::vector<kv_sub_batch> chunk;
+        auto send_chunk = [&] {
+          if (!chunk.empty())
+            self->send(caf::actor_cast<kv_shard_actor>(st.remote), apply_atom::value,
+                       std::move(chunk));
+          chunk = {};
+        };
         for (auto& [stream, q] : st.streams)
           for (auto& p : q) {
-            self->send(caf::actor_cast<kv_shard_actor>(st.remote), apply_atom::value, p.sb);
+            chunk.push_back(p.sb);
             ++n;
+            if (chunk.size() == 256)
+              send_chunk();
           }
+        send_chunk();
         if (st.cfg.counters)
           st.cfg.counters->resent_sub_batches += n;
         spdlog::info("peer-link-up peer={} resent_sub_batches={} queued_ops={}", st.cfg.peer_id, n,
                      st.queued_ops);
       },
-      [](flush_atom) {},
+      [self](flush_atom) {
+        auto& st = self->state;
+        st.flush_scheduled = false;
+        if (!st.remote || st.outbox.empty()) {
+          st.outbox.clear();
+          return;
+        }
+        if (st.cfg.counters)
+          st.cfg.counters->sent_sub_batches += st.outbox.size();
+        if (st.outbox.size() == 1)
+          self->send(caf::actor_cast<kv_shard_actor>(st.remote), apply_atom::value,
+                     std::move(st.outbox.front()));
+        else
+          self->send(caf::actor_cast<kv_shard_actor>(st.remote), apply_atom::value,
+                     std::move(st.outbox));
+        st.outbox = {};
+      },
       [](background_atom) {},
       [self](tick_atom) {
         on_timeout_check(self);

@@ -2,7 +2,9 @@
 // and session actors send sub-batches to a remote owner exactly as to their
 // own shard (sub_batch.hpp's protocol, unchanged).
 //
-// It forwards each sub-batch to the peer's shard and keeps it until the
+// It forwards sub-batches to the peer's shard -- those that queued in its
+// mailbox meanwhile as one message, so a busy link costs one network write and
+// one wake-up per round rather than per sub-batch -- and keeps each until the
 // peer's cumulative ack (stream, number) comes back, which it passes on to the
 // sub-batch's sender. When the peer is lost it keeps queueing (up to
 // peer_buffer_ops ops; beyond that the oldest are dropped and counted, and
@@ -70,6 +72,9 @@ struct peer_link_state {
   caf::actor remote;
   std::map<uint64_t, std::deque<pending>> streams; ///< by stream id, in number order
   uint64_t queued_ops = 0;
+  /// Received but not yet sent (the next flush sends them as one message).
+  std::vector<kv_sub_batch> outbox;
+  bool flush_scheduled = false;
 };
 
 peer_link_actor::behavior_type

@@ -283,7 +283,7 @@ public:
     auto* metrics = &metrics_;
     auto count = [metrics](std::string_view e) { metrics->count_event(e); };
     auto table = cluster_->current();
-    service_ = system_.spawn(
+    service_ = system_.spawn<caf::detached>(
         actors::cluster_service_main,
         actors::cluster_service_config{index_, routes_, directory_, c.internal_timeout, count});
     forwarder_ =
