@@ -25,7 +25,7 @@ cluster_gate_main(cluster_gate_actor::stateful_pointer<gate_state> self, gate_co
         return server_nonce;
       },
       [self](join_atom, const std::string& client, uint64_t client_nonce, const std::string& mac)
-          -> caf::result<std::string, std::vector<caf::actor>, std::string> {
+          -> caf::result<std::string, std::vector<caf::actor>, std::string, std::string> {
         auto& st = self->state;
         auto it = st.open.find(client);
         const bool known = it != st.open.end() && it->second.first == client_nonce;
@@ -51,7 +51,7 @@ cluster_gate_main(cluster_gate_actor::stateful_pointer<gate_state> self, gate_co
         spdlog::info("cluster-join-accepted node={} peer={}", st.cfg.self_id, client);
         return {cluster::handshake_mac(st.cfg.secret, cluster::handshake_role::accept, client,
                                        st.cfg.self_id, client_nonce, server_nonce),
-                st.cfg.handles, st.cfg.http};
+                st.cfg.handles, st.cfg.http, st.cfg.read_endpoint};
       },
   };
 }
@@ -128,12 +128,13 @@ void failed(node_self self, size_t i, const caf::error& e) {
                  p.failures, caf::to_string(e));
 }
 
-void joined(node_self self, size_t i, std::vector<caf::actor>& hs, std::string& http) {
+void joined(node_self self, size_t i, std::vector<caf::actor>& hs, std::string& http,
+            std::string& read) {
   auto& st = self->state;
   auto& p = st.peers[i];
   p.connecting = false;
   p.failures = 0;
-  p.handles = peer_handles{hs[0], hs[1], hs[2], hs[3], std::move(http)};
+  p.handles = peer_handles{hs[0], hs[1], hs[2], hs[3], std::move(http), std::move(read)};
   self->monitor(p.handles.node);
   const auto& id = st.members->address(static_cast<node_index>(i)).id;
   st.members->on_greeting(id, clock_type::now());
@@ -175,9 +176,9 @@ void connect(node_self self, size_t i) {
                       self->request(gate, timeout, join_atom::value, st.cfg.self_id, client_nonce,
                                     mac)
                           .then(
-                              [self, i, client_nonce, server_nonce](std::string& accept,
-                                                                    std::vector<caf::actor>& hs,
-                                                                    std::string& http) {
+                              [self, i, client_nonce,
+                               server_nonce](std::string& accept, std::vector<caf::actor>& hs,
+                                             std::string& http, std::string& read) {
                                 auto& st = self->state;
                                 const auto& peer =
                                     st.members->address(static_cast<node_index>(i)).id;
@@ -192,7 +193,7 @@ void connect(node_self self, size_t i) {
                                   failed(self, i, caf::make_error(caf::sec::runtime_error));
                                   return;
                                 }
-                                joined(self, i, hs, http);
+                                joined(self, i, hs, http, read);
                               },
                               [self, i](caf::error& e) { failed(self, i, e); });
                     },

@@ -41,9 +41,10 @@ using cluster_gate_actor = caf::typed_actor<
     // (client id, client nonce) -> server nonce
     caf::replies_to<hello_atom, std::string, uint64_t>::with<uint64_t>,
     // (client id, client nonce, join MAC)
-    //   -> (accept MAC, [node, shard, directory, service], HTTP address)
-    caf::replies_to<join_atom, std::string, uint64_t,
-                    std::string>::with<std::string, std::vector<caf::actor>, std::string>>;
+    //   -> (accept MAC, [node, shard, directory, service], HTTP address,
+    //       key-read endpoint)
+    caf::replies_to<join_atom, std::string, uint64_t, std::string>::with<
+        std::string, std::vector<caf::actor>, std::string, std::string>>;
 
 using cluster_node_actor =
     caf::typed_actor<caf::reacts_to<greet_atom, std::string>, caf::reacts_to<tick_atom>>;
@@ -64,6 +65,8 @@ struct gate_config {
   /// Where this node's HTTP API answers (host:port), for tools that reach every
   /// node from one (lmcc snapshot --cluster).
   std::string http;
+  /// Where peers read this node's index for lookups (gateway/peer_read.hpp).
+  std::string read_endpoint;
   std::shared_ptr<cluster_counters> counters;
 };
 

@@ -5,7 +5,7 @@
 
 namespace lmcc::actors {
 
-std::vector<uint64_t> read_holders_flat(const kv_index& index, const std::vector<uint64_t>& keys) {
+std::vector<uint64_t> read_holders_flat(const kv_index& index, std::span<const uint64_t> keys) {
   std::vector<uint64_t> flat;
   flat.reserve(keys.size() * 2);
   holder_list holders;

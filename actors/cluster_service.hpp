@@ -22,6 +22,7 @@
 #include "actors/type_ids.hpp"
 
 #include <memory>
+#include <span>
 
 namespace lmcc::actors {
 
@@ -51,7 +52,7 @@ cluster_service_main(cluster_service_actor::stateful_pointer<cluster_service_sta
                      cluster_service_config cfg);
 
 /// Flattens the holders of each key: count, holders..., count, holders...
-std::vector<uint64_t> read_holders_flat(const kv_index& index, const std::vector<uint64_t>& keys);
+std::vector<uint64_t> read_holders_flat(const kv_index& index, std::span<const uint64_t> keys);
 
 /// This node's share of the entries per holder (the slots it is the primary
 /// of: kv_index::set_share_slots), flattened as holder, count, holder, count...

@@ -37,6 +37,7 @@ struct peer_handles {
   caf::actor directory; ///< its directory (forwarded requests, replicated rows)
   caf::actor service;   ///< its cluster_service (key reads, forwarded frames)
   std::string http;     ///< its HTTP API, host:port
+  std::string read;     ///< its key-read endpoint (gateway/peer_read.hpp)
 };
 
 struct peer_entry {

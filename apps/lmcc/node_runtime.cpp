@@ -19,6 +19,7 @@
 #include "gateway/control_channel.hpp"
 #include "gateway/http_api.hpp"
 #include "gateway/metrics.hpp"
+#include "gateway/peer_read.hpp"
 #include "gateway/zmq_frontend.hpp"
 
 #include <absl/container/flat_hash_map.h>
@@ -157,6 +158,9 @@ public:
   actors::cluster_gate_actor cluster_gate_;
   actors::frame_forwarder_actor forwarder_;
   uint16_t cluster_port_ = 0;
+  /// Lookups read other nodes' slots over ZMQ (gateway/peer_read.hpp says why).
+  std::unique_ptr<gateway::peer_read_server> read_server_;
+  std::unique_ptr<gateway::peer_read_client> read_client_;
   /// The actors exist (after loading): API calls may reach them.
   std::atomic<bool> serving_{false};
   std::atomic<bool> ready_{false};
@@ -305,16 +309,25 @@ public:
                                   : (h == "0.0.0.0" || h == "::")      ? me.host
                                                                        : h;
     const std::string http = http_host + ":" + std::to_string(http_->port());
-    nc.local = actors::peer_handles{nullptr, caf::actor_cast<caf::actor>(shard_),
+    read_server_ = std::make_unique<gateway::peer_read_server>(
+        context_, options_.zmq.host, me.host, [index = index_](std::span<const uint64_t> keys) {
+          return actors::read_holders_flat(*index, keys);
+        });
+    read_client_ = std::make_unique<gateway::peer_read_client>(context_);
+    nc.local = actors::peer_handles{nullptr,
+                                    caf::actor_cast<caf::actor>(shard_),
                                     caf::actor_cast<caf::actor>(directory_),
-                                    caf::actor_cast<caf::actor>(service_), http};
+                                    caf::actor_cast<caf::actor>(service_),
+                                    http,
+                                    read_server_->endpoint()};
     cluster_node_ = system_.spawn(actors::cluster_node_main, std::move(nc));
     std::vector<caf::actor> handles{
         caf::actor_cast<caf::actor>(cluster_node_), caf::actor_cast<caf::actor>(shard_),
         caf::actor_cast<caf::actor>(directory_), caf::actor_cast<caf::actor>(service_)};
-    cluster_gate_ = system_.spawn(
-        actors::cluster_gate_main,
-        actors::gate_config{c.node_id, options_.cluster.secret, handles, http, cluster_counters_});
+    cluster_gate_ =
+        system_.spawn(actors::cluster_gate_main,
+                      actors::gate_config{c.node_id, options_.cluster.secret, handles, http,
+                                          read_server_->endpoint(), cluster_counters_});
     auto port = system_.middleman().publish(cluster_gate_, me.port, options_.zmq.host.c_str(),
                                             /*reuse_addr=*/true);
     if (!port)
@@ -346,48 +359,44 @@ public:
     }
     // Every owner's request leaves before any answer is awaited, and the local
     // read happens meanwhile: the lookup costs one round trip, not one per owner.
-    caf::scoped_actor self{system_};
-    auto ask = [&](size_t n) {
-      std::vector<uint64_t> asked;
-      asked.reserve(by_node[n].size());
-      for (uint32_t i : by_node[n])
-        asked.push_back(keys[i]);
-      return self->request(
-          caf::actor_cast<actors::cluster_service_actor>(table->peers[n].handles.service),
-          options_.controller.internal_timeout, actors::read_atom::value, std::move(asked));
-    };
-    std::vector<std::pair<size_t, decltype(ask(0))>> pending;
+    std::vector<std::pair<size_t, gateway::peer_read_client::call>> pending;
+    std::vector<uint64_t> asked;
     for (size_t n = 0; n < by_node.size(); ++n) {
       if (n == table->self || by_node[n].empty())
         continue;
-      if (!table->peers[n].handles.service) {
+      const auto& endpoint = table->peers[n].handles.read;
+      asked.clear();
+      for (uint32_t i : by_node[n])
+        asked.push_back(keys[i]);
+      auto call = endpoint.empty() ? std::nullopt : read_client_->send(endpoint, asked);
+      if (!call) {
         metrics_.count_event("lookup_owner_unreachable");
         continue;
       }
-      pending.emplace_back(n, ask(n));
+      pending.emplace_back(n, std::move(*call));
     }
     {
       auto r = index_->read();
       for (uint32_t i : by_node[table->self])
         r.holders(keys[i], out[i]);
     }
-    for (auto& [n, answer] : pending)
-      answer.receive(
-          [&, n = n](std::vector<uint64_t>& flat) {
-            size_t at = 0;
-            for (uint32_t i : by_node[n]) {
-              if (at >= flat.size())
-                break;
-              const uint64_t count = flat[at++];
-              for (uint64_t h = 0; h < count && at < flat.size(); ++h)
-                out[i].push_back(flat[at++]);
-            }
-          },
-          [&, n = n](caf::error& e) {
-            metrics_.count_event("lookup_owner_unreachable");
-            spdlog::warn("lookup-read-failed peer={} keys={} error={}",
-                         table->members[n].address.id, by_node[n].size(), caf::to_string(e));
-          });
+    for (auto& [n, call] : pending) {
+      auto flat = read_client_->wait(call, options_.controller.internal_timeout);
+      if (!flat) {
+        metrics_.count_event("lookup_owner_unreachable");
+        spdlog::warn("lookup-read-failed peer={} keys={} error=timeout",
+                     table->members[n].address.id, by_node[n].size());
+        continue;
+      }
+      size_t at = 0;
+      for (uint32_t i : by_node[n]) {
+        if (at >= flat->size())
+          break;
+        const uint64_t count = (*flat)[at++];
+        for (uint64_t h = 0; h < count && at < flat->size(); ++h)
+          out[i].push_back((*flat)[at++]);
+      }
+    }
     return out;
   }
 
@@ -702,6 +711,8 @@ void node_runtime::stop() {
   for (auto& l : d.links_)
     exit(l);
   d.links_.clear();
+  d.read_server_.reset();
+  d.read_client_.reset();
   d.cluster_gate_ = nullptr;
   d.cluster_node_ = nullptr;
   d.service_ = nullptr;
