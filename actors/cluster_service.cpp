@@ -30,25 +30,6 @@ std::vector<uint64_t> share_counts_flat(const kv_index& index) {
   return flat;
 }
 
-namespace {
-
-std::optional<std::pair<const std::string*, const msg::wire_int*>> worker_of(const msg::Msg& m) {
-  return std::visit(
-      [](const auto& x) -> std::optional<std::pair<const std::string*, const msg::wire_int*>> {
-        using M = std::decay_t<decltype(x)>;
-        if constexpr (std::is_same_v<M, msg::BatchedKVOperationMsg> ||
-                      std::is_same_v<M, msg::KVAdmitMsg> || std::is_same_v<M, msg::KVEvictMsg> ||
-                      std::is_same_v<M, msg::FullSyncBatchMsg> ||
-                      std::is_same_v<M, msg::FullSyncEndMsg>)
-          return std::make_pair(&x.instance_id, &x.worker_id);
-        else
-          return std::nullopt;
-      },
-      m);
-}
-
-} // namespace
-
 cluster_service_actor::behavior_type
 cluster_service_main(cluster_service_actor::stateful_pointer<cluster_service_state> self,
                      cluster_service_config cfg) {
@@ -77,7 +58,7 @@ cluster_service_main(cluster_service_actor::stateful_pointer<cluster_service_sta
             self->send(st.cfg.directory, push_atom::value, std::move(pm.msg));
             continue;
           }
-          auto who = worker_of(pm.msg);
+          auto who = pushing_worker(pm.msg);
           const ingest_route* route = who ? find_route(*table, *who->first, *who->second) : nullptr;
           if (!route) {
             if (st.cfg.count_event)

@@ -20,7 +20,9 @@
 #include <absl/container/flat_hash_map.h>
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 
 namespace lmcc::actors {
 
@@ -41,6 +43,24 @@ inline const ingest_route* find_route(const ingest_route_table& table, std::stri
       it->second.worker_id != worker_id)
     return nullptr;
   return &it->second;
+}
+
+/// The (instance_id, worker_id) of a PULL-socket message that goes to that
+/// worker's actor (KV ops, full-sync batches and ends); nullopt for others.
+inline std::optional<std::pair<const std::string*, const msg::wire_int*>>
+pushing_worker(const msg::Msg& m) {
+  return std::visit(
+      [](const auto& x) -> std::optional<std::pair<const std::string*, const msg::wire_int*>> {
+        using M = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<M, msg::BatchedKVOperationMsg> ||
+                      std::is_same_v<M, msg::KVAdmitMsg> || std::is_same_v<M, msg::KVEvictMsg> ||
+                      std::is_same_v<M, msg::FullSyncBatchMsg> ||
+                      std::is_same_v<M, msg::FullSyncEndMsg>)
+          return std::make_pair(&x.instance_id, &x.worker_id);
+        else
+          return std::nullopt;
+      },
+      m);
 }
 
 /// The routes the directory publishes for the PULL thread.

@@ -68,22 +68,6 @@ std::future<T> ready_future(T value) {
   return p.get_future();
 }
 
-/// (instance_id, worker_id) of a worker push that goes to the worker's actor.
-std::optional<std::pair<const std::string*, const msg::wire_int*>> worker_of(const msg::Msg& m) {
-  return std::visit(
-      [](const auto& x) -> std::optional<std::pair<const std::string*, const msg::wire_int*>> {
-        using M = std::decay_t<decltype(x)>;
-        if constexpr (std::is_same_v<M, msg::BatchedKVOperationMsg> ||
-                      std::is_same_v<M, msg::KVAdmitMsg> || std::is_same_v<M, msg::KVEvictMsg> ||
-                      std::is_same_v<M, msg::FullSyncBatchMsg> ||
-                      std::is_same_v<M, msg::FullSyncEndMsg>)
-          return std::make_pair(&x.instance_id, &x.worker_id);
-        else
-          return std::nullopt;
-      },
-      m);
-}
-
 /// The front end's view of the credit gate.
 class gate_adapter final : public gateway::ingest_gate {
 public:
@@ -596,7 +580,7 @@ public:
         caf::anon_send(directory_, actors::push_atom::value, std::move(m));
         continue;
       }
-      auto who = worker_of(m);
+      auto who = actors::pushing_worker(m);
       if (!who)
         continue;
       const auto* route = actors::find_route(*table, *who->first, *who->second);

@@ -111,6 +111,29 @@ def answers(node: Node, prompts: list[list[int]], twins: list[Twin]) -> dict:
     return out
 
 
+def wait_converged(cluster: Cluster, reference: Node, prompts: list[list[int]],
+                   twins: list["Twin"], what: str) -> dict:
+    """Waits until every cluster node answers exactly as the single node does
+    (and the trace has hits); on a timeout, fails on the first difference."""
+    want = {}
+
+    def same():
+        nonlocal want
+        want = answers(reference, prompts, twins)
+        return any(want["lookup"]) and all(answers(n, prompts, twins) == want
+                                           for n in cluster.nodes)
+
+    try:
+        wait_until(same, timeout=20, interval=0.2, message=f"cluster equals the single node {what}")
+    except AssertionError:
+        for n in cluster.nodes:  # the first difference, readably
+            for part, value in answers(n, prompts, twins).items():
+                assert (n.workdir.name, part, value) == (n.workdir.name, part, want[part]), what
+        raise
+    return want
+
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 def test_cluster_answers_equal_a_single_node(cluster, reference, seed):
     rng = random.Random(seed)
@@ -132,23 +155,7 @@ def test_cluster_answers_equal_a_single_node(cluster, reference, seed):
             victim = chunk_hashes(rng.choice(prompts))
             t.evict(victim[len(victim) // 2:])
 
-        want = None
-
-        def settled():
-            nonlocal want
-            want = answers(reference, prompts, twins)
-            return want["lookup"] and all(answers(n, prompts, twins) == want
-                                          for n in cluster.nodes)
-
-        try:
-            wait_until(settled, timeout=20, interval=0.2,
-                       message="every cluster node answers as the single node")
-        except AssertionError:
-            for n in cluster.nodes:  # the first difference, readably
-                for part, value in answers(n, prompts, twins).items():
-                    assert (n.workdir.name, part, value) == (n.workdir.name, part, want[part])
-            raise
-        assert any(want["lookup"]), "the trace should produce hits"
+        wait_converged(cluster, reference, prompts, twins, "after the trace")
     finally:
         for t in twins:
             t.close()
@@ -205,15 +212,7 @@ def test_restarts_of_one_node_and_of_all_ask_no_worker_for_a_full_sync(cluster, 
             t.admit(chunk_hashes(prompts[(r + twins.index(t)) % len(prompts)]))
 
     def converged(what: str):
-        want = None
-
-        def same():
-            nonlocal want
-            want = answers(reference, prompts, twins)
-            return any(want["lookup"]) and all(answers(n, prompts, twins) == want
-                                               for n in cluster.nodes)
-
-        wait_until(same, timeout=20, interval=0.2, message=f"cluster equals the single node {what}")
+        wait_converged(cluster, reference, prompts, twins, what)
 
     try:
         for t in twins:
@@ -264,11 +263,7 @@ def test_a_cluster_snapshot_boots_a_whole_cluster(cluster, reference, tmp_path):
     prompts = [[base + p * 10_000 + i for i in range(256 * 5)] for p in range(3)]
 
     def converged(what: str):
-        def same():
-            want = answers(reference, prompts, twins)
-            return any(want["lookup"]) and all(answers(n, prompts, twins) == want
-                                               for n in cluster.nodes)
-        wait_until(same, timeout=20, interval=0.2, message=f"cluster equals the single node {what}")
+        wait_converged(cluster, reference, prompts, twins, what)
 
     try:
         for t in twins:
