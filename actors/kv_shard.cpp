@@ -4,6 +4,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 namespace lmcc::actors {
 namespace {
 
@@ -20,14 +22,29 @@ void publish(self_ptr self) {
 
 void send_acks(self_ptr self, kv_shard_core::commit_result& r) {
   auto& senders = self->state.senders;
+  // A sender on another node is that node's peer_link for this shard: its acks
+  // of every stream go as one message (stream, number, stream, number, ...),
+  // one network write and one wake-up per commit rather than one per stream.
+  std::vector<std::pair<caf::strong_actor_ptr, std::vector<uint64_t>>> remote;
   for (const auto& [stream, number] : r.acks) {
     auto it = senders.find(stream);
     if (it == senders.end())
       continue; // a sub-batch sent anonymously (a restart's drops)
-    if (it->second)
-      self->send(caf::actor_cast<ack_receiver_actor>(it->second), ack_atom::value, stream, number);
+    if (const auto& sender = it->second; sender && sender->node() != self->node()) {
+      auto group = std::find_if(remote.begin(), remote.end(),
+                                [&](const auto& g) { return g.first == sender; });
+      if (group == remote.end())
+        group = remote.insert(remote.end(), {sender, {}});
+      group->second.push_back(stream);
+      group->second.push_back(number);
+    } else if (sender) {
+      self->send(caf::actor_cast<ack_receiver_actor>(sender), ack_atom::value, stream, number);
+    }
     senders.erase(it);
   }
+  for (auto& [sender, pairs] : remote)
+    self->send(caf::actor_cast<batch_ack_receiver_actor>(sender), ack_atom::value,
+               std::move(pairs));
 }
 
 void schedule_background(self_ptr self) {

@@ -32,6 +32,10 @@ namespace lmcc::actors {
 /// What a sender must accept: the shard's acknowledgements.
 using ack_receiver_actor = caf::typed_actor<caf::reacts_to<ack_atom, uint64_t, uint64_t>>;
 
+/// A sender on another node (a peer_link) also takes one commit's acks at once:
+/// stream, number, stream, number, ...
+using batch_ack_receiver_actor = caf::typed_actor<caf::reacts_to<ack_atom, std::vector<uint64_t>>>;
+
 using kv_shard_actor =
     caf::typed_actor<caf::reacts_to<apply_atom, kv_sub_batch>,
                      // Several at once, in order (a peer_link's coalesced sends).

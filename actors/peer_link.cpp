@@ -77,6 +77,27 @@ void on_timeout_check(link_self self) {
   }
 }
 
+void on_ack(link_self self, uint64_t stream, uint64_t number) {
+  auto& st = self->state;
+  auto it = st.streams.find(stream);
+  if (it == st.streams.end())
+    return;
+  auto& q = it->second;
+  caf::strong_actor_ptr sender;
+  bool owed = false;
+  while (!q.empty() && q.front().sb.number <= number) {
+    sender = q.front().sender;
+    owed = owed || !q.front().released;
+    st.queued_ops -= q.front().sb.ops.size();
+    q.pop_front();
+  }
+  if (owed)
+    ack_sender(self, sender, stream, number);
+  if (q.empty())
+    st.streams.erase(it);
+  publish_counts(self);
+}
+
 void enqueue(link_self self, kv_sub_batch&& sb, caf::strong_actor_ptr sender) {
   auto& st = self->state;
   if (st.remote) {
@@ -109,25 +130,10 @@ peer_link_main(peer_link_actor::stateful_pointer<peer_link_state> self, peer_lin
         for (auto& sb : sbs)
           enqueue(self, std::move(sb), self->current_sender());
       },
-      [self](ack_atom, uint64_t stream, uint64_t number) {
-        auto& st = self->state;
-        auto it = st.streams.find(stream);
-        if (it == st.streams.end())
-          return;
-        auto& q = it->second;
-        caf::strong_actor_ptr sender;
-        bool owed = false;
-        while (!q.empty() && q.front().sb.number <= number) {
-          sender = q.front().sender;
-          owed = owed || !q.front().released;
-          st.queued_ops -= q.front().sb.ops.size();
-          q.pop_front();
-        }
-        if (owed)
-          ack_sender(self, sender, stream, number);
-        if (q.empty())
-          st.streams.erase(it);
-        publish_counts(self);
+      [self](ack_atom, uint64_t stream, uint64_t number) { on_ack(self, stream, number); },
+      [self](ack_atom, const std::vector<uint64_t>& pairs) {
+        for (size_t k = 0; k + 1 < pairs.size(); k += 2)
+          on_ack(self, pairs[k], pairs[k + 1]);
       },
       [self](peer_atom, caf::actor& remote) {
         auto& st = self->state;

@@ -39,7 +39,9 @@ using peer_link_actor = kv_shard_actor::extend<
     // The peer's shard after a (re)join; null when the peer was lost.
     caf::reacts_to<peer_atom, caf::actor>,
     // The peer's cumulative ack of a stream.
-    caf::reacts_to<ack_atom, uint64_t, uint64_t>>;
+    caf::reacts_to<ack_atom, uint64_t, uint64_t>,
+    // The peer's acks of one commit: stream, number, stream, number, ...
+    caf::reacts_to<ack_atom, std::vector<uint64_t>>>;
 
 /// Counters /cluster/status and /metrics read (any thread).
 struct peer_link_counters {
