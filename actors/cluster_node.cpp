@@ -1,5 +1,6 @@
 #include "actors/cluster_node.hpp"
 
+#include "actors/directory.hpp"
 #include "cluster/handshake.hpp"
 
 #include <caf/io/middleman.hpp>
@@ -140,6 +141,10 @@ void joined(node_self self, size_t i, std::vector<caf::actor>& hs, std::string& 
   st.members->on_greeting(id, clock_type::now());
   if (i < st.cfg.links.size() && st.cfg.links[i])
     self->send(st.cfg.links[i], peer_atom::value, p.handles.shard);
+  // The peer's copy of the Directory may lack what changed while it was away.
+  if (st.cfg.local.directory)
+    self->send(caf::actor_cast<directory_actor>(st.cfg.local.directory), peer_atom::value,
+               p.handles.directory);
   spdlog::info("cluster-peer-joined node={} peer={} ring={:016x} live={}/{}", st.cfg.self_id, id,
                st.members->ring_version(), st.members->live_count(), st.members->size());
   publish(self);

@@ -3,6 +3,7 @@
 #include "actors/clock.hpp"
 #include "actors/drain.hpp"
 
+#include <absl/container/flat_hash_set.h>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -363,6 +364,56 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
       },
       [self](row_delete_atom, uint64_t uid) {
         self->state.logic->remove_replica(uid);
+        publish(self);
+      },
+      [self](peer_atom, const caf::actor& peer_directory) {
+        auto& st = self->state;
+        if (!st.cfg.cluster || !peer_directory)
+          return;
+        auto peer = caf::actor_cast<directory_actor>(peer_directory);
+        std::vector<persistence::worker_row> rows;
+        std::vector<const worker_record*> home;
+        for (const auto* rec : st.logic->reg().all_workers())
+          if (st.logic->is_home(rec->uid)) {
+            rows.push_back(to_row(*rec));
+            home.push_back(rec);
+          }
+        const auto table = st.cfg.cluster->current();
+        const std::string self_id = table->members[table->self].address.id;
+        spdlog::info("directory-sync-sent node={} workers={}", self_id, rows.size());
+        self->send(peer, row_put_atom::value, self_id, std::move(rows));
+        for (const auto* rec : home) {
+          for (const auto& loc : rec->locations)
+            self->send(peer, location_atom::value, rec->uid, loc);
+          if (rec->sync != sync_phase::none)
+            self->send(peer, sync_state_atom::value, rec->uid, rec->sync, rec->missing_batches);
+        }
+      },
+      [self](row_put_atom, const std::string& from,
+             const std::vector<persistence::worker_row>& rows) {
+        auto& st = self->state;
+        if (!st.cfg.cluster)
+          return;
+        const auto table = st.cfg.cluster->current();
+        std::optional<node_index> from_index;
+        for (size_t i = 0; i < table->members.size(); ++i)
+          if (table->members[i].address.id == from)
+            from_index = static_cast<node_index>(i);
+        if (!from_index || *from_index == table->self)
+          return;
+        absl::flat_hash_set<uint64_t> listed;
+        for (const auto& row : rows) {
+          listed.insert(row.uid);
+          st.logic->apply_replica(row, wall_now(), wall_ms());
+        }
+        std::vector<uint64_t> gone;
+        for (const auto* rec : st.logic->reg().all_workers())
+          if (table->home_of(rec->uid) == *from_index && !listed.contains(rec->uid))
+            gone.push_back(rec->uid);
+        for (uint64_t uid : gone)
+          st.logic->remove_replica(uid);
+        spdlog::info("directory-sync-received from={} workers={} removed={}", from, rows.size(),
+                     gone.size());
         publish(self);
       },
   };

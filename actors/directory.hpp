@@ -44,7 +44,13 @@ using directory_actor = directory_feedback_actor::extend<
     // A cluster: a registration (or update) and a deregistration at the
     // worker's home node, replicated to every other node's directory.
     caf::reacts_to<row_put_atom, persistence::worker_row>,
-    caf::reacts_to<row_delete_atom, uint64_t>>;
+    caf::reacts_to<row_delete_atom, uint64_t>,
+    // A peer (re)joined: send it every worker homed here (its copy may have
+    // missed registrations and deregistrations while it was away).
+    caf::reacts_to<peer_atom, caf::actor>,
+    // From node `id`: every worker homed there; replicas of its workers that are
+    // not in the list were deregistered meanwhile.
+    caf::reacts_to<row_put_atom, std::string, std::vector<persistence::worker_row>>>;
 
 /// Hooks into the rest of the node, so that actors stay free of sockets and disks.
 struct directory_hooks {

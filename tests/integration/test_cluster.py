@@ -305,3 +305,79 @@ def test_env_never_shows_the_cluster_secret(node_factory, monkeypatch):
     assert env["LMCC_CLUSTER_SECRET"] == "<redacted>"
     assert env["LMCC_SOMETHING_ELSE"] == "visible"
     assert secret not in n.get("/env").text
+
+
+def repoint(worker: FakeWorker, pull: Node, reply: Node) -> None:
+    """Moves a fake worker's PUSH and DEALER sockets to other nodes."""
+    import zmq
+
+    worker.push_sock.close(0)
+    worker.push_sock = worker.ctx.socket(zmq.PUSH)
+    worker.push_sock.setsockopt(zmq.LINGER, 2000)
+    worker.push_sock.connect(f"tcp://{pull.pull_url}")
+    worker.req_sock.close(0)
+    worker.req_sock = worker._dealer(reply.reply_url)
+
+
+def test_a_node_back_from_downtime_learns_the_registrations_it_missed(cluster, reference):
+    from lmcc_cluster import SpreadNode
+
+    rng = random.Random(13)
+    tag = unique("missed")
+    twins = [Twin(cluster, reference, rng, f"{tag}-a{i}", 0) for i in range(6)]
+    base = rng.randrange(1, 1 << 40)
+    prompts = [[base + p * 10_000 + i for i in range(256 * 4)] for p in range(10)]
+    try:
+        for t in twins:
+            t.register()
+        settle(twins, SpreadNode(cluster), reference)
+        for i, t in enumerate(twins):
+            t.admit(chunk_hashes(prompts[i]))
+        wait_converged(cluster, reference, prompts, twins, "before n3 stopped")
+
+        n3 = cluster.nodes[2]
+        assert n3.stop() == 0
+        live = cluster.nodes[:2]
+        wait_until(lambda: all(not next(m for m in cluster.status(n)["members"]
+                                        if m["id"] == "n3")["live"] for n in live),
+                   message="n1 and n2 see n3 down")
+
+        # While n3 is away: workers homed on n3 cannot register (the answer names
+        # the node); two others do, and one registered worker homed elsewhere
+        # leaves.
+        added = []
+        for i in range(16):
+            if len(added) == 2:
+                break
+            t = Twin(cluster, reference, rng, f"{tag}-b{i}", 0)
+            repoint(t.c, live[0], live[1])
+            reply = t.c.request(t.c.register_message())
+            if reply.get("type") != "RegisterRetMsg":
+                assert "n3" in str(reply), reply
+                t.close()
+                continue
+            assert t.r.register()["type"] == "RegisterRetMsg"
+            added.append(t)
+        assert len(added) == 2, "two of sixteen identities should be homed off n3"
+        for t in twins:
+            repoint(t.c, live[1], live[0])
+        gone = next(t for t in twins if t.c.heartbeat_message() and
+                    t.c.request(t.c.heartbeat_message()).get("type") == "HeartbeatRetMsg")
+        gone.c.deregister()
+        gone.r.deregister()
+        twins.remove(gone)
+        gone.close()
+        for i, t in enumerate(added):
+            t.admit(chunk_hashes(prompts[6 + i]))
+        twins += added
+        wait_until(lambda: all(n.workers(gone.c.instance_id) == [] for n in live),
+                   message="the deregistration reached n1 and n2")
+
+        n3.start(keep_ports=True)
+        cluster.wait_joined()
+        wait_converged(cluster, reference, prompts, twins, "after n3 came back")
+        assert n3.workers(gone.c.instance_id) == []
+        assert "directory-sync-received" in n3.log_text()
+    finally:
+        for t in twins:
+            t.close()
