@@ -54,21 +54,12 @@ struct cluster_table {
   uint64_t ring_version = 0;
   bool all_live = false;
 
-  /// Where the worker with this uid has its entity (WorkerActor).
+  /// cluster::home_of() and cluster::read_owner() with this table's liveness.
   node_index home_of(uint64_t worker_uid) const noexcept {
-    return owners->owner_indices(cluster::slot_of(worker_uid, owners->slot_count())).front();
+    return cluster::home_of(*owners, worker_uid);
   }
-  /// Which node to read `slot` from: this one when it holds the slot, else the
-  /// first live owner, else the primary.
-  node_index read_owner(uint32_t slot) const noexcept {
-    auto list = owners->owner_indices(slot);
-    for (node_index n : list)
-      if (n == self)
-        return n;
-    for (node_index n : list)
-      if (peers[n].live)
-        return n;
-    return list.front();
+  node_index read_owner(uint32_t slot) const {
+    return cluster::read_owner(*owners, self, slot, [this](node_index n) { return peers[n].live; });
   }
 };
 

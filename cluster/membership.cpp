@@ -5,6 +5,25 @@
 #include <algorithm>
 
 namespace lmcc::cluster {
+
+uint64_t owner_mask(const placement& owners, uint32_t slot) noexcept {
+  uint64_t mask = 0;
+  for (node_index n : owners.owner_indices(slot))
+    mask |= uint64_t{1} << n;
+  return mask;
+}
+
+std::vector<uint64_t> owner_masks(const placement& owners) {
+  std::vector<uint64_t> masks(owners.slot_count());
+  for (uint32_t s = 0; s < owners.slot_count(); ++s)
+    masks[s] = owner_mask(owners, s);
+  return masks;
+}
+
+node_index home_of(const placement& owners, uint64_t worker_uid) noexcept {
+  return owners.owner_indices(slot_of(worker_uid, owners.slot_count())).front();
+}
+
 namespace {
 
 std::vector<std::string> ids_of(const std::vector<member_address>& members) {
@@ -103,35 +122,6 @@ bool membership::all_live() const noexcept {
 
 size_t membership::live_count() const noexcept {
   return static_cast<size_t>(std::count(live_.begin(), live_.end(), 1));
-}
-
-uint64_t membership::owner_mask(uint32_t slot) const noexcept {
-  uint64_t mask = 0;
-  for (node_index n : owners_.owner_indices(slot))
-    mask |= uint64_t{1} << n;
-  return mask;
-}
-
-std::vector<uint64_t> membership::owner_masks() const {
-  std::vector<uint64_t> masks(owners_.slot_count());
-  for (uint32_t s = 0; s < owners_.slot_count(); ++s)
-    masks[s] = owner_mask(s);
-  return masks;
-}
-
-node_index membership::read_owner(uint32_t slot) const noexcept {
-  auto list = owners_.owner_indices(slot);
-  for (node_index n : list)
-    if (n == self_)
-      return n;
-  for (node_index n : list)
-    if (live_[n])
-      return n;
-  return list.front();
-}
-
-node_index membership::home_of(uint64_t worker_uid) const noexcept {
-  return owners_.owner_indices(slot_of(worker_uid, owners_.slot_count())).front();
 }
 
 std::vector<membership::member_view> membership::view() const {

@@ -34,6 +34,30 @@
 
 namespace lmcc::cluster {
 
+// -- the ownership rules, over any placement and liveness view -----------------
+// (membership and the actors' published cluster_table both answer with these)
+
+/// Bit i set when member i owns `slot`.
+uint64_t owner_mask(const placement& owners, uint32_t slot) noexcept;
+/// Every slot's owner mask, for the worker actors' split.
+std::vector<uint64_t> owner_masks(const placement& owners);
+/// Where the entity (WorkerActor) of the worker with uid `worker_uid` lives:
+/// the primary of the uid's slot.
+node_index home_of(const placement& owners, uint64_t worker_uid) noexcept;
+/// The owner of `slot` to read from: `self` when it holds the slot, else the
+/// first owner in preference order that `live(n)` says is up, else the primary.
+template <class Live>
+node_index read_owner(const placement& owners, node_index self, uint32_t slot, Live&& live) {
+  auto list = owners.owner_indices(slot);
+  for (node_index n : list)
+    if (n == self)
+      return n;
+  for (node_index n : list)
+    if (live(n))
+      return n;
+  return list.front();
+}
+
 class membership {
 public:
   using time_point = std::chrono::steady_clock::time_point;
@@ -78,18 +102,17 @@ public:
     return owners_.members().index_of(id);
   }
 
-  /// Bit i set when member i owns `slot`.
-  uint64_t owner_mask(uint32_t slot) const noexcept;
-  /// Every slot's owner mask, for the worker actors' split.
-  std::vector<uint64_t> owner_masks() const;
+  uint64_t owner_mask(uint32_t slot) const noexcept { return cluster::owner_mask(owners_, slot); }
+  std::vector<uint64_t> owner_masks() const { return cluster::owner_masks(owners_); }
   /// Does this node hold `slot` (as primary or replica)?
   bool holds(uint32_t slot) const noexcept { return (owner_mask(slot) >> self_) & 1U; }
-  /// The owner of `slot` to read from: this node when it holds the slot, else
-  /// the first live owner in preference order, else the primary.
-  node_index read_owner(uint32_t slot) const noexcept;
-  /// Where the entity (WorkerActor) of the worker with uid `worker_uid` lives:
-  /// the primary of the uid's slot.
-  node_index home_of(uint64_t worker_uid) const noexcept;
+  /// read_owner() and home_of() above, with this node's view of liveness.
+  node_index read_owner(uint32_t slot) const {
+    return cluster::read_owner(owners_, self_, slot, [this](node_index n) { return live(n); });
+  }
+  node_index home_of(uint64_t worker_uid) const noexcept {
+    return cluster::home_of(owners_, worker_uid);
+  }
 
   std::vector<member_view> view() const;
 

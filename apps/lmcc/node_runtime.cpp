@@ -221,11 +221,8 @@ public:
         link_counters_.push_back(counters);
         dc.shards.push_back(caf::actor_cast<actors::kv_shard_actor>(links_.back()));
       }
-      auto masks = std::make_shared<std::vector<uint64_t>>(table->owners->slot_count());
-      for (uint32_t slot = 0; slot < masks->size(); ++slot)
-        for (auto n : table->owners->owner_indices(slot))
-          (*masks)[slot] |= uint64_t{1} << n;
-      dc.placement = std::move(masks);
+      dc.placement =
+          std::make_shared<const std::vector<uint64_t>>(cluster::owner_masks(*table->owners));
       dc.home_destination = table->self;
       dc.cluster = cluster_;
     }
