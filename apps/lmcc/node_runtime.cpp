@@ -1,7 +1,5 @@
 #include "apps/lmcc/node_runtime.hpp"
 
-#include "actors/cluster_node.hpp"
-#include "actors/cluster_service.hpp"
 #include "actors/control_fanout.hpp"
 #include "actors/credit_gate.hpp"
 #include "actors/directory.hpp"
@@ -13,19 +11,16 @@
 #include "actors/request_bridge.hpp"
 #include "actors/row_writer.hpp"
 #include "apps/lmcc/memory_releaser.hpp"
-#include "apps/lmcc/node_config.hpp"
+#include "apps/lmcc/node_cluster.hpp"
 #include "apps/lmcc/node_restore.hpp"
-#include "cluster/handshake.hpp"
 #include "gateway/control_channel.hpp"
 #include "gateway/http_api.hpp"
 #include "gateway/metrics.hpp"
-#include "gateway/peer_read.hpp"
 #include "gateway/zmq_frontend.hpp"
 
 #include <absl/container/flat_hash_map.h>
 #include <caf/all.hpp>
 #include <caf/io/middleman.hpp>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 #include <zmq.hpp>
 
@@ -131,20 +126,8 @@ public:
   actors::ingest_router_actor router_;
   std::shared_ptr<persistence::store> store_;
 
-  // -- the cluster (all null on a single node) ---------------------------------
-  std::shared_ptr<actors::cluster_board> cluster_;
-  std::shared_ptr<actors::cluster_counters> cluster_counters_ =
-      std::make_shared<actors::cluster_counters>();
-  std::vector<actors::peer_link_actor> links_; ///< by node_index; null at self
-  std::vector<std::shared_ptr<actors::peer_link_counters>> link_counters_;
-  actors::cluster_service_actor service_;
-  actors::cluster_node_actor cluster_node_;
-  actors::cluster_gate_actor cluster_gate_;
-  actors::frame_forwarder_actor forwarder_;
-  uint16_t cluster_port_ = 0;
-  /// Lookups read other nodes' slots over ZMQ (gateway/peer_read.hpp says why).
-  std::unique_ptr<gateway::peer_read_server> read_server_;
-  std::unique_ptr<gateway::peer_read_client> read_client_;
+  /// This node's part in a cluster; null on a single node.
+  std::unique_ptr<node_cluster> cluster_;
   /// The actors exist (after loading): API calls may reach them.
   std::atomic<bool> serving_{false};
   std::atomic<bool> ready_{false};
@@ -182,7 +165,9 @@ public:
     shard_ = system_.spawn<caf::detached>(actors::kv_shard, std::move(init));
     actors::holder_source source;
     if (cluster_)
-      source = [this](const std::vector<uint64_t>& keys) { return cluster_holders(keys); };
+      source = [cluster = cluster_.get()](const std::vector<uint64_t>& keys) {
+        return cluster->holders(keys);
+      };
     reader_ = std::make_shared<actors::lookup_reader>(index_, c.chunk_hashing, std::move(source));
     for (uint32_t i = 0; i < std::max(1U, c.lookup_actors); ++i)
       lookups_.push_back(system_.spawn(actors::lookup_main,
@@ -202,30 +187,8 @@ public:
     actors::directory_config dc;
     dc.options = c;
     dc.shards = {shard_};
-    if (cluster_) {
-      auto table = cluster_->current();
-      const auto& cl = options_.cluster;
-      dc.shards.clear();
-      for (size_t i = 0; i < table->peers.size(); ++i) {
-        if (i == table->self) {
-          links_.emplace_back();
-          link_counters_.emplace_back();
-          dc.shards.push_back(shard_);
-          continue;
-        }
-        auto counters = std::make_shared<actors::peer_link_counters>();
-        links_.push_back(system_.spawn(actors::peer_link_main,
-                                       actors::peer_link_config{table->members[i].address.id,
-                                                                cl.replication_timeout,
-                                                                cl.peer_buffer_ops, counters}));
-        link_counters_.push_back(counters);
-        dc.shards.push_back(caf::actor_cast<actors::kv_shard_actor>(links_.back()));
-      }
-      dc.placement =
-          std::make_shared<const std::vector<uint64_t>>(cluster::owner_masks(*table->owners));
-      dc.home_destination = table->self;
-      dc.cluster = cluster_;
-    }
+    if (cluster_)
+      cluster_->add_destinations(dc, shard_);
     dc.lookups = lookups_;
     dc.reader = reader_;
     dc.fanout = fanout_;
@@ -259,236 +222,7 @@ public:
     bridge_ = system_.spawn(actors::request_bridge_main, directory_);
     router_ = system_.spawn(actors::ingest_router_main);
     if (cluster_)
-      spawn_cluster_actors();
-  }
-
-  /// The cluster's actors, and the gate published on the cluster port.
-  void spawn_cluster_actors() {
-    const auto& c = options_.controller;
-    auto* metrics = &metrics_;
-    auto count = [metrics](std::string_view e) { metrics->count_event(e); };
-    auto table = cluster_->current();
-    service_ = system_.spawn<caf::detached>(
-        actors::cluster_service_main,
-        actors::cluster_service_config{index_, routes_, directory_, c.internal_timeout, count});
-    forwarder_ =
-        system_.spawn(actors::frame_forwarder_main,
-                      actors::frame_forwarder_config{cluster_, gate_, c.internal_timeout, count});
-    actors::cluster_node_config nc;
-    nc.options = options_.cluster;
-    nc.self_id = c.node_id;
-    nc.slot_count = c.slot_count;
-    nc.links = links_;
-    nc.board = cluster_;
-    nc.counters = cluster_counters_;
-    // The node actor's own handle goes into `local` once it exists; peers get
-    // it from the gate, which is spawned after it.
-    const auto& me = table->members[table->self].address;
-    // The address peers and tools reach this node's HTTP API at.
-    const auto& h = options_.http.host;
-    const std::string http_host = !options_.zmq.advertise_host.empty() ? options_.zmq.advertise_host
-                                  : (h == "0.0.0.0" || h == "::")      ? me.host
-                                                                       : h;
-    const std::string http = http_host + ":" + std::to_string(http_->port());
-    read_server_ = std::make_unique<gateway::peer_read_server>(
-        context_, options_.zmq.host, me.host, [index = index_](std::span<const uint64_t> keys) {
-          return actors::read_holders_flat(*index, keys);
-        });
-    read_client_ = std::make_unique<gateway::peer_read_client>(context_);
-    nc.local = actors::peer_handles{nullptr,
-                                    caf::actor_cast<caf::actor>(shard_),
-                                    caf::actor_cast<caf::actor>(directory_),
-                                    caf::actor_cast<caf::actor>(service_),
-                                    http,
-                                    read_server_->endpoint()};
-    cluster_node_ = system_.spawn(actors::cluster_node_main, std::move(nc));
-    std::vector<caf::actor> handles{
-        caf::actor_cast<caf::actor>(cluster_node_), caf::actor_cast<caf::actor>(shard_),
-        caf::actor_cast<caf::actor>(directory_), caf::actor_cast<caf::actor>(service_)};
-    cluster_gate_ =
-        system_.spawn(actors::cluster_gate_main,
-                      actors::gate_config{c.node_id, options_.cluster.secret, handles, http,
-                                          read_server_->endpoint(), cluster_counters_});
-    auto port = system_.middleman().publish(cluster_gate_, me.port, options_.zmq.host.c_str(),
-                                            /*reuse_addr=*/true);
-    if (!port)
-      throw std::runtime_error("cannot listen on the cluster port " + options_.zmq.host + ":" +
-                               std::to_string(me.port) + ": " + system_.render(port.error()));
-    cluster_port_ = *port;
-    spdlog::info("cluster-listening node={} host={} port={} members={} replicas={}", c.node_id,
-                 options_.zmq.host, cluster_port_, table->peers.size(), options_.cluster.replicas);
-  }
-
-  /// The holders of `keys`: this node's index for the slots it holds, the
-  /// other owners for the rest (one request per owner; answers within the
-  /// internal timeout or the keys count as held by nobody, and it is logged).
-  std::vector<actors::holder_list> cluster_holders(const std::vector<uint64_t>& keys) {
-    auto table = cluster_->current();
-    const uint32_t slots = table->owners->slot_count();
-    std::vector<std::vector<uint32_t>> by_node(table->peers.size());
-    for (uint32_t i = 0; i < keys.size(); ++i)
-      by_node[table->read_owner(actors::slot_of(keys[i], slots))].push_back(i);
-    std::vector<actors::holder_list> out(keys.size());
-    bool remote = false;
-    for (size_t n = 0; n < by_node.size(); ++n)
-      remote = remote || (n != table->self && !by_node[n].empty());
-    if (!remote) {
-      auto r = index_->read();
-      for (uint32_t i : by_node[table->self])
-        r.holders(keys[i], out[i]);
-      return out;
-    }
-    // Every owner's request leaves before any answer is awaited, and the local
-    // read happens meanwhile: the lookup costs one round trip, not one per owner.
-    std::vector<std::pair<size_t, gateway::peer_read_client::call>> pending;
-    std::vector<uint64_t> asked;
-    for (size_t n = 0; n < by_node.size(); ++n) {
-      if (n == table->self || by_node[n].empty())
-        continue;
-      const auto& endpoint = table->peers[n].handles.read;
-      asked.clear();
-      for (uint32_t i : by_node[n])
-        asked.push_back(keys[i]);
-      auto call = endpoint.empty() ? std::nullopt : read_client_->send(endpoint, asked);
-      if (!call) {
-        metrics_.count_event("lookup_owner_unreachable");
-        continue;
-      }
-      pending.emplace_back(n, std::move(*call));
-    }
-    {
-      auto r = index_->read();
-      for (uint32_t i : by_node[table->self])
-        r.holders(keys[i], out[i]);
-    }
-    for (auto& [n, call] : pending) {
-      auto flat = read_client_->wait(call, options_.controller.internal_timeout);
-      if (!flat) {
-        metrics_.count_event("lookup_owner_unreachable");
-        spdlog::warn("lookup-read-failed peer={} keys={} error=timeout",
-                     table->members[n].address.id, by_node[n].size());
-        continue;
-      }
-      size_t at = 0;
-      for (uint32_t i : by_node[n]) {
-        if (at >= flat->size())
-          break;
-        const uint64_t count = (*flat)[at++];
-        for (uint64_t h = 0; h < count && at < flat->size(); ++h)
-          out[i].push_back((*flat)[at++]);
-      }
-    }
-    return out;
-  }
-
-  /// Entries per holder over the whole cluster: each node counts the slots it
-  /// is the primary of (so no copy counts twice); nullopt when a node did not
-  /// answer (its slots' entries would be missing).
-  std::optional<actors::holder_counts> cluster_counts() {
-    auto table = cluster_->current();
-    actors::holder_counts total;
-    auto add = [&](const std::vector<uint64_t>& flat) {
-      for (size_t i = 0; i + 1 < flat.size(); i += 2)
-        total[flat[i]] += flat[i + 1];
-    };
-    add(actors::share_counts_flat(*index_));
-    caf::scoped_actor self{system_};
-    bool complete = true;
-    for (size_t n = 0; n < table->peers.size(); ++n) {
-      if (n == table->self)
-        continue;
-      const auto& service = table->peers[n].handles.service;
-      if (!service) {
-        complete = false;
-        continue;
-      }
-      self->request(caf::actor_cast<actors::cluster_service_actor>(service),
-                    options_.controller.internal_timeout, actors::stats_atom::value)
-          .receive([&](std::vector<uint64_t>& flat) { add(flat); },
-                   [&](caf::error&) { complete = false; });
-    }
-    if (!complete)
-      metrics_.count_event("cluster_counts_incomplete");
-    return total;
-  }
-
-  /// node_stats with the cluster's key counts per worker (a single node: as is).
-  std::optional<actors::node_stats> cluster_wide(std::optional<actors::node_stats> s) {
-    if (!s || !cluster_)
-      return s;
-    auto counts = cluster_counts();
-    if (!counts)
-      return s;
-    s->total_entries = 0;
-    for (auto& w : s->workers) {
-      w.key_count = 0;
-      for (auto h : w.holders)
-        if (auto it = counts->find(h); it != counts->end())
-          w.key_count += it->second;
-    }
-    for (const auto& [h, n] : *counts)
-      s->total_entries += n;
-    return s;
-  }
-
-  std::string cluster_status() const {
-    using nlohmann::json;
-    auto table = cluster_->current();
-    json members = json::array();
-    uint64_t primary = 0;
-    uint64_t replica = 0;
-    for (const auto& m : table->members) {
-      const auto i = static_cast<size_t>(&m - table->members.data());
-      members.push_back({{"id", m.address.id},
-                         {"host", m.address.host},
-                         {"port", m.address.port},
-                         {"http", table->peers[i].handles.http},
-                         {"live", m.live},
-                         {"self", m.self},
-                         {"primary_slots", m.primary_slots},
-                         {"replica_slots", m.replica_slots}});
-      if (m.self) {
-        primary = m.primary_slots;
-        replica = m.replica_slots;
-      }
-    }
-    json links = json::array();
-    uint64_t queued = 0;
-    for (size_t i = 0; i < link_counters_.size(); ++i) {
-      const auto& lc = link_counters_[i];
-      if (!lc)
-        continue;
-      queued += lc->queued_sub_batches;
-      links.push_back({{"peer", table->members[i].address.id},
-                       {"queued_sub_batches", lc->queued_sub_batches.load()},
-                       {"queued_ops", lc->queued_ops.load()},
-                       {"sent_sub_batches", lc->sent_sub_batches.load()},
-                       {"resent_sub_batches", lc->resent_sub_batches.load()},
-                       {"replication_timeouts", lc->timeouts.load()},
-                       {"dropped_ops", lc->dropped_ops.load()}});
-    }
-    size_t live = 0;
-    for (const auto& p : table->peers)
-      live += p.live ? 1 : 0;
-    char version[17];
-    std::snprintf(version, sizeof version, "%016llx",
-                  static_cast<unsigned long long>(table->ring_version));
-    json out = {{"node", options_.controller.node_id},
-                {"ring_version", version},
-                {"replicas", options_.cluster.replicas},
-                {"slots", table->owners->slot_count()},
-                {"members", members},
-                {"live_members", live},
-                {"all_live", table->all_live},
-                {"slots_primary", primary},
-                {"slots_replica", replica},
-                {"replication", links},
-                {"replication_lag_sub_batches", queued},
-                {"ingest_inflight_ops", gate_->in_flight()},
-                {"joins_refused", cluster_counters_->joins_refused.load()},
-                {"joins_failed", cluster_counters_->joins_failed.load()},
-                {"peers_lost", cluster_counters_->peers_lost.load()}};
-    return out.dump();
+      cluster_->start(shard_, directory_, http_->port());
   }
 
   /// Waits (bounded) for one drain answer.
@@ -539,7 +273,7 @@ public:
   /// its actor in one message, holding their ingest credits.
   void route_round(std::vector<msg::Msg>& frames) {
     auto table = routes_->current();
-    auto cluster = cluster_ ? cluster_->current() : nullptr;
+    auto cluster = cluster_ ? cluster_->board()->current() : nullptr;
     actors::ingest_round groups;
     absl::flat_hash_map<uint64_t, size_t> by_uid;
     // Frames of workers whose entity lives on another node, per node.
@@ -603,7 +337,7 @@ public:
     }
     flush_groups();
     for (auto& [node, msgs] : forward)
-      caf::anon_send(forwarder_, actors::push_atom::value, node, std::move(msgs));
+      cluster_->forward(node, std::move(msgs));
   }
 };
 
@@ -623,20 +357,10 @@ void node_runtime::start() {
   // HTTP first: /healthz answers and /readyz says 503 while the index loads.
   d.http_->start();
   d.started_ = true;
-  if (d.options_.cluster.enabled()) {
-    auto secret = cluster::resolve_secret(d.options_.cluster, process_environment());
-    if (!secret)
-      throw std::runtime_error(secret.error().message);
-    d.options_.cluster.secret = std::move(*secret);
-    auto table = actors::initial_cluster_table(d.options_.cluster, d.options_.controller.node_id,
-                                               d.options_.controller.slot_count);
-    if (!table)
-      throw std::runtime_error("cluster configuration: " + table.error().message);
-    // This node's share of the counts: the slots it is the primary of.
-    d.index_->set_share_slots((*table)->owners->slots_of(d.options_.controller.node_id).primary);
-    d.cluster_ = std::make_shared<actors::cluster_board>();
-    d.cluster_->publish(std::move(*table));
-  }
+  if (d.options_.cluster.enabled())
+    d.cluster_ = std::make_unique<node_cluster>(
+        d.options_,
+        node_cluster::node_parts{d.system_, d.context_, d.metrics_, d.index_, d.gate_, d.routes_});
   auto state = load_node_state(d.options_, *d.index_);
   const auto entries = state.entries;
   const auto seconds = state.seconds;
@@ -655,7 +379,7 @@ void node_runtime::start() {
                "max_inflight_ops={}",
                d.options_.controller.node_id, ::getpid(), d.options_.http.host, d.http_->port(),
                z.host, z.pull_port, port_or_off(z.reply_port), port_or_off(z.heartbeat_port),
-               d.cluster_ ? z.host + ":" + std::to_string(d.cluster_port_) : std::string("off"),
+               d.cluster_ ? z.host + ":" + std::to_string(d.cluster_->port()) : std::string("off"),
                d.store_ ? d.store_->path() : "off", entries, seconds,
                d.options_.controller.max_inflight_ops);
 }
@@ -685,19 +409,8 @@ void node_runtime::stop() {
   exit(d.shard_);
   exit(d.rows_);
   exit(d.router_);
-  exit(d.cluster_gate_);
-  exit(d.cluster_node_);
-  exit(d.service_);
-  exit(d.forwarder_);
-  for (auto& l : d.links_)
-    exit(l);
-  d.links_.clear();
-  d.read_server_.reset();
-  d.read_client_.reset();
-  d.cluster_gate_ = nullptr;
-  d.cluster_node_ = nullptr;
-  d.service_ = nullptr;
-  d.forwarder_ = nullptr;
+  if (d.cluster_)
+    d.cluster_->stop();
   d.lookups_.clear();
   d.fanout_ = nullptr;
   d.directory_ = nullptr;
@@ -761,7 +474,9 @@ std::future<msg::Msg> node_runtime::orchestrate(msg::Msg request) {
 std::future<std::vector<gateway::worker_view>> node_runtime::workers() {
   if (!impl_->serving_)
     return ready_future(std::vector<gateway::worker_view>{});
-  auto s = impl_->cluster_wide(impl_->node_stats().get());
+  auto s = impl_->node_stats().get();
+  if (s && impl_->cluster_)
+    s = impl_->cluster_->cluster_wide(std::move(*s));
   std::vector<gateway::worker_view> out;
   if (s)
     for (auto& w : s->workers)
@@ -772,7 +487,9 @@ std::future<std::vector<gateway::worker_view>> node_runtime::workers() {
 std::future<gateway::key_stats> node_runtime::stats() {
   if (!impl_->serving_)
     return ready_future(gateway::key_stats{});
-  auto s = impl_->cluster_wide(impl_->node_stats().get());
+  auto s = impl_->node_stats().get();
+  if (s && impl_->cluster_)
+    s = impl_->cluster_->cluster_wide(std::move(*s));
   gateway::key_stats out;
   if (!s)
     return ready_future(std::move(out));
@@ -799,33 +516,8 @@ std::future<gateway::controller_gauges> node_runtime::gauges() {
   if (!s)
     return ready_future(g);
   g.kv_pool_keys_count = s->total_entries;
-  if (d.cluster_) {
-    // This node's share: the entries of the slots it is the primary of, so
-    // that Prometheus' sum() over the nodes is the cluster's count (README).
-    auto table = d.cluster_->current();
-    const auto primary = table->owners->slots_of(d.options_.controller.node_id).primary;
-    g.kv_pool_keys_count = d.index_->read().share_entries();
-    uint64_t queued = 0;
-    uint64_t timeouts = 0;
-    for (const auto& lc : d.link_counters_)
-      if (lc) {
-        queued += lc->queued_sub_batches;
-        timeouts += lc->timeouts;
-      }
-    auto gauge = [&](std::string_view name, double v) { d.metrics_.set_gauge(name, v); };
-    gauge("cluster_members", static_cast<double>(table->peers.size()));
-    gauge("cluster_live_members",
-          static_cast<double>(std::count_if(table->peers.begin(), table->peers.end(),
-                                            [](const auto& p) { return p.live; })));
-    gauge("cluster_primary_slots", static_cast<double>(primary.size()));
-    gauge(
-        "cluster_replica_slots",
-        static_cast<double>(table->owners->slots_of(d.options_.controller.node_id).replica.size()));
-    gauge("cluster_replication_lag_sub_batches", static_cast<double>(queued));
-    gauge("cluster_replication_timeouts", static_cast<double>(timeouts));
-    gauge("cluster_joins_refused", static_cast<double>(d.cluster_counters_->joins_refused.load()));
-    gauge("cluster_peers_lost", static_cast<double>(d.cluster_counters_->peers_lost.load()));
-  }
+  if (d.cluster_)
+    g.kv_pool_keys_count = d.cluster_->update_gauges(); // this node's share (README)
   g.registered_workers_count = s->workers.size();
   g.kv_op_seq_discontinuity_count = s->seq_discontinuities;
   g.full_sync_workers_syncing = s->workers_syncing;
@@ -869,7 +561,7 @@ bool node_runtime::ready() const {
 std::optional<std::string> node_runtime::cluster_status_json() const {
   if (!impl_->cluster_ || !impl_->serving_)
     return std::nullopt;
-  return impl_->cluster_status();
+  return impl_->cluster_->status_json();
 }
 
 gateway::fault_outcome node_runtime::set_store_faults(const gateway::store_fault_settings& s) {

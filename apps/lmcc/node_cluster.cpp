@@ -1,0 +1,317 @@
+#include "apps/lmcc/node_cluster.hpp"
+
+#include "apps/lmcc/node_config.hpp"
+#include "cluster/handshake.hpp"
+
+#include <caf/io/middleman.hpp>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace lmcc::apps {
+
+node_cluster::node_cluster(const node_options& options, node_parts parts)
+  : options_(options), parts_(std::move(parts)) {
+  auto secret = cluster::resolve_secret(options_.cluster, process_environment());
+  if (!secret)
+    throw std::runtime_error(secret.error().message);
+  options_.cluster.secret = std::move(*secret);
+  auto table = actors::initial_cluster_table(options_.cluster, options_.controller.node_id,
+                                             options_.controller.slot_count);
+  if (!table)
+    throw std::runtime_error("cluster configuration: " + table.error().message);
+  // This node's share of the counts: the slots it is the primary of.
+  parts_.index->set_share_slots((*table)->owners->slots_of(options_.controller.node_id).primary);
+  board_->publish(std::move(*table));
+}
+
+node_cluster::~node_cluster() {
+  stop();
+}
+
+void node_cluster::add_destinations(actors::directory_config& dc,
+                                    const actors::kv_shard_actor& shard) {
+  auto table = board_->current();
+  const auto& cl = options_.cluster;
+  dc.shards.clear();
+  for (size_t i = 0; i < table->peers.size(); ++i) {
+    if (i == table->self) {
+      links_.emplace_back();
+      link_counters_.emplace_back();
+      dc.shards.push_back(shard);
+      continue;
+    }
+    auto counters = std::make_shared<actors::peer_link_counters>();
+    links_.push_back(parts_.system.spawn(actors::peer_link_main,
+                                         actors::peer_link_config{table->members[i].address.id,
+                                                                  cl.replication_timeout,
+                                                                  cl.peer_buffer_ops, counters}));
+    link_counters_.push_back(counters);
+    dc.shards.push_back(caf::actor_cast<actors::kv_shard_actor>(links_.back()));
+  }
+  dc.placement =
+      std::make_shared<const std::vector<uint64_t>>(cluster::owner_masks(*table->owners));
+  dc.home_destination = table->self;
+  dc.cluster = board_;
+}
+
+void node_cluster::start(const actors::kv_shard_actor& shard,
+                         const actors::directory_actor& directory, uint16_t http_port) {
+  auto& system = parts_.system;
+  const auto& c = options_.controller;
+  auto* metrics = &parts_.metrics;
+  auto count = [metrics](std::string_view e) { metrics->count_event(e); };
+  const auto table = board_->current();
+  const auto& me = table->members[table->self].address;
+  // Detached: remote key reads and forwarded frames never wait for a
+  // scheduler thread busy with ingest.
+  service_ = system.spawn<caf::detached>(actors::cluster_service_main,
+                                         actors::cluster_service_config{parts_.index, parts_.routes,
+                                                                        directory,
+                                                                        c.internal_timeout, count});
+  forwarder_ =
+      system.spawn(actors::frame_forwarder_main,
+                   actors::frame_forwarder_config{board_, parts_.gate, c.internal_timeout, count});
+  // The address peers and tools reach this node's HTTP API at.
+  const auto& h = options_.http.host;
+  const std::string http_host = !options_.zmq.advertise_host.empty() ? options_.zmq.advertise_host
+                                : (h == "0.0.0.0" || h == "::")      ? me.host
+                                                                     : h;
+  const std::string http = http_host + ":" + std::to_string(http_port);
+  read_server_ = std::make_unique<gateway::peer_read_server>(
+      parts_.context, options_.zmq.host, me.host,
+      [index = parts_.index](std::span<const uint64_t> keys) {
+        return actors::read_holders_flat(*index, keys);
+      });
+  read_client_ = std::make_unique<gateway::peer_read_client>(parts_.context);
+  actors::cluster_node_config nc;
+  nc.options = options_.cluster;
+  nc.self_id = c.node_id;
+  nc.slot_count = c.slot_count;
+  nc.links = links_;
+  nc.board = board_;
+  nc.counters = counters_;
+  nc.local = actors::peer_handles{nullptr,
+                                  caf::actor_cast<caf::actor>(shard),
+                                  caf::actor_cast<caf::actor>(directory),
+                                  caf::actor_cast<caf::actor>(service_),
+                                  http,
+                                  read_server_->endpoint()};
+  node_ = system.spawn(actors::cluster_node_main, std::move(nc));
+  // Peers get the node's handles from the gate, once they proved the secret.
+  std::vector<caf::actor> handles{
+      caf::actor_cast<caf::actor>(node_), caf::actor_cast<caf::actor>(shard),
+      caf::actor_cast<caf::actor>(directory), caf::actor_cast<caf::actor>(service_)};
+  gate_ = system.spawn(actors::cluster_gate_main,
+                       actors::gate_config{c.node_id, options_.cluster.secret, handles, http,
+                                           read_server_->endpoint(), counters_});
+  auto port = system.middleman().publish(gate_, me.port, options_.zmq.host.c_str(),
+                                         /*reuse_addr=*/true);
+  if (!port)
+    throw std::runtime_error("cannot listen on the cluster port " + options_.zmq.host + ":" +
+                             std::to_string(me.port) + ": " + system.render(port.error()));
+  port_ = *port;
+  spdlog::info("cluster-listening node={} host={} port={} members={} replicas={}", c.node_id,
+               options_.zmq.host, port_, table->peers.size(), options_.cluster.replicas);
+}
+
+void node_cluster::stop() {
+  auto exit = [](const auto& h) {
+    if (h)
+      caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
+  };
+  exit(gate_);
+  exit(node_);
+  exit(service_);
+  exit(forwarder_);
+  for (auto& l : links_)
+    exit(l);
+  links_.clear();
+  gate_ = nullptr;
+  node_ = nullptr;
+  service_ = nullptr;
+  forwarder_ = nullptr;
+  read_server_.reset();
+  read_client_.reset();
+}
+
+std::vector<actors::holder_list> node_cluster::holders(const std::vector<uint64_t>& keys) {
+  auto table = board_->current();
+  const uint32_t slots = table->owners->slot_count();
+  std::vector<std::vector<uint32_t>> by_node(table->peers.size());
+  for (uint32_t i = 0; i < keys.size(); ++i)
+    by_node[table->read_owner(actors::slot_of(keys[i], slots))].push_back(i);
+  std::vector<actors::holder_list> out(keys.size());
+  // Every owner's request leaves before any answer is awaited, and the local
+  // read happens meanwhile: the lookup costs one round trip, not one per owner.
+  std::vector<std::pair<size_t, gateway::peer_read_client::call>> pending;
+  std::vector<uint64_t> asked;
+  for (size_t n = 0; n < by_node.size(); ++n) {
+    if (n == table->self || by_node[n].empty())
+      continue;
+    const auto& endpoint = table->peers[n].handles.read;
+    asked.clear();
+    for (uint32_t i : by_node[n])
+      asked.push_back(keys[i]);
+    auto call = endpoint.empty() ? std::nullopt : read_client_->send(endpoint, asked);
+    if (!call) {
+      parts_.metrics.count_event("lookup_owner_unreachable");
+      continue;
+    }
+    pending.emplace_back(n, std::move(*call));
+  }
+  {
+    auto r = parts_.index->read();
+    for (uint32_t i : by_node[table->self])
+      r.holders(keys[i], out[i]);
+  }
+  for (auto& [n, call] : pending) {
+    auto flat = read_client_->wait(call, options_.controller.internal_timeout);
+    if (!flat) {
+      parts_.metrics.count_event("lookup_owner_unreachable");
+      spdlog::warn("lookup-read-failed peer={} keys={} error=timeout", table->members[n].address.id,
+                   by_node[n].size());
+      continue;
+    }
+    size_t at = 0;
+    for (uint32_t i : by_node[n]) {
+      if (at >= flat->size())
+        break;
+      const uint64_t count = (*flat)[at++];
+      for (uint64_t h = 0; h < count && at < flat->size(); ++h)
+        out[i].push_back((*flat)[at++]);
+    }
+  }
+  return out;
+}
+
+actors::holder_counts node_cluster::counts() {
+  auto table = board_->current();
+  actors::holder_counts total;
+  auto add = [&](const std::vector<uint64_t>& flat) {
+    for (size_t i = 0; i + 1 < flat.size(); i += 2)
+      total[flat[i]] += flat[i + 1];
+  };
+  add(actors::share_counts_flat(*parts_.index));
+  caf::scoped_actor self{parts_.system};
+  bool complete = true;
+  for (size_t n = 0; n < table->peers.size(); ++n) {
+    if (n == table->self)
+      continue;
+    const auto& service = table->peers[n].handles.service;
+    if (!service) {
+      complete = false;
+      continue;
+    }
+    self->request(caf::actor_cast<actors::cluster_service_actor>(service),
+                  options_.controller.internal_timeout, actors::stats_atom::value)
+        .receive([&](std::vector<uint64_t>& flat) { add(flat); },
+                 [&](caf::error&) { complete = false; });
+  }
+  // A node that did not answer leaves its primary slots' entries out.
+  if (!complete)
+    parts_.metrics.count_event("cluster_counts_incomplete");
+  return total;
+}
+
+actors::node_stats node_cluster::cluster_wide(actors::node_stats s) {
+  const auto totals = counts();
+  s.total_entries = 0;
+  for (auto& w : s.workers) {
+    w.key_count = 0;
+    for (auto h : w.holders)
+      if (auto it = totals.find(h); it != totals.end())
+        w.key_count += it->second;
+  }
+  for (const auto& [h, n] : totals)
+    s.total_entries += n;
+  return s;
+}
+
+uint64_t node_cluster::update_gauges() {
+  auto table = board_->current();
+  const auto& me = table->members[table->self];
+  uint64_t queued = 0;
+  uint64_t timeouts = 0;
+  for (const auto& lc : link_counters_)
+    if (lc) {
+      queued += lc->queued_sub_batches;
+      timeouts += lc->timeouts;
+    }
+  auto gauge = [this](std::string_view name, auto v) {
+    parts_.metrics.set_gauge(name, static_cast<double>(v));
+  };
+  gauge("cluster_members", table->peers.size());
+  gauge("cluster_live_members", std::count_if(table->peers.begin(), table->peers.end(),
+                                              [](const auto& p) { return p.live; }));
+  gauge("cluster_primary_slots", me.primary_slots);
+  gauge("cluster_replica_slots", me.replica_slots);
+  gauge("cluster_replication_lag_sub_batches", queued);
+  gauge("cluster_replication_timeouts", timeouts);
+  gauge("cluster_joins_refused", counters_->joins_refused.load());
+  gauge("cluster_peers_lost", counters_->peers_lost.load());
+  // The entries of the slots this node is the primary of, so that
+  // Prometheus' sum() over the nodes is the cluster's count (README).
+  return parts_.index->read().share_entries();
+}
+
+std::string node_cluster::status_json() const {
+  using nlohmann::json;
+  auto table = board_->current();
+  json members = json::array();
+  for (size_t i = 0; i < table->members.size(); ++i) {
+    const auto& m = table->members[i];
+    members.push_back({{"id", m.address.id},
+                       {"host", m.address.host},
+                       {"port", m.address.port},
+                       {"http", table->peers[i].handles.http},
+                       {"live", m.live},
+                       {"self", m.self},
+                       {"primary_slots", m.primary_slots},
+                       {"replica_slots", m.replica_slots}});
+  }
+  json links = json::array();
+  uint64_t queued = 0;
+  for (size_t i = 0; i < link_counters_.size(); ++i) {
+    const auto& lc = link_counters_[i];
+    if (!lc)
+      continue;
+    queued += lc->queued_sub_batches;
+    links.push_back({{"peer", table->members[i].address.id},
+                     {"queued_sub_batches", lc->queued_sub_batches.load()},
+                     {"queued_ops", lc->queued_ops.load()},
+                     {"sent_sub_batches", lc->sent_sub_batches.load()},
+                     {"resent_sub_batches", lc->resent_sub_batches.load()},
+                     {"replication_timeouts", lc->timeouts.load()},
+                     {"dropped_ops", lc->dropped_ops.load()}});
+  }
+  const auto& me = table->members[table->self];
+  char version[17];
+  std::snprintf(version, sizeof version, "%016llx",
+                static_cast<unsigned long long>(table->ring_version));
+  json out = {{"node", options_.controller.node_id},
+              {"ring_version", version},
+              {"replicas", options_.cluster.replicas},
+              {"slots", table->owners->slot_count()},
+              {"members", members},
+              {"live_members", std::count_if(table->peers.begin(), table->peers.end(),
+                                             [](const auto& p) { return p.live; })},
+              {"all_live", table->all_live},
+              {"slots_primary", me.primary_slots},
+              {"slots_replica", me.replica_slots},
+              {"replication", links},
+              {"replication_lag_sub_batches", queued},
+              {"ingest_inflight_ops", parts_.gate->in_flight()},
+              {"joins_refused", counters_->joins_refused.load()},
+              {"joins_failed", counters_->joins_failed.load()},
+              {"peers_lost", counters_->peers_lost.load()}};
+  return out.dump();
+}
+
+void node_cluster::forward(uint16_t node, actors::pushed_msgs msgs) {
+  caf::anon_send(forwarder_, actors::push_atom::value, node, std::move(msgs));
+}
+
+} // namespace lmcc::apps

@@ -1,0 +1,113 @@
+// node_cluster: the part of a node that makes it a member of a cluster, beside
+// the single-node runtime (node_runtime.cpp), which owns one when
+// lmcc_cluster_members is set.
+//
+// It resolves the cluster secret and the first cluster table, gives the
+// directory its destinations (this node's shard plus one peer_link per other
+// member, with the slots' owner masks), spawns the cluster's actors and
+// publishes the gate on the cluster port, and answers what the runtime asks
+// of the cluster: the holders of a lookup's keys (this node's index plus the
+// other owners over gateway/peer_read), the cluster-wide counts per holder,
+// /cluster/status, the lmcc_cluster_* gauges, and frames to forward to a
+// worker's home node. README "How the cluster works" is the overview.
+//
+//   node_cluster cluster{options, deps};           // throws on a bad config or secret
+//   cluster.add_destinations(directory_config, shard);
+//   cluster.start(shard, directory, http_port);    // after the directory exists
+//   ... cluster.holders(keys), cluster.status_json() ...
+//   cluster.stop();                                // before the actor system ends
+//
+// Context: owned by the node runtime; holders(), counts(), status_json() and
+// gauges() may be called from any thread.
+#pragma once
+
+#include "actors/cluster_node.hpp"
+#include "actors/cluster_service.hpp"
+#include "actors/directory.hpp"
+#include "apps/lmcc/node_options.hpp"
+#include "gateway/metrics.hpp"
+#include "gateway/peer_read.hpp"
+
+#include <caf/all.hpp>
+#include <zmq.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace lmcc::apps {
+
+class node_cluster {
+public:
+  /// What the cluster part uses of the node (all outlive it).
+  struct node_parts {
+    caf::actor_system& system;
+    zmq::context_t& context;
+    gateway::node_metrics& metrics;
+    std::shared_ptr<actors::kv_index> index;
+    std::shared_ptr<actors::credit_gate> gate;
+    std::shared_ptr<actors::route_board> routes;
+  };
+
+  /// Resolves the secret (file or environment) and checks the membership;
+  /// marks this node's primary slots as the index's share. Throws
+  /// std::runtime_error with a message for the operator.
+  node_cluster(const node_options& options, node_parts parts);
+  ~node_cluster();
+  node_cluster(const node_cluster&) = delete;
+  node_cluster& operator=(const node_cluster&) = delete;
+
+  const std::shared_ptr<actors::cluster_board>& board() const noexcept { return board_; }
+
+  /// Spawns a peer_link per other member and makes them, with `shard` at this
+  /// node's index, the destinations worker actors split batches over.
+  void add_destinations(actors::directory_config& dc, const actors::kv_shard_actor& shard);
+
+  /// Spawns the service, forwarder, node and gate actors and publishes the
+  /// gate on this node's cluster port (throws when it cannot listen).
+  void start(const actors::kv_shard_actor& shard, const actors::directory_actor& directory,
+             uint16_t http_port);
+
+  /// Asks the actors to exit and closes the key-read sockets.
+  void stop();
+
+  /// The port the gate listens on (0 before start()).
+  uint16_t port() const noexcept { return port_; }
+
+  /// The holders of `keys`: this node's index for the slots it holds, one
+  /// read per other owner, all in flight at once (a lookup_reader source).
+  std::vector<actors::holder_list> holders(const std::vector<uint64_t>& keys);
+
+  /// `s` with the cluster's entry counts (each node counts its primary slots).
+  actors::node_stats cluster_wide(actors::node_stats s);
+
+  /// This node's share of the entries (lmcache kv_pool_keys_count) after
+  /// setting the lmcc_cluster_* gauges.
+  uint64_t update_gauges();
+
+  /// GET /cluster/status.
+  std::string status_json() const;
+
+  /// Sends frames of workers homed on member `node` there (credits held).
+  void forward(uint16_t node, actors::pushed_msgs msgs);
+
+private:
+  actors::holder_counts counts();
+
+  node_options options_;
+  node_parts parts_;
+  std::shared_ptr<actors::cluster_board> board_ = std::make_shared<actors::cluster_board>();
+  std::shared_ptr<actors::cluster_counters> counters_ =
+      std::make_shared<actors::cluster_counters>();
+  std::vector<actors::peer_link_actor> links_; ///< by node_index; null at self
+  std::vector<std::shared_ptr<actors::peer_link_counters>> link_counters_;
+  actors::cluster_service_actor service_;
+  actors::cluster_node_actor node_;
+  actors::cluster_gate_actor gate_;
+  actors::frame_forwarder_actor forwarder_;
+  uint16_t port_ = 0;
+  std::unique_ptr<gateway::peer_read_server> read_server_;
+  std::unique_ptr<gateway::peer_read_client> read_client_;
+};
+
+} // namespace lmcc::apps
