@@ -69,6 +69,7 @@ std::shared_ptr<cluster_table> make_table(const cluster::membership& m,
                                           const std::vector<peer_handles>& handles) {
   auto t = std::make_shared<cluster_table>();
   t->owners = std::move(owners);
+  t->live_owners = std::make_shared<const cluster::placement>(m.live_placement());
   t->self = m.self();
   t->peers.resize(m.size());
   for (size_t i = 0; i < m.size(); ++i) {
@@ -88,7 +89,13 @@ void publish(node_self self) {
   for (const auto& p : st.peers)
     handles.push_back(p.handles);
   handles[st.members->self()] = st.cfg.local;
-  st.cfg.board->publish(make_table(*st.members, st.owners, handles));
+  auto table = make_table(*st.members, st.owners, handles);
+  const bool moved = !st.last_published || st.last_published->ring_version != table->ring_version;
+  st.last_published = table;
+  st.cfg.board->publish(std::move(table));
+  // Worker homes follow liveness: the directory hands off or takes over.
+  if (moved && st.cfg.local.directory)
+    self->send(caf::actor_cast<directory_actor>(st.cfg.local.directory), ring_atom::value);
 }
 
 void lost(node_self self, size_t i, std::string_view why) {
@@ -122,6 +129,12 @@ void failed(node_self self, size_t i, const caf::error& e) {
   const auto& id = st.members->address(static_cast<node_index>(i)).id;
   if (st.cfg.counters)
     ++st.cfg.counters->joins_failed;
+  // A peer presumed live at start is down once it cannot be reached.
+  if (st.members->on_lost(id)) {
+    spdlog::info("cluster-peer-unreachable node={} peer={} ring={:016x} live={}", st.cfg.self_id,
+                 id, st.members->ring_version(), st.members->live_count());
+    publish(self);
+  }
   // The first failure and then every 20th: a peer that is down for long must
   // not fill the log.
   if (p.failures == 1 || p.failures % 20 == 0)
@@ -239,6 +252,7 @@ initial_cluster_table(const cluster::cluster_options& options, const std::string
   auto m = cluster::membership::make(options, self_id, slot_count);
   if (!m)
     return m.error();
+  m->presume_live(clock_type::now());
   return std::shared_ptr<const cluster_table>{
       make_table(*m, std::make_shared<const cluster::placement>(m->owners()), {})};
 }
@@ -251,6 +265,7 @@ cluster_node_main(cluster_node_actor::stateful_pointer<cluster_node_state> self,
   // The runtime checked the options with initial_cluster_table() already.
   st.members = std::make_unique<cluster::membership>(
       std::move(*cluster::membership::make(st.cfg.options, st.cfg.self_id, st.cfg.slot_count)));
+  st.members->presume_live(clock_type::now());
   st.owners = std::make_shared<const cluster::placement>(st.members->owners());
   st.peers.resize(st.members->size());
   publish(self);

@@ -107,6 +107,7 @@ struct cluster_node_state {
   std::unique_ptr<cluster::membership> members;
   std::shared_ptr<const cluster::placement> owners;
   std::vector<peer_conn> peers;
+  std::shared_ptr<const cluster_table> last_published;
   std::mt19937_64 rng{std::random_device{}()};
 };
 

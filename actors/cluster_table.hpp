@@ -48,18 +48,28 @@ struct peer_entry {
 struct cluster_table {
   /// Static ownership over every configured member (membership.hpp says why).
   std::shared_ptr<const cluster::placement> owners;
+  /// The placement over the live members: where worker entities live.
+  std::shared_ptr<const cluster::placement> live_owners;
   node_index self = 0;
   std::vector<peer_entry> peers; ///< by node_index; peers[self] is this node
   std::vector<cluster::membership::member_view> members;
   uint64_t ring_version = 0;
   bool all_live = false;
 
-  /// cluster::home_of() and cluster::read_owner() with this table's liveness.
+  /// The worker's home as this table's liveness places it.
   node_index home_of(uint64_t worker_uid) const noexcept {
-    return cluster::home_of(*owners, worker_uid);
+    return cluster::home_of(*live_owners, worker_uid);
   }
+  /// A peer this node can talk to now: live (greeted, or presumed at start)
+  /// and joined (its handles known).
+  bool reachable(node_index n) const noexcept {
+    return n == self || (peers[n].live && peers[n].handles.node);
+  }
+  /// cluster::read_owner() over the peers whose key-read endpoint is known.
   node_index read_owner(uint32_t slot) const {
-    return cluster::read_owner(*owners, self, slot, [this](node_index n) { return peers[n].live; });
+    return cluster::read_owner(*owners, self, slot, [this](node_index n) {
+      return peers[n].live && !peers[n].handles.read.empty();
+    });
   }
 };
 

@@ -83,6 +83,12 @@ void membership::recompute_live_placement() {
   live_placement_ = std::move(*placement::compute(owners_.shared_ring(), live_ids));
 }
 
+void membership::presume_live(time_point now) {
+  std::fill(live_.begin(), live_.end(), uint8_t{1});
+  std::fill(last_seen_.begin(), last_seen_.end(), now);
+  recompute_live_placement();
+}
+
 bool membership::on_greeting(std::string_view id, time_point now) {
   auto i = index_of(id);
   if (!i || *i == self_)

@@ -2,18 +2,25 @@
 // which of them it currently sees alive (a heartbeat failure detector), who
 // owns each slot and where each worker's entity lives.
 //
-// Ownership in this version is static: it is the placement over the whole
-// configured member set, whatever is live, so every node computes the same
-// owners without agreeing on anything. A node that is down keeps its slots;
-// what is sent to it waits (bounded) in its peer's queue and is re-sent when
-// it returns, and its copies are served by the other owners meanwhile
-// (lookups read from a live owner). Moving slots to live nodes on failure is
-// the failover work (issue 12) and will replace `owners` by the placement
-// over the live set, which `ring_version` already names.
+// Data ownership is static: the placement over the whole configured member
+// set, whatever is live, so every node computes the same owners without
+// agreeing on anything. A node that is down keeps its slots; what is sent to
+// it waits (bounded) in its peer's queue and is re-sent when it returns, and
+// its copies are served by the other owners meanwhile (lookups read from a
+// live owner).
 //
-// The failure detector: a peer is live from its first greeting (the secret
-// handshake) and stays live while greetings arrive within failure_timeout; a
-// lost connection takes it down at once. Time is passed in.
+// Worker entities move: a worker's home is the first *live* member of its
+// uid's slot's preference list (`live_placement`), so when a node dies its
+// workers are taken over by the next owner of their slot, which holds their
+// replicated Directory rows and seq watermarks, and they return when it is
+// back. Along any slot's preference list a node's home is never behind itself,
+// so requests forwarded from node to node towards the home cannot loop.
+//
+// The failure detector: a peer is presumed live from the start (presume_live)
+// until a connection attempt fails or failure_timeout passes in silence, so a
+// node that restarts computes the same homes as the running nodes instead of
+// taking every worker for itself; it stays live while greetings arrive within
+// failure_timeout; a lost connection takes it down at once. Time is passed in.
 //
 //   membership m{opts, "n1"};          // fails like placement::compute
 //   m.on_greeting("n2", now);
@@ -42,7 +49,7 @@ uint64_t owner_mask(const placement& owners, uint32_t slot) noexcept;
 /// Every slot's owner mask, for the worker actors' split.
 std::vector<uint64_t> owner_masks(const placement& owners);
 /// Where the entity (WorkerActor) of the worker with uid `worker_uid` lives:
-/// the primary of the uid's slot.
+/// the primary of the uid's slot in `live` (a placement over the live members).
 node_index home_of(const placement& owners, uint64_t worker_uid) noexcept;
 /// The owner of `slot` to read from: `self` when it holds the slot, else the
 /// first owner in preference order that `live(n)` says is up, else the primary.
@@ -83,6 +90,10 @@ public:
   /// Takes down every peer silent for longer than the timeout; true when any.
   bool tick(time_point now);
 
+  /// Every member live, as if greeted at `now`: a node starts presuming its
+  /// peers up until a connection attempt fails (on_lost) or they stay silent.
+  void presume_live(time_point now);
+
   bool live(node_index i) const noexcept { return live_[i] != 0; }
   bool all_live() const noexcept;
   size_t live_count() const noexcept;
@@ -90,6 +101,8 @@ public:
   /// The placement over the live members' fingerprint: equal on nodes that
   /// see the same live set.
   uint64_t ring_version() const noexcept { return live_placement_.fingerprint(); }
+  /// The placement over the live members: where worker entities live.
+  const placement& live_placement() const noexcept { return live_placement_; }
 
   // -- ownership (static: over every configured member) -------------------------
 
@@ -111,7 +124,7 @@ public:
     return cluster::read_owner(owners_, self_, slot, [this](node_index n) { return live(n); });
   }
   node_index home_of(uint64_t worker_uid) const noexcept {
-    return cluster::home_of(owners_, worker_uid);
+    return cluster::home_of(live_placement_, worker_uid);
   }
 
   std::vector<member_view> view() const;

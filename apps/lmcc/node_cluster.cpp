@@ -55,6 +55,13 @@ void node_cluster::add_destinations(actors::directory_config& dc,
       std::make_shared<const std::vector<uint64_t>>(cluster::owner_masks(*table->owners));
   dc.home_destination = table->self;
   dc.cluster = board_;
+  // A takeover waits for a draining old home at most as long as a dead
+  // owner's acks take (the replication timeout), plus the failure detector's
+  // time to notice a peer that cannot answer at all.
+  dc.takeover_timeout = cl.replication_timeout + cl.failure_timeout;
+  dc.hooks.forward_frames = [this](uint16_t node, actors::pushed_msgs msgs) {
+    forward(node, std::move(msgs));
+  };
 }
 
 void node_cluster::start(const actors::kv_shard_actor& shard,
@@ -67,10 +74,11 @@ void node_cluster::start(const actors::kv_shard_actor& shard,
   const auto& me = table->members[table->self].address;
   // Detached: remote key reads and forwarded frames never wait for a
   // scheduler thread busy with ingest.
-  service_ = system.spawn<caf::detached>(actors::cluster_service_main,
-                                         actors::cluster_service_config{parts_.index, parts_.routes,
-                                                                        directory,
-                                                                        c.internal_timeout, count});
+  actors::cluster_service_config sc{parts_.index, parts_.routes, directory, c.internal_timeout,
+                                    count};
+  sc.board = board_;
+  sc.forward = [this](uint16_t node, actors::pushed_msgs msgs) { forward(node, std::move(msgs)); };
+  service_ = system.spawn<caf::detached>(actors::cluster_service_main, std::move(sc));
   forwarder_ =
       system.spawn(actors::frame_forwarder_main,
                    actors::frame_forwarder_config{board_, parts_.gate, c.internal_timeout, count});
@@ -137,6 +145,17 @@ void node_cluster::stop() {
   read_client_.reset();
 }
 
+namespace {
+
+size_t live_members(const actors::cluster_table& t) {
+  size_t n = 0;
+  for (size_t i = 0; i < t.peers.size(); ++i)
+    n += t.reachable(static_cast<actors::node_index>(i)) ? 1 : 0;
+  return n;
+}
+
+} // namespace
+
 std::vector<actors::holder_list> node_cluster::holders(const std::vector<uint64_t>& keys) {
   auto table = board_->current();
   const uint32_t slots = table->owners->slot_count();
@@ -197,16 +216,43 @@ actors::holder_counts node_cluster::counts() {
   add(actors::share_counts_flat(*parts_.index));
   caf::scoped_actor self{parts_.system};
   bool complete = true;
+  // A node that cannot answer: its primary slots are counted by the owner
+  // lookups read them from (a scan of those slots, only while it is away).
+  std::vector<std::vector<uint64_t>> orphan_slots(table->peers.size());
   for (size_t n = 0; n < table->peers.size(); ++n) {
     if (n == table->self)
       continue;
     const auto& service = table->peers[n].handles.service;
-    if (!service) {
-      complete = false;
+    bool answered = false;
+    if (service && table->reachable(static_cast<actors::node_index>(n)))
+      self->request(caf::actor_cast<actors::cluster_service_actor>(service),
+                    options_.controller.internal_timeout, actors::stats_atom::value)
+          .receive(
+              [&](std::vector<uint64_t>& flat) {
+                add(flat);
+                answered = true;
+              },
+              [&](caf::error&) {});
+    if (answered)
+      continue;
+    for (uint32_t slot : table->owners->slots_of(table->members[n].address.id).primary) {
+      const auto reader = table->read_owner(slot);
+      if (reader == n)
+        complete = false; // no other owner is reachable
+      else
+        orphan_slots[reader].push_back(slot);
+    }
+  }
+  for (size_t r = 0; r < orphan_slots.size(); ++r) {
+    if (orphan_slots[r].empty())
+      continue;
+    if (r == table->self) {
+      add(actors::slot_counts_flat(*parts_.index, orphan_slots[r]));
       continue;
     }
-    self->request(caf::actor_cast<actors::cluster_service_actor>(service),
-                  options_.controller.internal_timeout, actors::stats_atom::value)
+    self->request(caf::actor_cast<actors::cluster_service_actor>(table->peers[r].handles.service),
+                  options_.controller.internal_timeout, actors::stats_atom::value,
+                  std::move(orphan_slots[r]))
         .receive([&](std::vector<uint64_t>& flat) { add(flat); },
                  [&](caf::error&) { complete = false; });
   }
@@ -244,8 +290,7 @@ uint64_t node_cluster::update_gauges() {
     parts_.metrics.set_gauge(name, static_cast<double>(v));
   };
   gauge("cluster_members", table->peers.size());
-  gauge("cluster_live_members", std::count_if(table->peers.begin(), table->peers.end(),
-                                              [](const auto& p) { return p.live; }));
+  gauge("cluster_live_members", live_members(*table));
   gauge("cluster_primary_slots", me.primary_slots);
   gauge("cluster_replica_slots", me.replica_slots);
   gauge("cluster_replication_lag_sub_batches", queued);
@@ -263,14 +308,18 @@ std::string node_cluster::status_json() const {
   json members = json::array();
   for (size_t i = 0; i < table->members.size(); ++i) {
     const auto& m = table->members[i];
-    members.push_back({{"id", m.address.id},
-                       {"host", m.address.host},
-                       {"port", m.address.port},
-                       {"http", table->peers[i].handles.http},
-                       {"live", m.live},
-                       {"self", m.self},
-                       {"primary_slots", m.primary_slots},
-                       {"replica_slots", m.replica_slots}});
+    members.push_back(
+        {{"id", m.address.id},
+         {"host", m.address.host},
+         {"port", m.address.port},
+         {"http", table->peers[i].handles.http},
+         // Joined and greeting; "presumed": not heard from since
+         // this node started, within the failure timeout.
+         {"live", table->reachable(static_cast<actors::node_index>(i))},
+         {"presumed", m.live && !table->reachable(static_cast<actors::node_index>(i))},
+         {"self", m.self},
+         {"primary_slots", m.primary_slots},
+         {"replica_slots", m.replica_slots}});
   }
   json links = json::array();
   uint64_t queued = 0;
@@ -296,9 +345,8 @@ std::string node_cluster::status_json() const {
               {"replicas", options_.cluster.replicas},
               {"slots", table->owners->slot_count()},
               {"members", members},
-              {"live_members", std::count_if(table->peers.begin(), table->peers.end(),
-                                             [](const auto& p) { return p.live; })},
-              {"all_live", table->all_live},
+              {"live_members", live_members(*table)},
+              {"all_live", live_members(*table) == table->peers.size()},
               {"slots_primary", me.primary_slots},
               {"slots_replica", me.replica_slots},
               {"replication", links},

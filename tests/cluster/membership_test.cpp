@@ -410,10 +410,12 @@ TEST(membership, read_owner_walks_every_slot_in_preference_order) {
   EXPECT_GT(elsewhere, 0u);
 }
 
-TEST(membership, home_of_is_the_primary_of_the_uids_slot_on_every_node) {
-  const membership a = make(options(), "n1");
-  const membership b = make(options(), "n2");
-  const membership c = make(options(), "n3");
+TEST(membership, home_of_is_the_primary_of_the_uids_slot_on_every_node_that_sees_all_live) {
+  membership a = make(options(), "n1");
+  membership b = make(options(), "n2");
+  membership c = make(options(), "n3");
+  for (membership* m : {&a, &b, &c})
+    m->presume_live(t0);
   std::set<node_index> homes;
   for (uint64_t uid = 0; uid < 1000; ++uid) {
     const uint64_t key = uid * 0x9e3779b97f4a7c15ULL + 12345;
@@ -428,16 +430,70 @@ TEST(membership, home_of_is_the_primary_of_the_uids_slot_on_every_node) {
   EXPECT_EQ(homes.size(), 3u); // every node is home to some worker
 }
 
-TEST(membership, home_of_does_not_follow_liveness) {
+TEST(membership, a_dead_homes_workers_go_to_the_next_owner_of_their_slot_and_come_back) {
   membership m = make(options(), "n1");
+  m.presume_live(t0);
+  const node_index n2 = node_of(m, "n2");
   std::vector<node_index> before;
-  for (uint64_t uid = 0; uid < 200; ++uid)
+  for (uint64_t uid = 0; uid < 2000; ++uid)
     before.push_back(m.home_of(uid));
-  m.on_greeting("n2", t0);
-  m.on_greeting("n3", t0);
   m.on_lost("n2");
-  for (uint64_t uid = 0; uid < 200; ++uid)
+  uint32_t moved = 0;
+  for (uint64_t uid = 0; uid < 2000; ++uid) {
+    const auto pref = m.owners().ring().preference(slot_of(uid, slots));
+    if (before[uid] != n2) {
+      EXPECT_EQ(m.home_of(uid), before[uid]) << uid; // only the dead node's workers move
+      continue;
+    }
+    ++moved;
+    // The next member of the slot's preference list: its replica, which
+    // holds the worker's watermarks.
+    ASSERT_GE(pref.size(), 2u);
+    EXPECT_EQ(m.home_of(uid), pref[1]) << uid;
+    EXPECT_TRUE((m.owner_mask(slot_of(uid, slots)) >> m.home_of(uid)) & 1U) << uid;
+  }
+  EXPECT_GT(moved, 0u);
+  m.on_greeting("n2", t0);
+  for (uint64_t uid = 0; uid < 2000; ++uid)
     EXPECT_EQ(m.home_of(uid), before[uid]) << uid;
+}
+
+TEST(membership, forwarding_towards_the_home_never_loops_whatever_each_node_sees) {
+  // Each node forwards to the home it sees; every view has the node itself
+  // live. Following the hops from any node must end at a node that sees
+  // itself as the home, within the member count.
+  const std::vector<std::string> ids{"n1", "n2", "n3"};
+  for (int pattern = 0; pattern < 64; ++pattern) {
+    std::vector<membership> nodes;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      nodes.push_back(make(options(), ids[i]));
+      nodes.back().presume_live(t0);
+      for (size_t j = 0, bit = i * 2; j < ids.size(); ++j)
+        if (j != i && ((pattern >> bit++) & 1))
+          nodes.back().on_lost(ids[j]);
+    }
+    for (uint64_t uid = 0; uid < 300; ++uid)
+      for (size_t start = 0; start < nodes.size(); ++start) {
+        node_index at = nodes[start].self();
+        int hops = 0;
+        while (nodes[at].home_of(uid) != at && hops <= 3) {
+          at = nodes[at].home_of(uid);
+          ++hops;
+        }
+        EXPECT_LE(hops, 2) << "pattern " << pattern << " uid " << uid;
+      }
+  }
+}
+
+TEST(membership, a_presumed_peer_is_down_after_the_timeout_unless_it_greets) {
+  membership m = make(options(), "n1");
+  m.presume_live(t0);
+  EXPECT_TRUE(m.all_live());
+  EXPECT_FALSE(m.tick(t0 + 2000ms));
+  m.on_greeting("n2", t0 + 1500ms);
+  EXPECT_TRUE(m.tick(t0 + 2001ms));
+  EXPECT_TRUE(m.live(node_of(m, "n2")));
+  EXPECT_FALSE(m.live(node_of(m, "n3")));
 }
 
 // -- view ----------------------------------------------------------------------------------
