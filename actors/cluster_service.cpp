@@ -30,6 +30,24 @@ std::vector<uint64_t> share_counts_flat(const kv_index& index) {
   return flat;
 }
 
+std::vector<uint64_t> slot_counts_flat(const kv_index& index, std::span<const uint64_t> slots) {
+  absl::flat_hash_map<holder_id, uint64_t> counts;
+  auto r = index.read();
+  for (uint64_t slot : slots)
+    if (slot < index.slot_count())
+      r.for_each_key(static_cast<uint32_t>(slot), [&](uint64_t, std::span<const holder_id> hs) {
+        for (holder_id h : hs)
+          ++counts[h];
+      });
+  std::vector<uint64_t> flat;
+  flat.reserve(counts.size() * 2);
+  for (const auto& [h, n] : counts) {
+    flat.push_back(h);
+    flat.push_back(n);
+  }
+  return flat;
+}
+
 cluster_service_actor::behavior_type
 cluster_service_main(cluster_service_actor::stateful_pointer<cluster_service_state> self,
                      cluster_service_config cfg) {
@@ -39,6 +57,9 @@ cluster_service_main(cluster_service_actor::stateful_pointer<cluster_service_sta
         return read_holders_flat(*self->state.cfg.index, keys);
       },
       [self](stats_atom) { return share_counts_flat(*self->state.cfg.index); },
+      [self](stats_atom, const std::vector<uint64_t>& slots) {
+        return slot_counts_flat(*self->state.cfg.index, slots);
+      },
       [self](push_atom, pushed_msgs& msgs) -> caf::result<bool> {
         auto& st = self->state;
         auto table = st.cfg.routes->current();
@@ -50,6 +71,8 @@ cluster_service_main(cluster_service_actor::stateful_pointer<cluster_service_sta
             self->send(worker, push_atom::value, std::move(group));
         };
         std::vector<worker_actor> touched;
+        auto cluster = st.cfg.board ? st.cfg.board->current() : nullptr;
+        absl::flat_hash_map<uint16_t, pushed_msgs> onward;
         for (auto& pm : msgs) {
           if (std::holds_alternative<msg::DeRegisterMsg>(pm.msg)) {
             flush();
@@ -60,6 +83,14 @@ cluster_service_main(cluster_service_actor::stateful_pointer<cluster_service_sta
           }
           auto who = pushing_worker(pm.msg);
           const ingest_route* route = who ? find_route(*table, *who->first, *who->second) : nullptr;
+          if (!route && who && cluster && st.cfg.forward) {
+            const node_index home = cluster->home_of(worker_uid(*who->first, *who->second));
+            if (home != cluster->self) {
+              pm.credits = 0; // held by the node that read the frame
+              onward[home].push_back(std::move(pm));
+              continue;
+            }
+          }
           if (!route) {
             if (st.cfg.count_event)
               st.cfg.count_event("forwarded_frame_for_unknown_worker");
@@ -76,6 +107,11 @@ cluster_service_main(cluster_service_actor::stateful_pointer<cluster_service_sta
           groups[it->second].second.push_back(std::move(pm));
         }
         flush();
+        for (auto& [node, frames] : onward) {
+          if (st.cfg.count_event)
+            st.cfg.count_event("forwarded_frames_rerouted");
+          st.cfg.forward(node, std::move(frames));
+        }
         if (touched.empty())
           return true;
         auto rp = self->make_response_promise<bool>();
@@ -105,37 +141,68 @@ cluster_service_main(cluster_service_actor::stateful_pointer<cluster_service_sta
 
 namespace lmcc::actors {
 
+namespace {
+
+using forwarder_self = frame_forwarder_actor::stateful_pointer<frame_forwarder_state>;
+
+/// Sends frames to member `node`'s service; credits come back on its answer.
+/// When `node` is down by now and `may_reroute`, each frame goes to its
+/// worker's home as the table places it now (the home died and was replaced).
+void forward_frames(forwarder_self self, uint16_t node, pushed_msgs msgs, bool may_reroute) {
+  auto& st = self->state;
+  uint64_t credits = 0;
+  for (const auto& pm : msgs)
+    credits += pm.credits;
+  auto table = st.cfg.board->current();
+  const bool reachable =
+      node < table->peers.size() && table->reachable(node) && table->peers[node].handles.service;
+  auto drop = [self, credits, node, frames = msgs.size()](std::string_view why) {
+    auto& st = self->state;
+    st.cfg.gate->give(credits);
+    if (st.cfg.count_event)
+      st.cfg.count_event("forwarded_frames_dropped");
+    // First and then every 100th: a long outage must not fill the log.
+    if (st.dropped++ % 100 == 0)
+      spdlog::warn("frames-not-forwarded node_index={} frames={} reason={} dropped_so_far={}", node,
+                   frames, why, st.dropped);
+  };
+  auto reroute = [self, node](pushed_msgs frames) {
+    auto table = self->state.cfg.board->current();
+    absl::flat_hash_map<uint16_t, pushed_msgs> by_home;
+    for (auto& pm : frames) {
+      auto who = pushing_worker(pm.msg);
+      const auto home = who ? table->home_of(worker_uid(*who->first, *who->second)) : node;
+      by_home[home].push_back(std::move(pm));
+    }
+    for (auto& [home, part] : by_home)
+      forward_frames(self, home, std::move(part), false);
+  };
+  if (!reachable) {
+    if (may_reroute) {
+      reroute(std::move(msgs));
+      return;
+    }
+    drop("home-node-unreachable");
+    return;
+  }
+  auto service = caf::actor_cast<cluster_service_actor>(table->peers[node].handles.service);
+  // No second try once sent (that would need a copy of every frame): a home
+  // that dies with frames in flight loses them, and the gap they leave makes
+  // only that worker resync.
+  self->request(service, st.cfg.timeout, push_atom::value, std::move(msgs))
+      .then([self, credits](bool) { self->state.cfg.gate->give(credits); },
+            [drop](caf::error& e) { drop(caf::to_string(e)); });
+}
+
+} // namespace
+
 frame_forwarder_actor::behavior_type
 frame_forwarder_main(frame_forwarder_actor::stateful_pointer<frame_forwarder_state> self,
                      frame_forwarder_config cfg) {
   self->state.cfg = std::move(cfg);
   return {
       [self](push_atom, uint16_t node, pushed_msgs& msgs) {
-        auto& st = self->state;
-        uint64_t credits = 0;
-        for (const auto& pm : msgs)
-          credits += pm.credits;
-        auto table = st.cfg.board->current();
-        const bool reachable = node < table->peers.size() && table->peers[node].live &&
-                               table->peers[node].handles.service;
-        auto drop = [self, credits, node, frames = msgs.size()](std::string_view why) {
-          auto& st = self->state;
-          st.cfg.gate->give(credits);
-          if (st.cfg.count_event)
-            st.cfg.count_event("forwarded_frames_dropped");
-          // First and then every 100th: a long outage must not fill the log.
-          if (st.dropped++ % 100 == 0)
-            spdlog::warn("frames-not-forwarded node_index={} frames={} reason={} dropped_so_far={}",
-                         node, frames, why, st.dropped);
-        };
-        if (!reachable) {
-          drop("home-node-unreachable");
-          return;
-        }
-        auto service = caf::actor_cast<cluster_service_actor>(table->peers[node].handles.service);
-        self->request(service, st.cfg.timeout, push_atom::value, std::move(msgs))
-            .then([self, credits](bool) { self->state.cfg.gate->give(credits); },
-                  [drop](caf::error& e) { drop(caf::to_string(e)); });
+        forward_frames(self, node, std::move(msgs), true);
       },
   };
 }

@@ -26,12 +26,15 @@
 
 namespace lmcc::actors {
 
-using cluster_service_actor =
-    caf::typed_actor<caf::replies_to<read_atom, std::vector<uint64_t>>::with<std::vector<uint64_t>>,
-                     caf::replies_to<push_atom, pushed_msgs>::with<bool>,
-                     // Entries per holder in the slots this node is primary of,
-                     // flattened: holder, count, holder, count, ...
-                     caf::replies_to<stats_atom>::with<std::vector<uint64_t>>>;
+using cluster_service_actor = caf::typed_actor<
+    caf::replies_to<read_atom, std::vector<uint64_t>>::with<std::vector<uint64_t>>,
+    caf::replies_to<push_atom, pushed_msgs>::with<bool>,
+    // Entries per holder in the slots this node is primary of,
+    // flattened: holder, count, holder, count, ...
+    caf::replies_to<stats_atom>::with<std::vector<uint64_t>>,
+    // The same over the given slots (a dead node's primary
+    // slots, counted by a replica): a scan of those slots.
+    caf::replies_to<stats_atom, std::vector<uint64_t>>::with<std::vector<uint64_t>>>;
 
 struct cluster_service_config {
   std::shared_ptr<const kv_index> index;
@@ -40,6 +43,10 @@ struct cluster_service_config {
   std::chrono::milliseconds timeout{10000};
   /// Counts a named event in the node's metrics.
   std::function<void(std::string_view)> count_event;
+  /// Frames of a worker homed elsewhere by now (its home moved while they
+  /// travelled) go on to that node through this.
+  std::shared_ptr<cluster_board> board;
+  std::function<void(uint16_t node, pushed_msgs msgs)> forward;
 };
 
 struct cluster_service_state {
@@ -58,6 +65,9 @@ std::vector<uint64_t> read_holders_flat(const kv_index& index, std::span<const u
 /// of: kv_index::set_share_slots), flattened as holder, count, holder, count...
 std::vector<uint64_t> share_counts_flat(const kv_index& index);
 
+/// Entries per holder in `slots`, flattened the same way (scans the slots).
+std::vector<uint64_t> slot_counts_flat(const kv_index& index, std::span<const uint64_t> slots);
+
 } // namespace lmcc::actors
 
 namespace lmcc::actors {
@@ -66,8 +76,9 @@ class credit_gate;
 
 /// Sends PULL-socket frames of workers homed on other nodes to those nodes'
 /// services and gives their ingest credits back once the service answered
-/// (or the peer is unreachable: the frames are dropped and counted; the
-/// worker's next batch shows a seq gap and that worker alone full-syncs).
+/// (when the node is down by then, to the worker's new home; frames a home
+/// cannot take are dropped and counted: the worker's next batch shows a seq
+/// gap and that worker alone full-syncs).
 using frame_forwarder_actor = caf::typed_actor<caf::reacts_to<push_atom, uint16_t, pushed_msgs>>;
 
 struct frame_forwarder_config {

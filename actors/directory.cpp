@@ -2,6 +2,7 @@
 
 #include "actors/clock.hpp"
 #include "actors/drain.hpp"
+#include "actors/worker_homes.hpp"
 
 #include <absl/container/flat_hash_set.h>
 #include <spdlog/spdlog.h>
@@ -9,8 +10,6 @@
 #include <chrono>
 
 namespace lmcc::actors {
-
-using directory_self = directory_actor::stateful_pointer<directory_state>;
 
 /// The directory logic's effects, as actors and hooks.
 class directory_effects final : public directory_outbox {
@@ -21,25 +20,13 @@ public:
     auto& st = self_->state;
     if (!st.logic->is_home(rec.uid))
       return; // a replica: the entity lives on its home node
-    worker_env env{st.cfg.shards, st.cfg.gate, caf::actor_cast<directory_feedback_actor>(self_),
-                   std::chrono::duration<double>(st.cfg.options.full_sync_timeout).count()};
-    worker_config wc;
-    wc.uid = rec.uid;
-    wc.instance_id = rec.instance_id;
-    wc.worker_id = rec.worker_id;
-    wc.incarnation = rec.incarnation;
-    wc.slot_count = st.cfg.options.slot_count;
-    wc.destinations = static_cast<uint32_t>(st.cfg.shards.size());
-    wc.stream_base = st.rng() & ~uint64_t{0xffff}; // room for a stream per destination
-    wc.placement = st.cfg.placement;
-    wc.home_destination = st.cfg.home_destination;
-    if (restored) {
-      wc.restored = true;
-      wc.last_seq = restored->last_seq;
-      wc.expected_next = restored->expected_next;
-      wc.locations = rec.locations;
+    // A restarted cluster node asks its peers first: one of them may have
+    // hosted the worker while this node was down (worker_homes.hpp).
+    if (restored && st.homes) {
+      start_takeover(self_, rec);
+      return;
     }
-    st.workers[rec.uid] = self_->spawn(worker_main, std::move(env), std::move(wc));
+    st.workers[rec.uid] = spawn_worker_actor(self_, rec, restored, false);
   }
   void reset_worker(uint64_t uid, uint64_t incarnation) override {
     if (auto it = self_->state.workers.find(uid); it != self_->state.workers.end())
@@ -89,6 +76,35 @@ private:
   directory_self self_;
 };
 
+worker_actor spawn_worker_actor(directory_self self, const worker_record& rec,
+                                const restored_worker* restored, bool await_takeover) {
+  auto& st = self->state;
+  worker_env env{st.cfg.shards, st.cfg.gate, caf::actor_cast<directory_feedback_actor>(self),
+                 st.homes ? caf::actor_cast<frame_return_actor>(self) : frame_return_actor{},
+                 std::chrono::duration<double>(st.cfg.options.full_sync_timeout).count()};
+  worker_config wc;
+  wc.uid = rec.uid;
+  wc.instance_id = rec.instance_id;
+  wc.worker_id = rec.worker_id;
+  wc.incarnation = rec.incarnation;
+  wc.slot_count = st.cfg.options.slot_count;
+  wc.destinations = static_cast<uint32_t>(st.cfg.shards.size());
+  wc.stream_base = st.rng() & ~uint64_t{0xffff}; // room for a stream per destination
+  wc.placement = st.cfg.placement;
+  // Every owner of the uid's slot keeps the watermarks: the one that takes
+  // the worker over when its home dies finds them (handoff.hpp).
+  wc.mark_mask = st.cfg.placement ? (*st.cfg.placement)[slot_of(rec.uid, st.cfg.options.slot_count)]
+                                  : uint64_t{1} << st.cfg.home_destination;
+  wc.await_takeover = await_takeover;
+  if (restored) {
+    wc.locations = rec.locations;
+    wc.restored = true;
+    wc.last_seq = restored->last_seq;
+    wc.expected_next = restored->expected_next;
+  }
+  return self->spawn(worker_main, std::move(env), std::move(wc));
+}
+
 namespace {
 
 uint64_t wall_ms() {
@@ -104,6 +120,13 @@ void publish(directory_self self) {
     return;
   if (st.cfg.reader)
     st.cfg.reader->publish(st.logic->reg().make_view());
+  publish_routes(self);
+}
+
+} // namespace
+
+void publish_routes(directory_self self) {
+  auto& st = self->state;
   auto table = std::make_shared<ingest_route_table>();
   for (const auto* rec : st.logic->reg().all_workers())
     if (auto it = st.workers.find(rec->uid); it != st.workers.end())
@@ -111,6 +134,8 @@ void publish(directory_self self) {
   if (st.cfg.routes)
     st.cfg.routes->publish(std::move(table));
 }
+
+namespace {
 
 lookup_actor next_lookup(directory_self self) {
   auto& st = self->state;
@@ -183,6 +208,36 @@ std::optional<msg::expected<directory_actor>> home_elsewhere(directory_self self
   return msg::expected<directory_actor>{caf::actor_cast<directory_actor>(peer.handles.directory)};
 }
 
+/// A registration answered by the worker's home elsewhere: the heartbeat URL
+/// in the answer is this node's, the one the worker reached. Its home may
+/// move (worker_homes.hpp); the node the worker registered through is one it
+/// can reach, and any node forwards its heartbeats home.
+caf::result<msg::Msg> register_elsewhere(directory_self self, const directory_actor& home,
+                                         std::optional<std::string> url, msg::Msg m) {
+  auto rp = self->make_response_promise<msg::Msg>();
+  self->request(home, self->state.cfg.options.internal_timeout, request_atom::value, std::move(m))
+      .then(
+          [rp, url](msg::Msg& reply) mutable {
+            if (auto* ret = std::get_if<msg::RegisterRetMsg>(&reply)) {
+              auto& extra = ret->extra_config;
+              auto it = std::find_if(extra.begin(), extra.end(),
+                                     [](const auto& kv) { return kv.first == "heartbeat_url"; });
+              if (it != extra.end() && url)
+                it->second = *url; // in place: the answer keeps LMCache's key order
+              else if (it != extra.end())
+                extra.erase(it);
+              else if (url)
+                extra.emplace_back("heartbeat_url", *url);
+            }
+            rp.deliver(std::move(reply));
+          },
+          [rp](caf::error& e) mutable {
+            rp.deliver(msg::Msg{msg::ErrorMsg{"registration at the worker's home node failed: " +
+                                              caf::to_string(e)}});
+          });
+  return rp;
+}
+
 caf::result<msg::Msg> on_request(directory_self self, msg::Msg& m) {
   auto& st = self->state;
   auto& logic = *st.logic;
@@ -191,6 +246,9 @@ caf::result<msg::Msg> on_request(directory_self self, msg::Msg& m) {
       st.cfg.hooks.count_event("request_home_unreachable");
       return msg::Msg{msg::ErrorMsg{home->error().message}};
     }
+    if (const auto* reg = std::get_if<msg::RegisterMsg>(&m); reg && st.cfg.hooks.heartbeat_url_for)
+      return register_elsewhere(self, **home, st.cfg.hooks.heartbeat_url_for(reg->ip),
+                                std::move(m));
     return self->delegate(**home, request_atom::value, std::move(m));
   }
   return std::visit(
@@ -295,21 +353,28 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
   st.cfg = std::move(cfg);
   st.effects = std::make_unique<directory_effects>(self);
   st.logic = std::make_unique<directory_logic>(st.cfg.options, *st.effects);
-  if (auto board = st.cfg.cluster)
+  if (auto board = st.cfg.cluster) {
+    st.homes = std::make_unique<worker_homes_state>();
     st.logic->set_home_filter([board](uint64_t uid) {
       auto table = board->current();
       return table->home_of(uid) == table->self;
     });
+  }
   // Worker actors may wait for acks; they do not end with the directory by themselves.
   self->set_exit_handler([self](caf::exit_msg& m) {
     for (const auto& [uid, worker] : self->state.workers)
       self->send_exit(worker, m.reason);
+    if (self->state.homes)
+      for (const auto& [when, worker] : self->state.homes->departed)
+        self->send_exit(worker, m.reason);
     self->quit(m.reason);
   });
   st.logic->restore(st.cfg.restored, st.cfg.need_full_sync_all, wall_ms());
   st.cfg.restored.clear();
   st.cfg.restored.shrink_to_fit();
   publish(self);
+  if (st.homes)
+    on_ring_change(self);
   if (st.cfg.options.health_check_interval_s > 0)
     self->send(self, tick_atom::value);
   return {
@@ -381,7 +446,7 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
         const auto table = st.cfg.cluster->current();
         const std::string self_id = table->members[table->self].address.id;
         spdlog::info("directory-sync-sent node={} workers={}", self_id, rows.size());
-        self->send(peer, row_put_atom::value, self_id, std::move(rows));
+        self->send(peer, row_put_atom::value, self_id, table->ring_version, std::move(rows));
         for (const auto* rec : home) {
           for (const auto& loc : rec->locations)
             self->send(peer, location_atom::value, rec->uid, loc);
@@ -389,7 +454,10 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
             self->send(peer, sync_state_atom::value, rec->uid, rec->sync, rec->missing_batches);
         }
       },
-      [self](row_put_atom, const std::string& from,
+      [self](ring_atom) { on_ring_change(self); },
+      [self](handoff_atom, uint64_t uid) { return answer_handoff(self, uid); },
+      [self](forward_atom, pushed_msgs& msgs) { return_frames(self, std::move(msgs)); },
+      [self](row_put_atom, const std::string& from, uint64_t ring_version,
              const std::vector<persistence::worker_row>& rows) {
         auto& st = self->state;
         if (!st.cfg.cluster)
@@ -406,10 +474,13 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
           listed.insert(row.uid);
           st.logic->apply_replica(row, wall_now(), wall_ms());
         }
+        // A worker the sender's list lacks was deregistered there -- if both
+        // nodes place homes alike; otherwise the list means nothing about it.
         std::vector<uint64_t> gone;
-        for (const auto* rec : st.logic->reg().all_workers())
-          if (table->home_of(rec->uid) == *from_index && !listed.contains(rec->uid))
-            gone.push_back(rec->uid);
+        if (ring_version == table->ring_version)
+          for (const auto* rec : st.logic->reg().all_workers())
+            if (table->home_of(rec->uid) == *from_index && !listed.contains(rec->uid))
+              gone.push_back(rec->uid);
         for (uint64_t uid : gone)
           st.logic->remove_replica(uid);
         spdlog::info("directory-sync-received from={} workers={} removed={}", from, rows.size(),

@@ -48,9 +48,17 @@ using directory_actor = directory_feedback_actor::extend<
     // A peer (re)joined: send it every worker homed here (its copy may have
     // missed registrations and deregistrations while it was away).
     caf::reacts_to<peer_atom, caf::actor>,
-    // From node `id`: every worker homed there; replicas of its workers that are
-    // not in the list were deregistered meanwhile.
-    caf::reacts_to<row_put_atom, std::string, std::vector<persistence::worker_row>>>;
+    // From node `id` with ring version `v`: every worker homed there; replicas
+    // of its workers not in the list were deregistered meanwhile (when this
+    // node's ring version is `v` too, i.e. both place homes alike).
+    caf::reacts_to<row_put_atom, std::string, uint64_t, std::vector<persistence::worker_row>>,
+    // Liveness changed (from the cluster node): worker homes may have moved
+    // (worker_homes.hpp).
+    caf::reacts_to<ring_atom>,
+    // From a peer taking a worker over: did this node host it, and its marks.
+    caf::replies_to<handoff_atom, uint64_t>::with<worker_handoff>,
+    // Frames that reached a handed-off worker actor.
+    caf::reacts_to<forward_atom, pushed_msgs>>;
 
 /// Hooks into the rest of the node, so that actors stay free of sockets and disks.
 struct directory_hooks {
@@ -63,6 +71,9 @@ struct directory_hooks {
   /// Persists a worker row / deletes one, asynchronously (null: in memory only).
   std::function<void(const persistence::worker_row&)> put_row;
   std::function<void(uint64_t uid)> delete_row;
+  /// A cluster: sends frames to member `node`'s service (credits held until
+  /// it answered).
+  std::function<void(uint16_t node, pushed_msgs msgs)> forward_frames;
 };
 
 struct directory_config {
@@ -89,12 +100,16 @@ struct directory_config {
   /// index of this node's own shard among `shards`.
   placement_table placement;
   uint32_t home_destination = 0;
+  /// A cluster: how long a takeover waits for the peers' answers before the
+  /// worker starts from this node's own marks (worker_homes.hpp).
+  std::chrono::milliseconds takeover_timeout{7000};
   /// LMCache's need_full_sync_all at start: true on a node that starts empty,
   /// false on one that restored its index.
   bool need_full_sync_all = true;
 };
 
 class directory_effects;
+struct worker_homes_state;
 
 struct directory_state {
   static inline const char* name = "lmcc.directory";
@@ -103,6 +118,7 @@ struct directory_state {
   std::unique_ptr<directory_effects> effects;
   std::unique_ptr<directory_logic> logic;
   std::map<uint64_t, worker_actor> workers;
+  std::unique_ptr<worker_homes_state> homes; ///< a cluster only
   size_t next_lookup = 0;
   std::mt19937_64 rng;
 

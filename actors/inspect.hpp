@@ -99,6 +99,16 @@ typename Inspector::result_type inspect(Inspector& f, pushed_msg& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, location_mark& x) {
+  return f(caf::meta::type_name("lmcc.location_mark"), x.location, x.incarnation, x.mark);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, worker_handoff& x) {
+  return f(caf::meta::type_name("lmcc.worker_handoff"), x.uid, x.status, x.marks);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, session_params& x) {
   return f(caf::meta::type_name("lmcc.session_params"), x.sync_id, x.location, x.holder,
            x.worker_uid, x.incarnation, x.total_keys, x.batch_count);

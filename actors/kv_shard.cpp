@@ -187,6 +187,7 @@ kv_shard_actor::behavior_type kv_shard(kv_shard_actor::stateful_pointer<kv_shard
         publish(self);
         return ok;
       },
+      [self](marks_atom, uint64_t worker_uid) { return self->state.core->marks_of(worker_uid); },
   };
 }
 

@@ -45,7 +45,10 @@ using kv_shard_actor =
                      // Commits everything received so far; true when it is durable (a clean stop).
                      caf::replies_to<drain_atom>::with<bool>,
                      // Runs a whole snapshot round now; true when it completed (admin, tests).
-                     caf::replies_to<snapshot_atom>::with<bool>>;
+                     caf::replies_to<snapshot_atom>::with<bool>,
+                     // The watermarks this shard keeps of a worker (handoff.hpp);
+                     // a peer_link answers with none.
+                     caf::replies_to<marks_atom, uint64_t>::with<std::vector<location_mark>>>;
 
 /// The shard's latest numbers, readable from any thread (/metrics, stats).
 class shard_monitor {

@@ -87,6 +87,14 @@ void kv_shard_core::apply(const kv_sub_batch& sb) {
     append_record(sb, meta);
 }
 
+std::vector<location_mark> kv_shard_core::marks_of(uint64_t worker_uid) const {
+  std::vector<location_mark> out;
+  for (const auto& [h, meta] : holders_)
+    if (meta.worker_uid == worker_uid)
+      out.push_back(location_mark{meta.location, meta.incarnation, meta.mark});
+  return out;
+}
+
 void kv_shard_core::append_record(const kv_sub_batch& sb, holder_meta& meta) {
   const uint64_t position = next_position_++;
   for (const auto& op : sb.ops)

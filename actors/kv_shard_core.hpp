@@ -38,6 +38,7 @@
 // (milliseconds of a monotonic clock). CAF-free.
 #pragma once
 
+#include "actors/handoff_marks.hpp"
 #include "actors/kv_index.hpp"
 #include "actors/sub_batch.hpp"
 #include "persistence/store.hpp"
@@ -212,6 +213,8 @@ public:
   // -- properties ------------------------------------------------------------
 
   const holder_metas& holders() const noexcept { return holders_; }
+  /// The watermarks this shard keeps of one worker's holders (handoff.hpp).
+  std::vector<location_mark> marks_of(uint64_t worker_uid) const;
   const shard_counters& counters() const noexcept { return counters_; }
   uint64_t next_position() const noexcept { return next_position_; }
   /// The last log position whose record touched `slot` (0: none since start).

@@ -193,6 +193,7 @@ peer_link_main(peer_link_actor::stateful_pointer<peer_link_state> self, peer_lin
       // The senders' own drains wait for these acks (or their timeouts).
       [](drain_atom) { return true; },
       [](snapshot_atom) { return true; },
+      [](marks_atom, uint64_t) { return std::vector<location_mark>{}; },
   };
 }
 

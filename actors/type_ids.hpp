@@ -67,16 +67,23 @@ CAF_BEGIN_TYPE_ID_BLOCK(lmcc, caf::first_custom_type_id)
   CAF_ADD_ATOM(lmcc, lmcc::actors, control_result_atom, "ctlresult")
 
   // -- atoms: between the nodes of a cluster ------------------------------------------------
-  CAF_ADD_ATOM(lmcc, lmcc::actors, hello_atom, "hello") // handshake step 1: nonces
-  CAF_ADD_ATOM(lmcc, lmcc::actors, join_atom, "join")   // handshake step 2: MACs and handles
-  CAF_ADD_ATOM(lmcc, lmcc::actors, greet_atom, "greet") // a node is alive (failure detector)
-  CAF_ADD_ATOM(lmcc, lmcc::actors, read_atom, "read")   // holders of keys (a remote lookup)
-  CAF_ADD_ATOM(lmcc, lmcc::actors, peer_atom, "peer")   // a peer's handles changed
+  CAF_ADD_ATOM(lmcc, lmcc::actors, hello_atom, "hello")     // handshake step 1: nonces
+  CAF_ADD_ATOM(lmcc, lmcc::actors, join_atom, "join")       // handshake step 2: MACs and handles
+  CAF_ADD_ATOM(lmcc, lmcc::actors, greet_atom, "greet")     // a node is alive (failure detector)
+  CAF_ADD_ATOM(lmcc, lmcc::actors, read_atom, "read")       // holders of keys (a remote lookup)
+  CAF_ADD_ATOM(lmcc, lmcc::actors, peer_atom, "peer")       // a peer's handles changed
+  CAF_ADD_ATOM(lmcc, lmcc::actors, ring_atom, "ring")       // liveness changed: homes may move
+  CAF_ADD_ATOM(lmcc, lmcc::actors, handoff_atom, "handoff") // a worker entity changes node
+  CAF_ADD_ATOM(lmcc, lmcc::actors, marks_atom, "marks")     // a worker's watermarks in a shard
+  CAF_ADD_ATOM(lmcc, lmcc::actors, forward_atom, "forward") // frames for another node
 
   // -- types that cross nodes (sorted) -----------------------------------------------------
   CAF_ADD_TYPE_ID(lmcc, (lmcc::actors::kv_sub_batch))
   CAF_ADD_TYPE_ID(lmcc, (lmcc::actors::pushed_msg))
   CAF_ADD_TYPE_ID(lmcc, (lmcc::actors::session_params))
+  CAF_ADD_TYPE_ID(lmcc, (lmcc::actors::location_mark))
+  CAF_ADD_TYPE_ID(lmcc, (lmcc::actors::worker_handoff))
+  CAF_ADD_TYPE_ID(lmcc, (std::vector<lmcc::actors::location_mark>))
   CAF_ADD_TYPE_ID(lmcc, (lmcc::actors::sync_phase))
   CAF_ADD_TYPE_ID(lmcc, (lmcc::msg::Msg))
   CAF_ADD_TYPE_ID(lmcc, (lmcc::msg::wire_int))

@@ -1,8 +1,11 @@
 #include "actors/worker_actor.hpp"
 
 #include "actors/clock.hpp"
+#include "actors/handoff.hpp"
 
 #include <spdlog/spdlog.h>
+
+#include <algorithm>
 
 namespace lmcc::actors {
 
@@ -92,11 +95,83 @@ void stop_session(worker_self self) {
 
 void answer_drains(worker_self self) {
   auto& st = self->state;
-  if (st.drains.empty() || !st.logic->stream().idle())
+  if (!st.logic || !st.logic->stream().idle())
     return;
   for (auto& rp : st.drains)
     rp.deliver(true);
   st.drains.clear();
+  if (st.handoffs.empty())
+    return;
+  // Everything sent is acknowledged by every owner: the trackers are final.
+  auto marks = st.logic->marks();
+  for (auto& rp : st.handoffs)
+    rp.deliver(marks);
+  st.handoffs.clear();
+  st.handed_off = true;
+  // Frames still on their way here are passed back meanwhile; then it ends.
+  self->delayed_send(self, std::chrono::seconds(30), retire_atom::value);
+}
+
+/// Frames that reached this actor after its worker moved: back to the
+/// directory, which sends them to the new home.
+void pass_back(worker_self self, pushed_msgs&& msgs) {
+  auto& st = self->state;
+  if (msgs.empty())
+    return;
+  if (st.env.returns) {
+    self->send(st.env.returns, forward_atom::value, std::move(msgs));
+    return;
+  }
+  for (auto& m : msgs)
+    st.effects->give_credits(m.credits);
+}
+
+/// Orders parked frames of each location by their first seq_num: frames of
+/// one worker may reach a new home by two paths (straight, and through the
+/// old home) while it waits. Other frames keep their places.
+void order_parked(pushed_msgs& parked) {
+  std::map<std::string, std::vector<size_t>> by_location;
+  for (size_t i = 0; i < parked.size(); ++i)
+    if (const auto* b = std::get_if<msg::BatchedKVOperationMsg>(&parked[i].msg);
+        b && !b->operations.empty())
+      by_location[b->location].push_back(i);
+  for (auto& [name, at] : by_location) {
+    std::vector<pushed_msg> frames;
+    for (size_t i : at)
+      frames.push_back(std::move(parked[i]));
+    std::stable_sort(frames.begin(), frames.end(), [](const pushed_msg& a, const pushed_msg& b) {
+      return std::get<msg::BatchedKVOperationMsg>(a.msg).operations.front().seq_num.bits() <
+             std::get<msg::BatchedKVOperationMsg>(b.msg).operations.front().seq_num.bits();
+    });
+    for (size_t k = 0; k < at.size(); ++k)
+      parked[at[k]] = std::move(frames[k]);
+  }
+}
+
+/// Starts the logic of a taken-over worker from `marks` (handoff.hpp) and
+/// replays what was parked.
+void start_taken_over(worker_self self, const std::vector<location_mark>& marks) {
+  auto& st = self->state;
+  if (!st.waiting)
+    return; // started already (a reset or retire came first)
+  auto cfg = std::move(*st.waiting);
+  st.waiting.reset();
+  persistence::worker_row row;
+  row.uid = cfg.uid;
+  row.instance_id = cfg.instance_id;
+  row.worker_id = cfg.worker_id;
+  row.incarnation = cfg.incarnation;
+  auto plan = takeover_plan(row, marks, 0);
+  cfg.restored = true;
+  cfg.last_seq = std::move(plan.last_seq);
+  cfg.expected_next = std::move(plan.expected_next);
+  cfg.locations = std::move(plan.record.locations);
+  st.logic = std::make_unique<worker_logic>(std::move(cfg), *st.effects);
+  auto parked = std::move(st.parked);
+  st.parked.clear();
+  order_parked(parked);
+  for (auto& m : parked)
+    st.logic->on_push(std::move(m));
 }
 
 void quit_if_finished(worker_self self) {
@@ -115,16 +190,39 @@ worker_actor::behavior_type worker_main(worker_actor::stateful_pointer<worker_ac
   st.session_cfg = session_config{cfg.slot_count, cfg.destinations, cfg.placement,
                                   cfg.stream_base + cfg.destinations, st.env.full_sync_timeout_s};
   st.effects = std::make_unique<worker_effects>(self, cfg.uid, cfg.instance_id, cfg.worker_id);
-  st.logic = std::make_unique<worker_logic>(std::move(cfg), *st.effects);
+  if (cfg.await_takeover)
+    st.waiting = std::move(cfg);
+  else
+    st.logic = std::make_unique<worker_logic>(std::move(cfg), *st.effects);
+  // A reset or retire while waiting: nothing to continue, start empty.
+  auto ensure_logic = [self] {
+    if (self->state.waiting)
+      start_taken_over(self, {});
+  };
   return {
       [self](push_atom, pushed_msgs& msgs) {
+        auto& st = self->state;
+        if (st.handed_off) {
+          pass_back(self, std::move(msgs));
+          return;
+        }
+        if (st.waiting) {
+          for (auto& m : msgs)
+            st.parked.push_back(std::move(m));
+          return;
+        }
         for (auto& m : msgs)
-          self->state.logic->on_push(std::move(m));
+          st.logic->on_push(std::move(m));
       },
       [self](sync_start_atom, const msg::Msg& m) {
-        if (const auto* start = std::get_if<msg::FullSyncStartMsg>(&m))
-          return msg::Msg{self->state.logic->on_sync_start(*start)};
-        return msg::Msg{msg::ErrorMsg{"expected FullSyncStartMsg"}};
+        const auto* start = std::get_if<msg::FullSyncStartMsg>(&m);
+        if (!start)
+          return msg::Msg{msg::ErrorMsg{"expected FullSyncStartMsg"}};
+        if (!self->state.logic || self->state.handed_off)
+          return msg::Msg{msg::FullSyncStartRetMsg{
+              start->sync_id, false,
+              "Failed to start sync: the worker's controller node is changing; retry"}};
+        return msg::Msg{self->state.logic->on_sync_start(*start)};
       },
       [self](sync_status_atom, msg::Msg& m) -> caf::result<msg::Msg> {
         if (auto& s = self->state.session)
@@ -135,28 +233,62 @@ worker_actor::behavior_type worker_main(worker_actor::stateful_pointer<worker_ac
         return msg::Msg{std::move(ret)};
       },
       [self](ack_atom, uint64_t stream, uint64_t up_to) {
+        if (!self->state.logic)
+          return;
         self->state.logic->on_ack(stream, up_to);
         answer_drains(self);
         quit_if_finished(self);
       },
       [self](session_done_atom, const std::string& sync_id, bool completed) {
-        self->state.logic->on_session_ended(sync_id, completed);
+        if (self->state.logic)
+          self->state.logic->on_session_ended(sync_id, completed);
       },
-      [self](reset_atom, uint64_t incarnation) {
+      [self, ensure_logic](reset_atom, uint64_t incarnation) {
+        ensure_logic();
         stop_session(self);
         self->state.logic->on_reset(incarnation);
       },
-      [self](retire_atom) {
+      [self, ensure_logic](retire_atom) {
+        if (self->state.handed_off) {
+          self->quit(); // the worker lives on its new home; nothing of it is here
+          return;
+        }
+        ensure_logic();
         stop_session(self);
         self->state.logic->on_retire();
         quit_if_finished(self);
+      },
+      [self](handoff_atom) -> caf::result<std::vector<location_mark>> {
+        auto& st = self->state;
+        if (st.waiting) {
+          // Moved on before it started: whatever it parked goes on too.
+          st.handed_off = true;
+          pass_back(self, std::move(st.parked));
+          st.parked.clear();
+          self->delayed_send(self, std::chrono::seconds(30), retire_atom::value);
+          return std::vector<location_mark>{};
+        }
+        // A running sync cannot move: its marks say "syncing" and the new
+        // home asks for it again.
+        stop_session(self);
+        auto rp = self->make_response_promise<std::vector<location_mark>>();
+        st.handoffs.push_back(rp);
+        answer_drains(self);
+        return rp;
+      },
+      [self](handoff_atom, const std::vector<location_mark>& marks) {
+        start_taken_over(self, marks);
+      },
+      [self](ring_atom) {
+        if (self->state.logic)
+          self->state.logic->check_next_batches();
       },
       [self](drain_atom) -> caf::result<bool> {
         auto& st = self->state;
         auto rp = self->make_response_promise<bool>();
         auto own = [self, rp]() mutable {
           auto& st = self->state;
-          if (st.logic->stream().idle())
+          if (!st.logic || st.logic->stream().idle())
             rp.deliver(true);
           else
             st.drains.push_back(rp);

@@ -36,13 +36,27 @@ using worker_actor =
                      caf::reacts_to<session_done_atom, std::string, bool>,
                      caf::reacts_to<reset_atom, uint64_t>, caf::reacts_to<retire_atom>,
                      // Answers once everything it and its session sent is acknowledged.
-                     caf::replies_to<drain_atom>::with<bool>>;
+                     caf::replies_to<drain_atom>::with<bool>,
+                     // Its home moved away: drains, answers its seq marks and
+                     // from then on passes frames back to the directory.
+                     caf::replies_to<handoff_atom>::with<std::vector<location_mark>>,
+                     // Taken over: the marks to start from (await_takeover).
+                     caf::reacts_to<handoff_atom, std::vector<location_mark>>,
+                     // A peer node died: check the next batches' seq
+                     // (worker_logic::check_next_batches).
+                     caf::reacts_to<ring_atom>>;
+
+/// Frames a worker actor that handed its worker off passes back, for the
+/// directory to send to the worker's new home.
+using frame_return_actor = caf::typed_actor<caf::reacts_to<forward_atom, pushed_msgs>>;
 
 /// What a worker actor reaches outside itself.
 struct worker_env {
   std::vector<kv_shard_actor> shards; ///< destinations, by index
   std::shared_ptr<credit_gate> gate;
   directory_feedback_actor directory;
+  /// The directory again, for frames that arrive after a handoff (a cluster).
+  frame_return_actor returns;
   double full_sync_timeout_s = 300;
 };
 
@@ -57,6 +71,13 @@ struct worker_actor_state {
   std::optional<sync_session_actor> session;
   session_config session_cfg;
   std::vector<caf::typed_response_promise<bool>> drains;
+  /// Set while await_takeover: the config the logic starts with, and the
+  /// frames that arrived meanwhile.
+  std::optional<worker_config> waiting;
+  pushed_msgs parked;
+  /// Handoffs asked for (answered once drained), and whether it was answered.
+  std::vector<caf::typed_response_promise<std::vector<location_mark>>> handoffs;
+  bool handed_off = false;
 
   worker_actor_state();
   ~worker_actor_state();

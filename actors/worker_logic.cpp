@@ -93,12 +93,15 @@ void worker_logic::on_batch(const msg::BatchedKVOperationMsg& m, uint64_t credit
   const uint64_t first = m.operations.front().seq_num.bits();
   if (loc.expect_first) {
     const auto expected = *loc.expect_first;
+    const char* reason = loc.expect_reason;
     loc.expect_first.reset();
+    loc.expect_reason = "seq_gap_after_restart";
     if (expected && first != *expected) {
-      spdlog::warn("seq-gap-after-restart instance={} worker={} location={} expected={} got={} "
-                   "action=full-sync-requested",
-                   cfg_.instance_id, cfg_.worker_id.to_string(), m.location, *expected, first);
-      out_.request_resync("seq_gap_after_restart");
+      spdlog::warn("seq-gap-proven instance={} worker={} location={} expected={} got={} "
+                   "reason={} action=full-sync-requested",
+                   cfg_.instance_id, cfg_.worker_id.to_string(), m.location, *expected, first,
+                   reason);
+      out_.request_resync(reason);
     }
   }
   std::optional<std::pair<uint64_t, uint64_t>> gap;
@@ -113,8 +116,12 @@ void worker_logic::on_batch(const msg::BatchedKVOperationMsg& m, uint64_t credit
     ops.push_back(kv_op{op.key.bits(), op.op_type == msg::OpType::admit});
   }
   loc.last_seq = last;
-  if (gap)
+  if (gap) {
+    loc.batches_since_gap = 0;
     out_.seq_gap(m.location, gap->first, gap->second);
+  } else if (loc.batches_since_gap <= recent_gap_batches) {
+    ++loc.batches_since_gap;
+  }
   send_ops(loc, m.location, std::move(ops), seq_mark{seq_state::tracking, *last}, credits);
 }
 
@@ -147,24 +154,26 @@ void worker_logic::send_ops(location_state& loc, const std::string& name, std::v
   for (const auto& op : ops)
     for_each_destination(table[slot_of(op.key, cfg_.slot_count)],
                          [&](uint32_t d) { split_[d].push_back(op); });
-  // The home destination keeps the watermark (worker_config::home_destination).
-  const bool mark_home = mark && split_[cfg_.home_destination].empty();
+  // The mark destinations keep the watermark (worker_config::mark_mask).
+  const uint64_t mark_to = mark ? (cfg_.mark_mask == 0 ? 1 : cfg_.mark_mask) : 0;
   uint64_t total = 0;
-  uint32_t last_used = 0;
+  uint32_t last_used = cfg_.destinations;
   for (uint32_t d = 0; d < cfg_.destinations; ++d)
-    if (!split_[d].empty()) {
+    if (!split_[d].empty() || ((mark_to >> d) & 1U)) {
       last_used = d;
       total += split_[d].size();
     }
   // Credits are shared by op count over every copy (replicas included), so
   // they all come back only once every owner acknowledged its copy.
   uint64_t left = credits;
-  if (total == 0) {
-    last_used = cfg_.home_destination;
-    total = 1;
+  if (last_used == cfg_.destinations) {
+    out_.give_credits(credits); // nothing to send
+    return;
   }
+  if (total == 0)
+    total = 1;
   for (uint32_t d = 0; d < cfg_.destinations; ++d) {
-    if (split_[d].empty() && !(mark_home && d == cfg_.home_destination))
+    if (split_[d].empty() && !((mark_to >> d) & 1U))
       continue;
     const uint64_t share = d == last_used ? left : credits * split_[d].size() / total;
     left -= share;
@@ -173,6 +182,41 @@ void worker_logic::send_ops(location_state& loc, const std::string& name, std::v
     out_stream_.stamp(d, sb, share);
     out_.send(d, std::move(sb));
   }
+}
+
+void worker_logic::check_next_batches() {
+  for (auto& [name, loc] : locations_) {
+    if (loc.batches_since_gap <= recent_gap_batches && gate_ == gate::open) {
+      spdlog::warn("seq-gap-proven instance={} worker={} location={} batches_since_gap={} "
+                   "reason=frames_lost_with_node action=full-sync-requested",
+                   cfg_.instance_id, cfg_.worker_id.to_string(), name, loc.batches_since_gap);
+      loc.batches_since_gap = recent_gap_batches + 1;
+      out_.request_resync("frames_lost_with_node");
+      continue;
+    }
+    if (loc.last_seq && !loc.expect_first) {
+      loc.expect_first = std::optional<uint64_t>{*loc.last_seq + 1};
+      loc.expect_reason = "frames_lost_with_node";
+    }
+  }
+}
+
+std::vector<location_mark> worker_logic::marks() const {
+  using persistence::seq_mark;
+  using persistence::seq_state;
+  std::vector<location_mark> out;
+  for (const auto& [name, loc] : locations_) {
+    location_mark m{name, cfg_.incarnation, seq_mark{seq_state::resynced, 0}};
+    if (gate_ != gate::open && name == sync_location_)
+      m.mark = seq_mark{seq_state::syncing, 0};
+    else if (loc.last_seq)
+      m.mark = seq_mark{seq_state::tracking, *loc.last_seq};
+    else if (loc.expect_first && *loc.expect_first)
+      m.mark = **loc.expect_first == 0 ? seq_mark{}
+                                       : seq_mark{seq_state::tracking, **loc.expect_first - 1};
+    out.push_back(std::move(m));
+  }
+  return out;
 }
 
 void worker_logic::on_ack(uint64_t stream, uint64_t up_to) {
@@ -195,7 +239,9 @@ msg::FullSyncStartRetMsg worker_logic::on_sync_start(const msg::FullSyncStartMsg
   auto& loc = location(m.location);
   loc.last_seq.reset();     // the next increment re-initialises the tracker
   loc.expect_first.reset(); // the sync rebuilds the location
+  loc.batches_since_gap = recent_gap_batches + 1;
   sync_id_ = m.sync_id;
+  sync_location_ = m.location;
   gate_ = gate::draining;
   out_.session_start(session_params{m.sync_id, m.location, loc.holder, cfg_.uid, cfg_.incarnation,
                                     m.total_keys.is_negative() ? 0 : m.total_keys.bits(), batches});

@@ -26,6 +26,7 @@
 // goes through worker_outbox.
 #pragma once
 
+#include "actors/handoff_marks.hpp"
 #include "actors/sub_batch_stream.hpp"
 #include "messages/lmcache_msgs.hpp"
 
@@ -101,12 +102,18 @@ struct worker_config {
   /// Destination shards and the slot -> destination table.
   uint32_t destinations = 1;
   placement_table placement;
-  /// The destination that keeps this worker's seq watermarks (its node's own
-  /// shard): every batch with a watermark reaches it, even with no op of its
-  /// slots, so a restart of this node finds the worker's latest seq.
-  uint32_t home_destination = 0;
+  /// The destinations that keep this worker's seq watermarks, bit d for
+  /// destination d: every batch's watermark reaches each of them, even with no
+  /// op of their slots, so a restart of this node, or the node that takes the
+  /// worker over when its home dies (handoff.hpp), finds the worker's latest
+  /// seq. A single node: its shard; a cluster: every owner of the worker's
+  /// uid slot. 0 means destination 0.
+  uint64_t mark_mask = 1;
   /// This actor's stream ids are [stream_base, stream_base + destinations).
   uint64_t stream_base = 0;
+  /// Taken over from another node (handoff.hpp): the actor parks the frames
+  /// it gets until the directory hands it the worker's marks.
+  bool await_takeover = false;
   /// Restored after a restart: per location the seq tracker and the seq the
   /// first op must carry (nullopt: no check); other locations must start at 0.
   bool restored = false;
@@ -117,6 +124,9 @@ struct worker_config {
 
 class worker_logic {
 public:
+  /// A gap at most this many batches before a peer's loss counts as proof.
+  static constexpr uint32_t recent_gap_batches = 64;
+
   /// Most batches one sync may announce (bounds the session's bitmap).
   static constexpr uint64_t max_batch_count = uint64_t{1} << 20;
 
@@ -139,6 +149,20 @@ public:
   /// Deregistration: everything is dropped; finished() once acknowledged.
   void on_retire();
 
+  /// A peer node died: frames of this worker may have died with it (read by
+  /// its PULL socket, or forwarded through it). The next batch of every
+  /// tracked location must continue its seq; one that does not proves the
+  /// loss and asks this worker alone for a full sync ("frames_lost_with_node").
+  /// A gap seen in the last recent_gap_batches batches (the loss is noticed
+  /// a little after the frames went missing) asks at once.
+  void check_next_batches();
+
+  /// Every location's seq tracker as a watermark, for the node that takes
+  /// this worker over (handoff.hpp): tracking N, resynced (no check), none
+  /// (the next op starts at 0) or syncing (a full sync was cut short: the new
+  /// home asks for it again).
+  std::vector<location_mark> marks() const;
+
   bool finished() const noexcept { return retired_ && out_stream_.idle(); }
   bool gate_open() const noexcept { return gate_ == gate::open; }
   uint64_t discarded_batches() const noexcept { return discarded_; }
@@ -157,6 +181,11 @@ private:
     std::optional<uint64_t> last_seq;
     /// After a restore: the seq the first op must carry (checked once).
     std::optional<std::optional<uint64_t>> expect_first;
+    /// Why a mismatch of expect_first asks for a full sync.
+    const char* expect_reason = "seq_gap_after_restart";
+    /// Batches since the last seq gap (capped): a gap just before a peer's
+    /// loss was noticed is one its death caused.
+    uint32_t batches_since_gap = recent_gap_batches + 1;
     std::vector<bool> intro_sent; ///< per destination
   };
 
@@ -176,6 +205,7 @@ private:
   bool retired_ = false;
   uint64_t discarded_ = 0;
   std::vector<std::vector<kv_op>> split_; ///< per destination, reused
+  std::string sync_location_;             ///< the location the running sync rebuilds
 };
 
 } // namespace lmcc::actors

@@ -336,3 +336,87 @@ TEST(worker_logic, retire_drops_above_the_incarnation_and_finishes_once_acknowle
 
 } // namespace
 } // namespace lmcc::actors
+
+namespace lmcc::actors {
+namespace {
+
+/// A batch of one op whose key lands in `slot` of 64 (keys probed from 1).
+pushed_msg batch_in_slot(uint32_t slot, uint64_t seq) {
+  uint64_t key = 1;
+  while (slot_of(key, 64) != slot)
+    ++key;
+  msg::BatchedKVOperationMsg b{"A", 0, "cpu", {}};
+  b.operations.push_back(msg::KVOpEvent{msg::OpType::admit, wire_int::from_unsigned(key),
+                                        wire_int::from_unsigned(seq)});
+  return pushed_msg{msg::Msg{std::move(b)}, 1};
+}
+
+TEST(worker_logic, every_mark_destination_gets_the_watermark_even_without_ops) {
+  recording_outbox out;
+  auto cfg = config(3);
+  cfg.mark_mask = 0b101; // destinations 0 and 2 keep this worker's marks
+  worker_logic w{cfg, out};
+  w.on_push(batch_in_slot(1, 0)); // slot 1 belongs to destination 1 only
+  std::set<uint32_t> to;
+  for (const auto& [d, sb] : out.sent) {
+    to.insert(d);
+    EXPECT_EQ(sb.mark, (seq_mark{seq_state::tracking, 0})) << d;
+    EXPECT_EQ(sb.ops.size(), d == 1 ? 1u : 0u) << d;
+  }
+  EXPECT_EQ(to, (std::set<uint32_t>{0, 1, 2}));
+  for (uint32_t d = 0; d < 3; ++d)
+    w.on_ack(base + d, 1);
+  EXPECT_EQ(out.credits, 1u); // the credit came back once, whole
+}
+
+TEST(worker_logic, after_a_peer_is_lost_a_gap_in_the_next_batch_asks_for_a_full_sync) {
+  recording_outbox out;
+  worker_logic w{config(), out};
+  w.on_push(batch("cpu", 0, 5));
+  w.check_next_batches();
+  w.on_push(batch("cpu", 5, 2)); // continues: frames were not lost
+  EXPECT_TRUE(out.resyncs.empty());
+  w.check_next_batches();
+  w.on_push(batch("cpu", 9, 2)); // 7 and 8 died with the node
+  EXPECT_EQ(out.resyncs, (std::vector<std::string>{"frames_lost_with_node"}));
+  w.on_push(batch("cpu", 20, 1)); // later gaps are LMCache's: counted, no resync
+  EXPECT_EQ(out.resyncs.size(), 1u);
+}
+
+TEST(worker_logic, a_gap_just_before_a_peer_loss_is_noticed_counts_as_proof) {
+  recording_outbox out;
+  worker_logic w{config(), out};
+  w.on_push(batch("cpu", 0, 5));
+  w.on_push(batch("cpu", 8, 1)); // the gap arrives before the loss is noticed
+  w.on_push(batch("cpu", 9, 1));
+  EXPECT_TRUE(out.resyncs.empty());
+  w.check_next_batches();
+  EXPECT_EQ(out.resyncs, (std::vector<std::string>{"frames_lost_with_node"}));
+  // An old gap does not: 64 clean batches later a loss proves nothing.
+  recording_outbox out2;
+  worker_logic w2{config(), out2};
+  w2.on_push(batch("cpu", 0, 1));
+  w2.on_push(batch("cpu", 5, 1));
+  for (uint64_t s = 6; s < 6 + worker_logic::recent_gap_batches + 1; ++s)
+    w2.on_push(batch("cpu", s, 1));
+  w2.check_next_batches();
+  EXPECT_TRUE(out2.resyncs.empty());
+}
+
+TEST(worker_logic, marks_describe_each_location_for_a_handoff) {
+  recording_outbox out;
+  worker_logic w{config(), out};
+  w.on_push(batch("cpu", 0, 4));
+  w.on_push(batch("disk", 10, 1));
+  auto start = sync_start("s1", "disk");
+  ASSERT_TRUE(w.on_sync_start(start).accepted);
+  auto marks = w.marks();
+  std::sort(marks.begin(), marks.end(),
+            [](const auto& a, const auto& b) { return a.location < b.location; });
+  ASSERT_EQ(marks.size(), 2u);
+  EXPECT_EQ(marks[0], (location_mark{"cpu", 77, seq_mark{seq_state::tracking, 3}}));
+  EXPECT_EQ(marks[1], (location_mark{"disk", 77, seq_mark{seq_state::syncing, 0}}));
+}
+
+} // namespace
+} // namespace lmcc::actors

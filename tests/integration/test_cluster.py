@@ -54,8 +54,16 @@ class Twin:
                             port=self.c.port)
 
     def register(self):
-        assert self.c.register()["type"] == "RegisterRetMsg"
-        self.c.heartbeat_url = None  # heartbeats keep going to the planned node
+        reply = self.c.register()
+        assert reply["type"] == "RegisterRetMsg"
+        # The answer names the node the worker registered through, whichever
+        # node is its home.
+        assert reply["extra_config"].get("heartbeat_url") in (None, self.plan[1].heartbeat_url), reply
+        # Heartbeats keep going to the planned node.
+        self.c.heartbeat_url = None
+        if self.c.hb_sock is not None:
+            self.c.hb_sock.close(0)
+            self.c.hb_sock = None
         assert self.r.register()["type"] == "RegisterRetMsg"
 
     def heartbeat(self):

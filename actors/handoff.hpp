@@ -1,0 +1,44 @@
+// handoff: what moves with a worker's entity (its WorkerActor) when its home
+// node changes (cluster_table::home_of follows liveness), and how the new
+// home rebuilds the actor from it.
+//
+// A worker's entity carries one thing that is not in the replicated Directory
+// rows: its seq trackers, per location. When the home moves away from a live
+// node, that node's actor drains (everything it sent is acknowledged by every
+// owner) and hands its trackers over as location marks; the new home asks
+// every live peer for them (a pull, so that it does not matter who noticed
+// the change first) and, when nobody hosted the worker (its old home died),
+// falls back on the marks its own shard keeps: every owner of the worker's
+// uid slot receives each batch's watermark (worker_config::mark_mask), so
+// the next owner in the preference list knows how far the dead home got.
+// Either way the marks go through plan_restore(), the rules of a restart: a
+// tracked location's next op must continue its seq, a location caught in a
+// full sync is re-synced, and only a proven gap asks a worker to resync.
+//
+//   auto marks = merge_marks({answer_from_n2.marks, local_shard_marks});
+//   restored_worker w = takeover_plan(row, marks, now);
+//
+// Context: value types (they cross nodes; inspect in actors/inspect.hpp) and
+// pure functions. CAF-free.
+#pragma once
+
+#include "actors/handoff_marks.hpp"
+#include "actors/restore_plan.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace lmcc::actors {
+
+/// The freshest mark per location over several sources: the newer
+/// incarnation first; then a mark that needs a resync (syncing, gap) over any
+/// other; then the highest tracked seq; then resynced over none.
+std::vector<location_mark> merge_marks(const std::vector<std::vector<location_mark>>& sources);
+
+/// The worker as its new home takes it over: `row` from the replicated
+/// Directory, trackers from `marks` (the restart rules of restore_plan.hpp).
+restored_worker takeover_plan(const persistence::worker_row& row,
+                              const std::vector<location_mark>& marks, double now);
+
+} // namespace lmcc::actors

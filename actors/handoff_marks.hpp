@@ -1,0 +1,37 @@
+// handoff_marks: the values that move with a worker's entity between nodes
+// (handoff.hpp explains the protocol; these are its messages).
+//
+// Context: plain value types; they cross CAF's middleman (inspect in
+// actors/inspect.hpp). CAF-free.
+#pragma once
+
+#include "persistence/schema.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace lmcc::actors {
+
+/// One location's seq watermark as an entity or a shard knows it.
+struct location_mark {
+  std::string location;
+  uint64_t incarnation = 0;
+  persistence::seq_mark mark;
+
+  friend bool operator==(const location_mark&, const location_mark&) = default;
+};
+
+/// A peer's answer to "do you host this worker?".
+struct worker_handoff {
+  enum class answer : uint8_t {
+    none = 0,  ///< not hosted here (nor handed off lately)
+    found = 1, ///< hosted here until now: `marks` are its drained trackers
+    retry = 2, ///< still its home in this node's view: ask again shortly
+  };
+  uint64_t uid = 0;
+  answer status = answer::none;
+  std::vector<location_mark> marks;
+};
+
+} // namespace lmcc::actors

@@ -1,0 +1,204 @@
+"""Failover: a node of a three-node cluster killed with SIGKILL and started
+again, with workers whose sockets and entities were on it.
+
+Every fake worker has a twin at a single reference node; the cluster must keep
+answering as the reference does through the survivors, take over the dead
+node's workers without asking them to resync (nothing was lost when ingest was
+quiet at the kill), and hand them back when the node returns.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+
+import pytest
+
+from conftest import Node, unique, wait_until
+from lmcc_cluster import Cluster, SpreadNode
+from lmcc_worker import chunk_hashes
+from test_cluster import Twin, answers, settle
+from test_durability import commands, full_sync
+
+# Default failure timeout of a node (lmcc_cluster_failure_timeout_ms).
+FAILURE_TIMEOUT_S = 2.0
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    c = Cluster(tmp_path / "cluster").start()
+    yield c
+    c.stop()
+
+
+@pytest.fixture
+def reference(node_factory):
+    return node_factory()
+
+
+def repoint_all(twin: Twin, rng: random.Random, nodes: list[Node]) -> None:
+    """Moves every socket of a worker that used a dead node to live ones."""
+    pull, reply, hb = (rng.choice(nodes) for _ in range(3))
+    twin.plan = (pull, reply, hb)
+    w = twin.c
+    import zmq
+
+    w.push_sock.close(0)
+    w.push_sock = w.ctx.socket(zmq.PUSH)
+    w.push_sock.setsockopt(zmq.LINGER, 2000)
+    w.push_sock.connect(f"tcp://{pull.pull_url}")
+    w.req_sock.close(0)
+    w.req_sock = w._dealer(reply.reply_url)
+    if w.hb_sock is not None:
+        w.hb_sock.close(0)
+    w.hb_sock = w._dealer(hb.heartbeat_url)
+
+
+def converged_on(nodes: list[Node], reference: Node, prompts, twins, what: str) -> None:
+    want = {}
+
+    def same():
+        nonlocal want
+        want = answers(reference, prompts, twins)
+        return any(want["lookup"]) and all(answers(n, prompts, twins) == want for n in nodes)
+
+    try:
+        wait_until(same, timeout=20, interval=0.2, message=f"answers equal the reference {what}")
+    except AssertionError:
+        for n in nodes:
+            for part, value in answers(n, prompts, twins).items():
+                assert (n.workdir.name, part, value) == (n.workdir.name, part, want[part]), what
+        raise
+
+
+def lookups_complete(nodes: list[Node], reference: Node, prompts) -> bool:
+    want = [reference.lookup(p) for p in prompts]
+    return all([n.lookup(p) for p in prompts] == want for n in nodes)
+
+
+def test_kill_9_of_each_node_in_turn_loses_nothing_and_resyncs_no_one(cluster, reference):
+    rng = random.Random(21)
+    tag = unique("kill")
+    twins = [Twin(cluster, reference, rng, f"{tag}-{i}", w) for i in range(4) for w in range(2)]
+    base = rng.randrange(1, 1 << 40)
+    prompts = [[base + p * 10_000 + i for i in range(256 * 4)] for p in range(12)]
+    rounds = iter(range(100))
+
+    def admit_round():
+        r = next(rounds)
+        for i, t in enumerate(twins):
+            t.admit(chunk_hashes(prompts[(r + i) % len(prompts)]))
+            if r % 2:
+                t.evict(chunk_hashes(prompts[(r + i + 5) % len(prompts)])[:3])
+
+    try:
+        for t in twins:
+            t.register()
+        settle(twins, SpreadNode(cluster), reference)
+        admit_round()
+        converged_on(cluster.nodes, reference, prompts, twins, "before any kill")
+        for victim in list(cluster.nodes):
+            survivors = [n for n in cluster.nodes if n is not victim]
+            killed_at = time.monotonic()
+            victim.kill()
+            # Complete through the survivors within the detection timeout + 1 s.
+            wait_until(lambda: lookups_complete(survivors, reference, prompts),
+                       timeout=FAILURE_TIMEOUT_S + 1.0, interval=0.05,
+                       message=f"lookups complete after {victim.workdir.name} was killed")
+            print(f"{victim.workdir.name}: lookups complete "
+                  f"{time.monotonic() - killed_at:.3f}s after kill -9")
+            for t in twins:
+                if victim in t.plan:
+                    repoint_all(t, rng, survivors)
+            # Ingest and requests of every worker carry on; the dead node's
+            # workers are taken over from the replicated Directory and marks.
+            admit_round()
+            converged_on(survivors, reference, prompts, twins,
+                         f"with {victim.workdir.name} dead")
+            for t in twins:
+                assert commands(t.c) == [], f"{t.c.instance_id}/{t.c.worker_id} asked to resync"
+            victim.start(keep_ports=True)
+            cluster.wait_joined()
+            admit_round()
+            converged_on(cluster.nodes, reference, prompts, twins,
+                         f"after {victim.workdir.name} came back")
+            for t in twins:
+                assert commands(t.c) == [], f"{t.c.instance_id}/{t.c.worker_id} asked to resync"
+        logs = "".join(n.log_text() for n in cluster.nodes)
+        assert "worker-taken-over" in logs
+        assert "full-sync-requested" not in logs
+    finally:
+        for t in twins:
+            t.close()
+
+
+def test_kill_9_under_ingest_converges_and_only_gapped_workers_resync(cluster, reference):
+    rng = random.Random(23)
+    tag = unique("killload")
+    twins = [Twin(cluster, reference, rng, f"{tag}-{i}", 0) for i in range(6)]
+    base = rng.randrange(1, 1 << 40)
+    prompts = [[base + p * 10_000 + i for i in range(256 * 2)] for p in range(40)]
+    stop = threading.Event()
+    lock = threading.Lock()
+    sent = {id(t): 0 for t in twins}
+
+    def ingest():
+        r = 0
+        while not stop.is_set():
+            with lock:
+                for i, t in enumerate(twins):
+                    t.admit(chunk_hashes(prompts[(r + i) % len(prompts)]))
+                    sent[id(t)] += 1
+            r += 1
+            time.sleep(0.01)
+
+    try:
+        for t in twins:
+            t.register()
+        settle(twins, SpreadNode(cluster), reference)
+        feeder = threading.Thread(target=ingest, daemon=True)
+        feeder.start()
+        wait_until(lambda: min(sent.values()) >= 5, message="ingest running")
+        victim = cluster.nodes[0]
+        survivors = cluster.nodes[1:]
+        touched_victim = {t.c.instance_id for t in twins if victim in t.plan}
+        with lock:
+            victim.kill()
+            for t in twins:
+                if victim in t.plan:
+                    repoint_all(t, rng, survivors)
+        time.sleep(0.5)  # ingest keeps running across the failover
+        stop.set()
+        feeder.join()
+        # A worker whose frames died with the node shows a gap on its next
+        # batch and is asked for a full sync; it does one. Nobody else is.
+        for t in twins:
+            t.admit(chunk_hashes(prompts[0]))
+        resynced = []
+
+        def quiet():
+            for t in twins:
+                cmds = commands(t.c)
+                if cmds:
+                    resynced.append(t.c.instance_id)
+                    full_sync(survivors[0], t.c, "failover")
+            return all(commands(t.c) == [] for t in twins)
+
+        wait_until(quiet, timeout=30, interval=0.3, message="every asked worker resynced")
+        converged_on(survivors, reference, prompts, twins, "after the kill under ingest")
+        victim.start(keep_ports=True)
+        cluster.wait_joined()
+        converged_on(cluster.nodes, reference, prompts, twins, "after the node came back")
+        print(f"workers asked to resync: {sorted(set(resynced))} of {len(twins)}")
+        # Only a worker whose frames could die with the node -- it had a socket
+        # there, or its entity lived there -- may have a gap.
+        logs = "".join(n.log_text() for n in survivors)
+        for t in twins:
+            homed_on_victim = f"worker-taken-over instance={t.c.instance_id} " in logs
+            if t.c.instance_id not in touched_victim and not homed_on_victim:
+                assert t.c.instance_id not in resynced, f"{t.c.instance_id} resynced needlessly"
+    finally:
+        stop.set()
+        for t in twins:
+            t.close()
