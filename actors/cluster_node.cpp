@@ -74,6 +74,7 @@ std::shared_ptr<cluster_table> make_table(const cluster::membership& m,
   t->peers.resize(m.size());
   for (size_t i = 0; i < m.size(); ++i) {
     t->peers[i].live = m.live(static_cast<node_index>(i));
+    t->peers[i].leaving = m.leaving(static_cast<node_index>(i));
     if (i < handles.size())
       t->peers[i].handles = handles[i];
   }
@@ -229,7 +230,7 @@ void tick(node_self self) {
     auto& p = st.peers[i];
     if (p.handles.node)
       self->send(caf::actor_cast<cluster_node_actor>(p.handles.node), greet_atom::value,
-                 st.cfg.self_id);
+                 st.cfg.self_id, st.members->leaving());
     else if (!p.connecting && now >= p.next_attempt)
       connect(self, i);
   }
@@ -280,17 +281,29 @@ cluster_node_main(cluster_node_actor::stateful_pointer<cluster_node_state> self,
   });
   self->send(self, tick_atom::value);
   return {
-      [self](greet_atom, const std::string& peer) {
+      [self](greet_atom, const std::string& peer, bool leaving) {
         auto& st = self->state;
         auto i = st.members->index_of(peer);
         // Only a joined peer counts: before our own join we lack its handles.
         if (!i || !st.peers[*i].handles.node)
           return;
-        if (st.members->on_greeting(peer, clock_type::now())) {
-          spdlog::info("cluster-peer-back node={} peer={} ring={:016x}", st.cfg.self_id, peer,
-                       st.members->ring_version());
+        if (st.members->on_greeting(peer, clock_type::now(), leaving)) {
+          spdlog::info("cluster-peer-{} node={} peer={} ring={:016x}", leaving ? "leaving" : "back",
+                       st.cfg.self_id, peer, st.members->ring_version());
           publish(self);
         }
+      },
+      [self](leave_atom) {
+        auto& st = self->state;
+        st.members->leave();
+        spdlog::info("cluster-leaving node={} ring={:016x}", st.cfg.self_id,
+                     st.members->ring_version());
+        publish(self);
+        for (const auto& p : st.peers)
+          if (p.handles.node)
+            self->send(caf::actor_cast<cluster_node_actor>(p.handles.node), greet_atom::value,
+                       st.cfg.self_id, true);
+        return true;
       },
       [self](tick_atom) {
         tick(self);

@@ -47,7 +47,11 @@ using cluster_gate_actor = caf::typed_actor<
         std::string, std::vector<caf::actor>, std::string, std::string>>;
 
 using cluster_node_actor =
-    caf::typed_actor<caf::reacts_to<greet_atom, std::string>, caf::reacts_to<tick_atom>>;
+    caf::typed_actor<caf::reacts_to<greet_atom, std::string, bool>, caf::reacts_to<tick_atom>,
+                     // This node stops cleanly: leave the live set (every worker
+                     // home moves to the peers) and tell them at once; answers
+                     // once the new table is published.
+                     caf::replies_to<leave_atom>::with<bool>>;
 
 /// Counts /cluster/status and /metrics show (any thread).
 struct cluster_counters {

@@ -42,6 +42,9 @@ struct peer_handles {
 
 struct peer_entry {
   bool live = false;
+  /// Stopping cleanly: out of the live set, but still answering the handoff
+  /// of its workers (worker_homes.hpp) until its connection goes.
+  bool leaving = false;
   peer_handles handles;
 };
 

@@ -457,6 +457,7 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
       [self](ring_atom) { on_ring_change(self); },
       [self](handoff_atom, uint64_t uid) { return answer_handoff(self, uid); },
       [self](forward_atom, pushed_msgs& msgs) { return_frames(self, std::move(msgs)); },
+      [self](leave_atom) { return await_handoffs(self); },
       [self](row_put_atom, const std::string& from, uint64_t ring_version,
              const std::vector<persistence::worker_row>& rows) {
         auto& st = self->state;

@@ -58,7 +58,9 @@ using directory_actor = directory_feedback_actor::extend<
     // From a peer taking a worker over: did this node host it, and its marks.
     caf::replies_to<handoff_atom, uint64_t>::with<worker_handoff>,
     // Frames that reached a handed-off worker actor.
-    caf::reacts_to<forward_atom, pushed_msgs>>;
+    caf::reacts_to<forward_atom, pushed_msgs>,
+    // A clean stop: how many workers are still to be handed over.
+    caf::replies_to<leave_atom>::with<uint64_t>>;
 
 /// Hooks into the rest of the node, so that actors stay free of sockets and disks.
 struct directory_hooks {

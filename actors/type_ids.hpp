@@ -76,6 +76,9 @@ CAF_BEGIN_TYPE_ID_BLOCK(lmcc, caf::first_custom_type_id)
   CAF_ADD_ATOM(lmcc, lmcc::actors, handoff_atom, "handoff") // a worker entity changes node
   CAF_ADD_ATOM(lmcc, lmcc::actors, marks_atom, "marks")     // a worker's watermarks in a shard
   CAF_ADD_ATOM(lmcc, lmcc::actors, forward_atom, "forward") // frames for another node
+  CAF_ADD_ATOM(lmcc, lmcc::actors, leave_atom, "leave")     // a clean stop hands off first
+  CAF_ADD_ATOM(lmcc, lmcc::actors, digest_atom, "digest")   // slot digests (anti-entropy)
+  CAF_ADD_ATOM(lmcc, lmcc::actors, repair_atom, "repair")   // a slot's content, to copy
 
   // -- types that cross nodes (sorted) -----------------------------------------------------
   CAF_ADD_TYPE_ID(lmcc, (lmcc::actors::kv_sub_batch))

@@ -148,6 +148,69 @@ void order_parked(pushed_msgs& parked) {
   }
 }
 
+/// The first seq of a KV batch, and its location.
+std::optional<std::pair<const std::string*, uint64_t>> batch_start(const pushed_msg& m) {
+  const auto* b = std::get_if<msg::BatchedKVOperationMsg>(&m.msg);
+  if (!b || b->operations.empty())
+    return std::nullopt;
+  return std::make_pair(&b->location, b->operations.front().seq_num.bits());
+}
+
+/// Applies held batches that are next in seq order, as long as there are.
+void release_held(worker_self self) {
+  auto& st = self->state;
+  bool progress = true;
+  while (progress && !st.held.empty()) {
+    progress = false;
+    for (size_t i = 0; i < st.held.size(); ++i) {
+      auto start = batch_start(st.held[i]);
+      auto next = start ? st.logic->next_seq(*start->first) : std::nullopt;
+      if (start && next && start->second > *next)
+        continue;
+      auto m = std::move(st.held[i]);
+      st.held.erase(st.held.begin() + static_cast<std::ptrdiff_t>(i));
+      st.logic->on_push(std::move(m));
+      progress = true;
+      break;
+    }
+  }
+}
+
+/// The reorder window closed (or the worker moves on): what still waits goes
+/// in seq order; a hole left is a gap the logic counts (and proves).
+void end_reordering(worker_self self) {
+  auto& st = self->state;
+  if (!st.reordering)
+    return;
+  st.reordering = false;
+  auto held = std::move(st.held);
+  st.held.clear();
+  order_parked(held);
+  for (auto& m : held)
+    st.logic->on_push(std::move(m));
+}
+
+/// A frame during the reorder window: a batch ahead of its location's seq
+/// waits for the ones before it.
+void push_reordering(worker_self self, pushed_msg&& m) {
+  auto& st = self->state;
+  auto start = batch_start(m);
+  auto next = start ? st.logic->next_seq(*start->first) : std::nullopt;
+  if (start && next && start->second > *next) {
+    st.held.push_back(std::move(m));
+    return;
+  }
+  st.logic->on_push(std::move(m));
+  release_held(self);
+}
+
+void quit_if_finished(worker_self self) {
+  if (self->state.logic->finished()) {
+    answer_drains(self);
+    self->quit();
+  }
+}
+
 /// Starts the logic of a taken-over worker from `marks` (handoff.hpp) and
 /// replays what was parked.
 void start_taken_over(worker_self self, const std::vector<location_mark>& marks) {
@@ -170,15 +233,12 @@ void start_taken_over(worker_self self, const std::vector<location_mark>& marks)
   auto parked = std::move(st.parked);
   st.parked.clear();
   order_parked(parked);
+  // The frames before the first parked one may still be on their way
+  // through the old home: the reorder window covers the parked ones too.
+  st.reordering = true;
+  self->delayed_send(self, takeover_reorder_window, tick_atom::value);
   for (auto& m : parked)
-    st.logic->on_push(std::move(m));
-}
-
-void quit_if_finished(worker_self self) {
-  if (self->state.logic->finished()) {
-    answer_drains(self);
-    self->quit();
-  }
+    push_reordering(self, std::move(m));
 }
 
 } // namespace
@@ -211,9 +271,15 @@ worker_actor::behavior_type worker_main(worker_actor::stateful_pointer<worker_ac
             st.parked.push_back(std::move(m));
           return;
         }
+        if (st.reordering) {
+          for (auto& m : msgs)
+            push_reordering(self, std::move(m));
+          return;
+        }
         for (auto& m : msgs)
           st.logic->on_push(std::move(m));
       },
+      [self](tick_atom) { end_reordering(self); },
       [self](sync_start_atom, const msg::Msg& m) {
         const auto* start = std::get_if<msg::FullSyncStartMsg>(&m);
         if (!start)
@@ -245,6 +311,7 @@ worker_actor::behavior_type worker_main(worker_actor::stateful_pointer<worker_ac
       },
       [self, ensure_logic](reset_atom, uint64_t incarnation) {
         ensure_logic();
+        end_reordering(self);
         stop_session(self);
         self->state.logic->on_reset(incarnation);
       },
@@ -254,6 +321,7 @@ worker_actor::behavior_type worker_main(worker_actor::stateful_pointer<worker_ac
           return;
         }
         ensure_logic();
+        end_reordering(self);
         stop_session(self);
         self->state.logic->on_retire();
         quit_if_finished(self);
@@ -268,6 +336,7 @@ worker_actor::behavior_type worker_main(worker_actor::stateful_pointer<worker_ac
           self->delayed_send(self, std::chrono::seconds(30), retire_atom::value);
           return std::vector<location_mark>{};
         }
+        end_reordering(self);
         // A running sync cannot move: its marks say "syncing" and the new
         // home asks for it again.
         stop_session(self);

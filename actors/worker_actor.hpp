@@ -44,7 +44,9 @@ using worker_actor =
                      caf::reacts_to<handoff_atom, std::vector<location_mark>>,
                      // A peer node died: check the next batches' seq
                      // (worker_logic::check_next_batches).
-                     caf::reacts_to<ring_atom>>;
+                     caf::reacts_to<ring_atom>,
+                     // The end of the reorder window after a takeover.
+                     caf::reacts_to<tick_atom>>;
 
 /// Frames a worker actor that handed its worker off passes back, for the
 /// directory to send to the worker's new home.
@@ -75,6 +77,12 @@ struct worker_actor_state {
   /// frames that arrived meanwhile.
   std::optional<worker_config> waiting;
   pushed_msgs parked;
+  /// Just after a takeover, frames of the worker may arrive by two paths (the
+  /// old home passing late ones on, and straight): a batch ahead of its
+  /// location's seq waits here, for the frames before it, until the window
+  /// closes (takeover_reorder_window).
+  pushed_msgs held;
+  bool reordering = false;
   /// Handoffs asked for (answered once drained), and whether it was answered.
   std::vector<caf::typed_response_promise<std::vector<location_mark>>> handoffs;
   bool handed_off = false;
@@ -82,6 +90,10 @@ struct worker_actor_state {
   worker_actor_state();
   ~worker_actor_state();
 };
+
+/// How long a taken-over worker's actor waits for frames that arrive out of
+/// seq order (they travelled through the old home) before it counts a gap.
+inline constexpr std::chrono::milliseconds takeover_reorder_window{1000};
 
 worker_actor::behavior_type worker_main(worker_actor::stateful_pointer<worker_actor_state> self,
                                         worker_env env, worker_config cfg);

@@ -10,6 +10,8 @@ namespace {
 
 using takeover = worker_homes_state::takeover;
 
+void answer_leave_waiters(directory_self self);
+
 /// How long a handed-off worker's marks are kept for peers that ask late.
 constexpr uint64_t handed_keep_ms = 60'000;
 /// How soon a peer that answered "retry" is asked again.
@@ -60,9 +62,13 @@ void begin_handoff(directory_self self, uint64_t uid, node_index to) {
                 marks.empty() ? worker_handoff::answer::none : worker_handoff::answer::found;
             for (auto& rp : h.handing[uid])
               rp.deliver(worker_handoff{uid, answer, marks});
+            const bool served = !h.handing[uid].empty();
             h.handing.erase(uid);
-            if (!marks.empty())
+            if (!marks.empty()) {
+              if (!served)
+                h.unserved.insert(uid); // a stopping node waits for the new home to ask
               h.handed[uid] = {monotonic_ms(), std::move(marks)};
+            }
             on_ring_change(self); // it may be homed here again by now
           },
           [self, uid](caf::error& e) {
@@ -163,12 +169,14 @@ void advance(directory_self self, const cluster_table& table) {
       auto& p = tk.peers[n];
       if (n == table.self || p == takeover::peer::done)
         continue;
-      if (!table.peers[n].live) {
+      // A leaving peer (a clean stop) hands its workers over before it goes.
+      const bool leaving = table.peers[n].leaving && table.peers[n].handles.directory;
+      if (!table.peers[n].live && !leaving) {
         p = takeover::peer::done; // down: it hosts nothing anyone can reach
         continue;
       }
       waiting = true;
-      if (!table.reachable(n) || p == takeover::peer::asking)
+      if ((!table.reachable(n) && !leaving) || p == takeover::peer::asking)
         continue; // presumed live, not joined yet; or its answer is on the way
       if (p == takeover::peer::unasked || now >= tk.retry_at_ms) {
         p = takeover::peer::asking;
@@ -246,6 +254,8 @@ void on_ring_change(directory_self self) {
   advance(self, *table);
   const uint64_t now = monotonic_ms();
   std::erase_if(h.handed, [now](const auto& kv) { return now - kv.second.first > handed_keep_ms; });
+  std::erase_if(h.unserved, [&h](uint64_t uid) { return !h.handed.contains(uid); });
+  answer_leave_waiters(self);
   schedule_tick(self);
 }
 
@@ -267,10 +277,46 @@ caf::result<worker_handoff> answer_handoff(directory_self self, uint64_t uid) {
     it->second.push_back(rp);
     return rp;
   }
-  if (auto it = h.handed.find(uid); it != h.handed.end())
-    return worker_handoff{uid, worker_handoff::answer::found, it->second.second};
+  if (auto it = h.handed.find(uid); it != h.handed.end()) {
+    h.unserved.erase(uid);
+    auto answer = worker_handoff{uid, worker_handoff::answer::found, it->second.second};
+    answer_leave_waiters(self);
+    return answer;
+  }
   return worker_handoff{uid, worker_handoff::answer::none, {}};
 }
+
+uint64_t handoffs_pending(directory_self self) {
+  auto& st = self->state;
+  if (!st.homes)
+    return 0;
+  const auto table = st.cfg.cluster->current();
+  uint64_t n = st.homes->handing.size() + st.homes->unserved.size();
+  for (const auto& [uid, actor] : st.workers)
+    n += table->home_of(uid) != table->self ? 1 : 0;
+  return n;
+}
+
+caf::result<uint64_t> await_handoffs(directory_self self) {
+  if (!self->state.homes || handoffs_pending(self) == 0)
+    return uint64_t{0};
+  auto rp = self->make_response_promise<uint64_t>();
+  self->state.homes->leave_waiters.push_back(rp);
+  return rp;
+}
+
+namespace {
+
+void answer_leave_waiters(directory_self self) {
+  auto& h = *self->state.homes;
+  if (h.leave_waiters.empty() || handoffs_pending(self) != 0)
+    return;
+  for (auto& rp : h.leave_waiters)
+    rp.deliver(uint64_t{0});
+  h.leave_waiters.clear();
+}
+
+} // namespace
 
 void return_frames(directory_self self, pushed_msgs&& msgs) {
   auto& st = self->state;

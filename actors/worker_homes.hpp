@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <vector>
 
 namespace lmcc::actors {
@@ -46,6 +47,10 @@ struct worker_homes_state {
   std::map<uint64_t, std::vector<caf::typed_response_promise<worker_handoff>>> handing;
   /// Handoffs done lately: (when, marks), for peers that ask later.
   std::map<uint64_t, std::pair<uint64_t, std::vector<location_mark>>> handed;
+  /// Handed-off workers whose new home has not asked for the marks yet.
+  std::set<uint64_t> unserved;
+  /// A clean stop waiting until nothing is left to hand over.
+  std::vector<caf::typed_response_promise<uint64_t>> leave_waiters;
   /// Handed-off actors: they pass late frames back for a while, and the
   /// directory's exit takes them along.
   /// (when, actor); an actor ends by itself 30 s after its handoff.
@@ -75,6 +80,13 @@ void start_takeover(directory_self self, const worker_record& rec);
 
 /// A peer asks whether this node hosted worker `uid`.
 caf::result<worker_handoff> answer_handoff(directory_self self, uint64_t uid);
+
+/// Workers a stopping node still has to hand over: hosted here though homed
+/// elsewhere, draining, or drained but not yet asked for by their new home.
+uint64_t handoffs_pending(directory_self self);
+
+/// Answers (with 0) once handoffs_pending() is 0: a clean stop waits for it.
+caf::result<uint64_t> await_handoffs(directory_self self);
 
 /// Frames that reached a handed-off actor: to the worker's current home.
 void return_frames(directory_self self, pushed_msgs&& msgs);

@@ -184,6 +184,17 @@ void worker_logic::send_ops(location_state& loc, const std::string& name, std::v
   }
 }
 
+std::optional<uint64_t> worker_logic::next_seq(const std::string& location) const {
+  auto it = locations_.find(location);
+  if (it == locations_.end())
+    return std::nullopt;
+  if (it->second.expect_first)
+    return *it->second.expect_first;
+  if (it->second.last_seq)
+    return *it->second.last_seq + 1;
+  return std::nullopt;
+}
+
 void worker_logic::check_next_batches() {
   for (auto& [name, loc] : locations_) {
     if (loc.batches_since_gap <= recent_gap_batches && gate_ == gate::open) {

@@ -157,6 +157,9 @@ public:
   /// a little after the frames went missing) asks at once.
   void check_next_batches();
 
+  /// The seq the next op of `location` should carry, when known.
+  std::optional<uint64_t> next_seq(const std::string& location) const;
+
   /// Every location's seq tracker as a watermark, for the node that takes
   /// this worker over (handoff.hpp): tracking N, resynced (no check), none
   /// (the next op starts at 0) or syncing (a full sync was cut short: the new

@@ -21,7 +21,10 @@ std::vector<uint64_t> owner_masks(const placement& owners) {
 }
 
 node_index home_of(const placement& owners, uint64_t worker_uid) noexcept {
-  return owners.owner_indices(slot_of(worker_uid, owners.slot_count())).front();
+  const uint32_t slot = slot_of(worker_uid, owners.slot_count());
+  const auto list = owners.owner_indices(slot);
+  // No member live (the last one is leaving): the slot's first choice.
+  return list.empty() ? owners.ring().preference(slot).front() : list.front();
 }
 
 namespace {
@@ -70,7 +73,7 @@ membership::membership(std::vector<member_address> addresses, node_index self, p
                        placement live_placement, std::chrono::milliseconds timeout)
   : addresses_(std::move(addresses)), self_(self), owners_(std::move(owners)),
     live_placement_(std::move(live_placement)), live_(addresses_.size(), 0),
-    last_seen_(addresses_.size()), timeout_(timeout) {
+    leaving_(addresses_.size(), 0), last_seen_(addresses_.size()), timeout_(timeout) {
   live_[self_] = 1;
 }
 
@@ -85,25 +88,37 @@ void membership::recompute_live_placement() {
 
 void membership::presume_live(time_point now) {
   std::fill(live_.begin(), live_.end(), uint8_t{1});
+  std::fill(leaving_.begin(), leaving_.end(), uint8_t{0});
   std::fill(last_seen_.begin(), last_seen_.end(), now);
   recompute_live_placement();
 }
 
-bool membership::on_greeting(std::string_view id, time_point now) {
+bool membership::on_greeting(std::string_view id, time_point now, bool leaving) {
   auto i = index_of(id);
   if (!i || *i == self_)
     return false;
   last_seen_[*i] = now;
-  if (live_[*i])
+  const uint8_t live = leaving ? 0 : 1;
+  if (live_[*i] == live && leaving_[*i] == (leaving ? 1 : 0))
     return false;
-  live_[*i] = 1;
+  live_[*i] = live;
+  leaving_[*i] = leaving ? 1 : 0;
   recompute_live_placement();
   return true;
 }
 
+void membership::leave() {
+  live_[self_] = 0;
+  leaving_[self_] = 1;
+  recompute_live_placement();
+}
+
 bool membership::on_lost(std::string_view id) {
   auto i = index_of(id);
-  if (!i || *i == self_ || !live_[*i])
+  if (!i || *i == self_)
+    return false;
+  leaving_[*i] = 0;
+  if (!live_[*i])
     return false;
   live_[*i] = 0;
   recompute_live_placement();

@@ -83,8 +83,15 @@ public:
 
   // -- failure detector ---------------------------------------------------------
 
-  /// A greeting (or the handshake) from `id` at `now`; true when it was down.
-  bool on_greeting(std::string_view id, time_point now);
+  /// A greeting (or the handshake) from `id` at `now`; true when liveness
+  /// changed. A greeting that says the peer is leaving (a clean stop under
+  /// way) takes it out of the live set at once; it stays reachable for the
+  /// handoff of its workers until its connection goes.
+  bool on_greeting(std::string_view id, time_point now, bool leaving = false);
+  /// This node stops: it leaves the live set (every home moves away).
+  void leave();
+  bool leaving() const noexcept { return leaving_[self_] != 0; }
+  bool leaving(node_index i) const noexcept { return leaving_[i] != 0; }
   /// The connection to `id` is gone; true when it was live.
   bool on_lost(std::string_view id);
   /// Takes down every peer silent for longer than the timeout; true when any.
@@ -139,6 +146,7 @@ private:
   placement owners_;
   placement live_placement_;
   std::vector<uint8_t> live_;
+  std::vector<uint8_t> leaving_;
   std::vector<time_point> last_seen_;
   std::chrono::milliseconds timeout_;
 };

@@ -365,6 +365,9 @@ void node_runtime::start() {
   const auto entries = state.entries;
   const auto seconds = state.seconds;
   d.spawn_actors(state);
+  // The directory's first answer comes after it published the routes of the
+  // restored (or taken-over) workers: frames read from now on find them.
+  d.drain_one(d.directory_, "directory");
   d.serving_ = true;
   // Workers' PUSH sockets hold their messages until this binds, so nothing
   // they sent during the load is lost.
@@ -391,12 +394,20 @@ void node_runtime::stop() {
   d.started_ = false;
   d.ready_ = false;
   spdlog::info("node-stopping node={}", d.options_.controller.node_id);
-  // Inbound first: nothing new is accepted that could not be answered.
+  // A cluster member hands its workers to the other nodes first, while its
+  // sockets still take (and forward) what the workers send.
+  if (d.cluster_)
+    d.cluster_->leave(d.directory_);
+  // Inbound next: nothing new is accepted that could not be answered.
   d.http_->stop();
   d.frontend_->stop();
   // Fails queued worker commands; their callbacks still reach the live fan-out.
   d.control_.reset();
   d.drain();
+  // What the front end handed over last for workers homed elsewhere reached
+  // their homes before the cluster's actors go.
+  if (d.cluster_)
+    d.cluster_->drain_forwards();
   auto exit = [](const auto& h) {
     if (h)
       caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
