@@ -30,6 +30,20 @@ std::vector<uint64_t> share_counts_flat(const kv_index& index) {
   return flat;
 }
 
+std::vector<uint64_t> slot_entries_flat(const kv_index& index, uint32_t slot) {
+  std::vector<uint64_t> flat;
+  if (slot >= index.slot_count())
+    return flat;
+  auto r = index.read();
+  r.for_each_key(slot, [&](uint64_t key, std::span<const holder_id> holders) {
+    for (holder_id h : holders) {
+      flat.push_back(key);
+      flat.push_back(h);
+    }
+  });
+  return flat;
+}
+
 std::vector<uint64_t> slot_counts_flat(const kv_index& index, std::span<const uint64_t> slots) {
   absl::flat_hash_map<holder_id, uint64_t> counts;
   auto r = index.read();
@@ -59,6 +73,19 @@ cluster_service_main(cluster_service_actor::stateful_pointer<cluster_service_sta
       [self](stats_atom) { return share_counts_flat(*self->state.cfg.index); },
       [self](stats_atom, const std::vector<uint64_t>& slots) {
         return slot_counts_flat(*self->state.cfg.index, slots);
+      },
+      [self](digest_atom, const std::vector<uint64_t>& slots) {
+        const auto& index = *self->state.cfg.index;
+        std::vector<uint64_t> out;
+        out.reserve(slots.size() + 1);
+        out.push_back(self->state.cfg.uptime_ms ? self->state.cfg.uptime_ms() : 0);
+        auto r = index.read();
+        for (uint64_t s : slots)
+          out.push_back(s < index.slot_count() ? r.slot(static_cast<uint32_t>(s)).digest : 0);
+        return out;
+      },
+      [self](repair_atom, uint64_t slot) {
+        return slot_entries_flat(*self->state.cfg.index, static_cast<uint32_t>(slot));
       },
       [self](push_atom, pushed_msgs& msgs) -> caf::result<bool> {
         auto& st = self->state;
@@ -189,9 +216,25 @@ void forward_frames(forwarder_self self, uint16_t node, pushed_msgs msgs, bool m
   // No second try once sent (that would need a copy of every frame): a home
   // that dies with frames in flight loses them, and the gap they leave makes
   // only that worker resync.
+  ++st.in_flight;
+  auto done = [self] {
+    auto& st = self->state;
+    if (--st.in_flight == 0) {
+      for (auto& rp : st.drains)
+        rp.deliver(true);
+      st.drains.clear();
+    }
+  };
   self->request(service, st.cfg.timeout, push_atom::value, std::move(msgs))
-      .then([self, credits](bool) { self->state.cfg.gate->give(credits); },
-            [drop](caf::error& e) { drop(caf::to_string(e)); });
+      .then(
+          [self, credits, done](bool) {
+            self->state.cfg.gate->give(credits);
+            done();
+          },
+          [drop, done](caf::error& e) {
+            drop(caf::to_string(e));
+            done();
+          });
 }
 
 } // namespace
@@ -203,6 +246,14 @@ frame_forwarder_main(frame_forwarder_actor::stateful_pointer<frame_forwarder_sta
   return {
       [self](push_atom, uint16_t node, pushed_msgs& msgs) {
         forward_frames(self, node, std::move(msgs), true);
+      },
+      [self](drain_atom) -> caf::result<bool> {
+        auto& st = self->state;
+        if (st.in_flight == 0)
+          return true;
+        auto rp = self->make_response_promise<bool>();
+        st.drains.push_back(rp);
+        return rp;
       },
   };
 }

@@ -34,7 +34,11 @@ using cluster_service_actor = caf::typed_actor<
     caf::replies_to<stats_atom>::with<std::vector<uint64_t>>,
     // The same over the given slots (a dead node's primary
     // slots, counted by a replica): a scan of those slots.
-    caf::replies_to<stats_atom, std::vector<uint64_t>>::with<std::vector<uint64_t>>>;
+    caf::replies_to<stats_atom, std::vector<uint64_t>>::with<std::vector<uint64_t>>,
+    // Anti-entropy: this node's uptime (ms) then the digest of each given
+    // slot; and one slot's (key, holder) pairs.
+    caf::replies_to<digest_atom, std::vector<uint64_t>>::with<std::vector<uint64_t>>,
+    caf::replies_to<repair_atom, uint64_t>::with<std::vector<uint64_t>>>;
 
 struct cluster_service_config {
   std::shared_ptr<const kv_index> index;
@@ -47,6 +51,8 @@ struct cluster_service_config {
   /// travelled) go on to that node through this.
   std::shared_ptr<cluster_board> board;
   std::function<void(uint16_t node, pushed_msgs msgs)> forward;
+  /// How long this node has been up (anti-entropy's seniority).
+  std::function<uint64_t()> uptime_ms;
 };
 
 struct cluster_service_state {
@@ -65,6 +71,9 @@ std::vector<uint64_t> read_holders_flat(const kv_index& index, std::span<const u
 /// of: kv_index::set_share_slots), flattened as holder, count, holder, count...
 std::vector<uint64_t> share_counts_flat(const kv_index& index);
 
+/// The (key, holder) pairs of `slot`, flattened: key, holder, key, holder...
+std::vector<uint64_t> slot_entries_flat(const kv_index& index, uint32_t slot);
+
 /// Entries per holder in `slots`, flattened the same way (scans the slots).
 std::vector<uint64_t> slot_counts_flat(const kv_index& index, std::span<const uint64_t> slots);
 
@@ -79,7 +88,11 @@ class credit_gate;
 /// (when the node is down by then, to the worker's new home; frames a home
 /// cannot take are dropped and counted: the worker's next batch shows a seq
 /// gap and that worker alone full-syncs).
-using frame_forwarder_actor = caf::typed_actor<caf::reacts_to<push_atom, uint16_t, pushed_msgs>>;
+using frame_forwarder_actor =
+    caf::typed_actor<caf::reacts_to<push_atom, uint16_t, pushed_msgs>,
+                     // Answers once every forward sent so far was answered
+                     // (a clean stop: nothing in flight is lost with it).
+                     caf::replies_to<drain_atom>::with<bool>>;
 
 struct frame_forwarder_config {
   std::shared_ptr<cluster_board> board;
@@ -92,6 +105,8 @@ struct frame_forwarder_state {
   static inline const char* name = "lmcc.frame_forwarder";
   frame_forwarder_config cfg;
   uint64_t dropped = 0;
+  uint64_t in_flight = 0;
+  std::vector<caf::typed_response_promise<bool>> drains;
 };
 
 frame_forwarder_actor::behavior_type

@@ -188,6 +188,10 @@ kv_shard_actor::behavior_type kv_shard(kv_shard_actor::stateful_pointer<kv_shard
         return ok;
       },
       [self](marks_atom, uint64_t worker_uid) { return self->state.core->marks_of(worker_uid); },
+      [self](repair_atom, uint64_t slot, const std::vector<uint64_t>& flat) {
+        const uint64_t changed = self->state.core->repair_slot(static_cast<uint32_t>(slot), flat);
+        spdlog::info("slot-repaired slot={} entries={} changed={}", slot, flat.size() / 2, changed);
+      },
   };
 }
 

@@ -48,7 +48,10 @@ using kv_shard_actor =
                      caf::replies_to<snapshot_atom>::with<bool>,
                      // The watermarks this shard keeps of a worker (handoff.hpp);
                      // a peer_link answers with none.
-                     caf::replies_to<marks_atom, uint64_t>::with<std::vector<location_mark>>>;
+                     caf::replies_to<marks_atom, uint64_t>::with<std::vector<location_mark>>,
+                     // Anti-entropy: make a slot equal another owner's copy
+                     // (key, holder, ...); a peer_link ignores it.
+                     caf::reacts_to<repair_atom, uint64_t, std::vector<uint64_t>>>;
 
 /// The shard's latest numbers, readable from any thread (/metrics, stats).
 class shard_monitor {

@@ -1,5 +1,6 @@
 #include "actors/kv_shard_core.hpp"
 
+#include <absl/container/flat_hash_set.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -85,6 +86,30 @@ void kv_shard_core::apply(const kv_sub_batch& sb) {
   }
   if (durable())
     append_record(sb, meta);
+}
+
+uint64_t kv_shard_core::repair_slot(uint32_t slot, std::span<const uint64_t> flat) {
+  if (slot >= opts_.slot_count)
+    return 0;
+  absl::flat_hash_set<std::pair<uint64_t, holder_id>> wanted;
+  for (size_t i = 0; i + 1 < flat.size(); i += 2)
+    if (slot_of(flat[i], opts_.slot_count) == slot)
+      wanted.emplace(flat[i], flat[i + 1]);
+  std::vector<std::pair<uint64_t, holder_id>> extra;
+  {
+    auto r = index_->read();
+    r.for_each_key(slot, [&](uint64_t key, std::span<const holder_id> holders) {
+      for (holder_id h : holders)
+        if (!wanted.erase({key, h}))
+          extra.emplace_back(key, h);
+    });
+  }
+  auto w = index_->write();
+  for (const auto& [key, h] : extra)
+    w.evict(key, h);
+  for (const auto& [key, h] : wanted)
+    w.admit(key, h);
+  return extra.size() + wanted.size();
 }
 
 std::vector<location_mark> kv_shard_core::marks_of(uint64_t worker_uid) const {

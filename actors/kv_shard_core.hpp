@@ -50,6 +50,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -213,6 +214,12 @@ public:
   // -- properties ------------------------------------------------------------
 
   const holder_metas& holders() const noexcept { return holders_; }
+  /// Makes `slot` hold exactly the (key, holder) pairs of `flat` (key, holder,
+  /// key, holder, ...): another owner's copy (anti-entropy). The slot turns
+  /// dirty, so the next snapshot round makes the repair durable (a crash
+  /// before it is repaired again). Returns the entries added plus removed.
+  uint64_t repair_slot(uint32_t slot, std::span<const uint64_t> flat);
+
   /// The watermarks this shard keeps of one worker's holders (handoff.hpp).
   std::vector<location_mark> marks_of(uint64_t worker_uid) const;
   const shard_counters& counters() const noexcept { return counters_; }

@@ -72,6 +72,12 @@ struct cluster_options {
   /// dropped and counted, and anti-entropy repairs the peer. Default: 4194304
   uint64_t peer_buffer_ops = uint64_t{1} << 22;
 
+  /// How often each node compares the digests of the slots it shares with
+  /// every other owner (actors/anti_entropy.hpp); a slot that differs the
+  /// same way two rounds in a row is copied from the owner that has been up
+  /// longest. 0 turns anti-entropy off. Default: 5000 ms
+  std::chrono::milliseconds anti_entropy_interval{5000};
+
   bool enabled() const noexcept { return !members.empty(); }
 };
 

@@ -78,6 +78,12 @@ void node_cluster::start(const actors::kv_shard_actor& shard,
                                     count};
   sc.board = board_;
   sc.forward = [this](uint16_t node, actors::pushed_msgs msgs) { forward(node, std::move(msgs)); };
+  auto uptime = [started = started_] {
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                     std::chrono::steady_clock::now() - started)
+                                     .count());
+  };
+  sc.uptime_ms = uptime;
   service_ = system.spawn<caf::detached>(actors::cluster_service_main, std::move(sc));
   forwarder_ =
       system.spawn(actors::frame_forwarder_main,
@@ -115,6 +121,17 @@ void node_cluster::start(const actors::kv_shard_actor& shard,
   gate_ = system.spawn(actors::cluster_gate_main,
                        actors::gate_config{c.node_id, options_.cluster.secret, handles, http,
                                            read_server_->endpoint(), counters_});
+  if (options_.cluster.anti_entropy_interval.count() > 0) {
+    actors::anti_entropy_config ac;
+    ac.board = board_;
+    ac.index = parts_.index;
+    ac.shard = shard;
+    ac.interval = options_.cluster.anti_entropy_interval;
+    ac.timeout = c.internal_timeout;
+    ac.uptime_ms = uptime;
+    ac.counters = ae_counters_;
+    anti_entropy_ = system.spawn(actors::anti_entropy_main, std::move(ac));
+  }
   auto port = system.middleman().publish(gate_, me.port, options_.zmq.host.c_str(),
                                          /*reuse_addr=*/true);
   if (!port)
@@ -123,6 +140,42 @@ void node_cluster::start(const actors::kv_shard_actor& shard,
   port_ = *port;
   spdlog::info("cluster-listening node={} host={} port={} members={} replicas={}", c.node_id,
                options_.zmq.host, port_, table->peers.size(), options_.cluster.replicas);
+}
+
+void node_cluster::leave(const actors::directory_actor& directory) {
+  if (!node_ || !directory)
+    return;
+  const auto started = std::chrono::steady_clock::now();
+  caf::scoped_actor self{parts_.system};
+  // The board shows this node out of the live set before the directory is
+  // asked, so that it counts every worker it must hand over.
+  self->request(node_, options_.cluster.failure_timeout, actors::leave_atom::value)
+      .receive([](bool) {}, [](caf::error&) {});
+  // The directory answers once every worker is handed over; the failure
+  // timeout bounds a clean stop's wait (a peer that never asks, say).
+  uint64_t pending = 1;
+  self->request(directory, options_.cluster.failure_timeout, actors::leave_atom::value)
+      .receive([&](uint64_t n) { pending = n; }, [&](caf::error&) {});
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - started)
+                      .count();
+  if (pending == 0)
+    spdlog::info("cluster-left node={} ms={}", options_.controller.node_id, ms);
+  else
+    spdlog::warn("cluster-leave-incomplete node={} ms={} reason=timeout",
+                 options_.controller.node_id, ms);
+}
+
+void node_cluster::drain_forwards() {
+  if (!forwarder_)
+    return;
+  caf::scoped_actor self{parts_.system};
+  self->request(forwarder_, options_.cluster.failure_timeout, actors::drain_atom::value)
+      .receive([](bool) {},
+               [this](caf::error& e) {
+                 spdlog::warn("forwards-not-drained node={} error={}", options_.controller.node_id,
+                              caf::to_string(e));
+               });
 }
 
 void node_cluster::stop() {
@@ -134,6 +187,7 @@ void node_cluster::stop() {
   exit(node_);
   exit(service_);
   exit(forwarder_);
+  exit(anti_entropy_);
   for (auto& l : links_)
     exit(l);
   links_.clear();
@@ -141,6 +195,7 @@ void node_cluster::stop() {
   node_ = nullptr;
   service_ = nullptr;
   forwarder_ = nullptr;
+  anti_entropy_ = nullptr;
   read_server_.reset();
   read_client_.reset();
 }
@@ -354,7 +409,13 @@ std::string node_cluster::status_json() const {
               {"ingest_inflight_ops", parts_.gate->in_flight()},
               {"joins_refused", counters_->joins_refused.load()},
               {"joins_failed", counters_->joins_failed.load()},
-              {"peers_lost", counters_->peers_lost.load()}};
+              {"peers_lost", counters_->peers_lost.load()},
+              {"anti_entropy",
+               {{"interval_ms", options_.cluster.anti_entropy_interval.count()},
+                {"rounds", ae_counters_->rounds.load()},
+                {"slots_compared", ae_counters_->slots_compared.load()},
+                {"slots_differing", ae_counters_->slots_differing.load()},
+                {"slots_repaired", ae_counters_->slots_repaired.load()}}}};
   return out.dump();
 }
 

@@ -21,6 +21,7 @@
 // gauges() may be called from any thread.
 #pragma once
 
+#include "actors/anti_entropy.hpp"
 #include "actors/cluster_node.hpp"
 #include "actors/cluster_service.hpp"
 #include "actors/directory.hpp"
@@ -68,6 +69,17 @@ public:
   void start(const actors::kv_shard_actor& shard, const actors::directory_actor& directory,
              uint16_t http_port);
 
+  /// A clean stop's first step: leaves the live set, so that every worker
+  /// homed here moves to the next owner of its slot, and waits (at most the
+  /// failure timeout) until the directory handed them all over and their new
+  /// homes took their marks. Workers keep reporting meanwhile; what this
+  /// node's sockets still read goes on to the new homes.
+  void leave(const actors::directory_actor& directory);
+
+  /// Waits (bounded) until every frame forwarded to another node was taken:
+  /// a clean stop calls it after the front end handed over its last frames.
+  void drain_forwards();
+
   /// Asks the actors to exit and closes the key-read sockets.
   void stop();
 
@@ -105,6 +117,11 @@ private:
   actors::cluster_node_actor node_;
   actors::cluster_gate_actor gate_;
   actors::frame_forwarder_actor forwarder_;
+  actors::anti_entropy_actor anti_entropy_;
+  std::shared_ptr<actors::anti_entropy_counters> ae_counters_ =
+      std::make_shared<actors::anti_entropy_counters>();
+  /// When this node started: anti-entropy's seniority (anti_entropy_logic.hpp).
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   uint16_t port_ = 0;
   std::unique_ptr<gateway::peer_read_server> read_server_;
   std::unique_ptr<gateway::peer_read_client> read_client_;

@@ -239,6 +239,12 @@ std::vector<option_spec> make_table() {
                 integer_kind<uint64_t>{.min = 1024, .max = int64_t{1} << 34},
                 member([](auto& o) -> auto& { return o.cluster.peer_buffer_ops; }),
                 uint64_t{1} << 22),
+    make_option({.key = "lmcc_anti_entropy_interval_ms", .value_name = "MS",
+                 .help = "how often owners compare slot digests and repair a slot that stays "
+                         "different (from the owner up longest); 0: off"},
+                milliseconds_kind{.min = 0, .max = 3'600'000},
+                member([](auto& o) -> auto& { return o.cluster.anti_entropy_interval; }),
+                5'000ms),
     make_option({.key = "lmcc_data_dir", .flag = "--data-dir", .value_name = "DIR",
                  .help = "directory of the node's RocksDB"},
                 text_kind{.non_empty = true},

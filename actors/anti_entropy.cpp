@@ -1,0 +1,99 @@
+#include "actors/anti_entropy.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace lmcc::actors {
+namespace {
+
+using ae_self = anti_entropy_actor::stateful_pointer<anti_entropy_state>;
+
+void repair(ae_self self, const cluster_service_actor& peer, const std::string& peer_id,
+            uint32_t slot) {
+  self->request(peer, self->state.cfg.timeout, repair_atom::value, uint64_t{slot})
+      .then(
+          [self, slot, peer_id](std::vector<uint64_t>& flat) {
+            auto& st = self->state;
+            spdlog::info("anti-entropy-repair slot={} from={} entries={}", slot, peer_id,
+                         flat.size() / 2);
+            self->send(st.cfg.shard, repair_atom::value, uint64_t{slot}, std::move(flat));
+            if (st.cfg.counters)
+              ++st.cfg.counters->slots_repaired;
+          },
+          [slot, peer_id](caf::error& e) {
+            spdlog::warn("anti-entropy-repair-failed slot={} from={} error={}", slot, peer_id,
+                         caf::to_string(e));
+          });
+}
+
+void compare_with(ae_self self, const cluster_table& table, node_index peer) {
+  auto& st = self->state;
+  std::vector<uint64_t> slots;
+  const uint64_t both = (uint64_t{1} << table.self) | (uint64_t{1} << peer);
+  for (uint32_t s = 0; s < table.owners->slot_count(); ++s)
+    if ((cluster::owner_mask(*table.owners, s) & both) == both)
+      slots.push_back(s);
+  if (slots.empty())
+    return;
+  auto service = caf::actor_cast<cluster_service_actor>(table.peers[peer].handles.service);
+  const std::string peer_id = table.members[peer].address.id;
+  self->request(service, st.cfg.timeout, digest_atom::value, slots)
+      .then(
+          [self, peer, service, peer_id, slots](std::vector<uint64_t>& answer) {
+            auto& st = self->state;
+            if (answer.size() != slots.size() + 1)
+              return;
+            const auto table = st.cfg.board->current();
+            const uint64_t own_uptime = st.cfg.uptime_ms ? st.cfg.uptime_ms() : 0;
+            if (!peer_is_senior(answer[0], peer, own_uptime, table->self)) {
+              st.tracker.forget(peer); // it copies from this node, not the other way
+              return;
+            }
+            std::vector<uint32_t> slot_ids(slots.begin(), slots.end());
+            std::vector<uint64_t> local(slots.size());
+            {
+              auto r = st.cfg.index->read();
+              for (size_t i = 0; i < slots.size(); ++i)
+                local[i] = r.slot(slot_ids[i]).digest;
+            }
+            auto todo = st.tracker.compare(peer, slot_ids, local,
+                                           std::span<const uint64_t>(answer).subspan(1));
+            if (st.cfg.counters) {
+              st.cfg.counters->slots_compared += slots.size();
+              st.cfg.counters->slots_differing = st.tracker.differing();
+            }
+            if (todo.size() > st.cfg.max_repairs_per_round)
+              todo.resize(st.cfg.max_repairs_per_round); // the rest stays for next rounds
+            for (uint32_t slot : todo)
+              repair(self, service, peer_id, slot);
+          },
+          [self, peer](caf::error&) { self->state.tracker.forget(peer); });
+}
+
+} // namespace
+
+anti_entropy_actor::behavior_type
+anti_entropy_main(anti_entropy_actor::stateful_pointer<anti_entropy_state> self,
+                  anti_entropy_config cfg) {
+  self->state.cfg = std::move(cfg);
+  if (self->state.cfg.interval.count() > 0)
+    self->delayed_send(self, self->state.cfg.interval, tick_atom::value);
+  return {
+      [self](tick_atom) {
+        auto& st = self->state;
+        const auto table = st.cfg.board->current();
+        for (node_index n = 0; n < table->peers.size(); ++n) {
+          if (n == table->self)
+            continue;
+          if (table->reachable(n) && table->peers[n].handles.service)
+            compare_with(self, *table, n);
+          else
+            st.tracker.forget(n);
+        }
+        if (st.cfg.counters)
+          ++st.cfg.counters->rounds;
+        self->delayed_send(self, st.cfg.interval, tick_atom::value);
+      },
+  };
+}
+
+} // namespace lmcc::actors
