@@ -37,7 +37,7 @@ struct anti_entropy_config {
   std::chrono::milliseconds interval{5000};
   std::chrono::milliseconds timeout{10000};
   /// Slots copied per round at most (each copy is one slot's entries).
-  uint32_t max_repairs_per_round = 64;
+  uint32_t max_repairs_per_round = 512;
   std::function<uint64_t()> uptime_ms;
   std::shared_ptr<anti_entropy_counters> counters;
 };

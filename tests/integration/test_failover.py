@@ -37,6 +37,22 @@ def reference(node_factory):
     return node_factory()
 
 
+def started_twins(cluster: Cluster, reference: Node, rng: random.Random, tag: str, count: int,
+                  worker_ids=(0,)) -> list[Twin]:
+    """`count` instances x `worker_ids` workers, sockets spread over the
+    cluster, registered on both sides and past their first full sync."""
+    twins = [Twin(cluster, reference, rng, f"{tag}-{i}", w) for i in range(count) for w in worker_ids]
+    try:
+        for t in twins:
+            t.register()
+        settle(twins, SpreadNode(cluster), reference)
+    except BaseException:
+        for t in twins:
+            t.close()
+        raise
+    return twins
+
+
 def repoint_all(twin: Twin, rng: random.Random, nodes: list[Node]) -> None:
     """Moves every socket of a worker that used a dead node to live ones."""
     pull, reply, hb = (rng.choice(nodes) for _ in range(3))
@@ -80,7 +96,7 @@ def lookups_complete(nodes: list[Node], reference: Node, prompts) -> bool:
 def test_kill_9_of_each_node_in_turn_loses_nothing_and_resyncs_no_one(cluster, reference):
     rng = random.Random(21)
     tag = unique("kill")
-    twins = [Twin(cluster, reference, rng, f"{tag}-{i}", w) for i in range(4) for w in range(2)]
+    twins = started_twins(cluster, reference, rng, tag, 4, worker_ids=(0, 1))
     base = rng.randrange(1, 1 << 40)
     prompts = [[base + p * 10_000 + i for i in range(256 * 4)] for p in range(12)]
     rounds = iter(range(100))
@@ -93,9 +109,6 @@ def test_kill_9_of_each_node_in_turn_loses_nothing_and_resyncs_no_one(cluster, r
                 t.evict(chunk_hashes(prompts[(r + i + 5) % len(prompts)])[:3])
 
     try:
-        for t in twins:
-            t.register()
-        settle(twins, SpreadNode(cluster), reference)
         admit_round()
         converged_on(cluster.nodes, reference, prompts, twins, "before any kill")
         for victim in list(cluster.nodes):
@@ -136,7 +149,7 @@ def test_kill_9_of_each_node_in_turn_loses_nothing_and_resyncs_no_one(cluster, r
 def test_kill_9_under_ingest_converges_and_only_gapped_workers_resync(cluster, reference):
     rng = random.Random(23)
     tag = unique("killload")
-    twins = [Twin(cluster, reference, rng, f"{tag}-{i}", 0) for i in range(6)]
+    twins = started_twins(cluster, reference, rng, tag, 6)
     base = rng.randrange(1, 1 << 40)
     prompts = [[base + p * 10_000 + i for i in range(256 * 2)] for p in range(40)]
     stop = threading.Event()
@@ -154,9 +167,6 @@ def test_kill_9_under_ingest_converges_and_only_gapped_workers_resync(cluster, r
             time.sleep(0.01)
 
     try:
-        for t in twins:
-            t.register()
-        settle(twins, SpreadNode(cluster), reference)
         feeder = threading.Thread(target=ingest, daemon=True)
         feeder.start()
         wait_until(lambda: min(sent.values()) >= 5, message="ingest running")
@@ -215,8 +225,8 @@ def test_a_rolling_restart_under_load_loses_nothing(cluster, reference):
     ZMQ PUSH keeps nothing it already wrote to a connection that closes."""
     rng = random.Random(29)
     tag = unique("roll")
-    busy = [Twin(cluster, reference, rng, f"{tag}-busy{i}", 0) for i in range(4)]
-    quiet = [Twin(cluster, reference, rng, f"{tag}-quiet{i}", 0) for i in range(3)]
+    busy = started_twins(cluster, reference, rng, f"{tag}-busy", 4)
+    quiet = started_twins(cluster, reference, rng, f"{tag}-quiet", 3)
     twins = busy + quiet
     base = rng.randrange(1, 1 << 40)
     settled = [[base + p * 10_000 + i for i in range(256 * 3)] for p in range(len(twins))]
@@ -257,9 +267,6 @@ def test_a_rolling_restart_under_load_loses_nothing(cluster, reference):
             time.sleep(0.005)
 
     try:
-        for t in twins:
-            t.register()
-        settle(twins, SpreadNode(cluster), reference)
         for i, t in enumerate(twins):
             t.admit(chunk_hashes(settled[i]))
         converged_on(cluster.nodes, reference, settled, twins, "before the rolling restart")
@@ -305,13 +312,11 @@ def test_anti_entropy_repairs_what_a_returning_node_missed(tmp_path, reference):
     cluster = Cluster(tmp_path / "cluster", extra=extra).start()
     rng = random.Random(31)
     tag = unique("ae")
-    twins = [Twin(cluster, reference, rng, f"{tag}-{i}", 0) for i in range(4)]
     base = rng.randrange(1, 1 << 40)
     prompts = [[base + p * 100_000 + i for i in range(256 * 300)] for p in range(12)]
+    twins: list[Twin] = []
     try:
-        for t in twins:
-            t.register()
-        settle(twins, SpreadNode(cluster), reference)
+        twins = started_twins(cluster, reference, rng, tag, 4)
         n3 = cluster.nodes[2]
         live = cluster.nodes[:2]
         n3.kill()
@@ -338,3 +343,48 @@ def test_anti_entropy_repairs_what_a_returning_node_missed(tmp_path, reference):
         for t in twins:
             t.close()
         cluster.stop()
+
+
+def test_a_frozen_node_is_taken_over_and_converges_after_it_thaws(cluster, reference):
+    """SIGSTOP isolates a node with its sockets open (nothing answers, nothing
+    closes); its peers find it silent within the failure timeout, take its
+    workers over and keep the index complete. After SIGCONT it rejoins, and
+    every node converges to the reference (the time is printed)."""
+    import os
+    import signal
+
+    rng = random.Random(37)
+    tag = unique("frozen")
+    twins = started_twins(cluster, reference, rng, tag, 6)
+    base = rng.randrange(1, 1 << 40)
+    prompts = [[base + p * 10_000 + i for i in range(256 * 4)] for p in range(12)]
+    try:
+        for i, t in enumerate(twins):
+            t.admit(chunk_hashes(prompts[i]))
+        converged_on(cluster.nodes, reference, prompts, twins, "before the freeze")
+        victim = cluster.nodes[1]
+        survivors = [cluster.nodes[0], cluster.nodes[2]]
+        os.kill(victim.proc.pid, signal.SIGSTOP)
+        frozen_at = time.monotonic()
+        try:
+            wait_until(lambda: all(not cluster.status(n)["members"][1]["live"] for n in survivors),
+                       timeout=FAILURE_TIMEOUT_S + 3, interval=0.05,
+                       message="the survivors see the frozen node down")
+            print(f"frozen node seen down after {time.monotonic() - frozen_at:.2f}s")
+            for t in twins:
+                if victim in t.plan:
+                    repoint_all(t, rng, survivors)
+            for i, t in enumerate(twins):
+                t.admit(chunk_hashes(prompts[6 + i]))
+            converged_on(survivors, reference, prompts, twins, "while the node is frozen")
+        finally:
+            os.kill(victim.proc.pid, signal.SIGCONT)
+        thawed_at = time.monotonic()
+        cluster.wait_joined()
+        converged_on(cluster.nodes, reference, prompts, twins, "after the node thawed")
+        print(f"converged {time.monotonic() - thawed_at:.2f}s after SIGCONT")
+        for t in twins:
+            assert commands(t.c) == [], f"{t.c.instance_id} asked to resync"
+    finally:
+        for t in twins:
+            t.close()
