@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
 CMAKE_GENERATOR ?= Ninja
 
-.PHONY: deps build test run run-node test-asan fuzz bench format clean
+.PHONY: deps build test run run-node test-asan fuzz bench format clean chaos
 
 deps:
 	./deploy/install-deps.sh
@@ -29,6 +29,14 @@ run: build
 # PULL 8300, ROUTER 8400, heartbeat 8082), as LMCache's own controller runs.
 run-node: build
 	./$(BUILD_DIR)/lmcc node --host 127.0.0.1
+
+# Seeded fault schedules against a local three-node cluster (tests/chaos/chaos.py):
+# make chaos SEEDS=20 runs seeds 1..20 and appends a report table.
+SEEDS ?= 10
+CHAOS_DURATION ?= 15
+chaos: build
+	LMCC_BINARY=$(CURDIR)/$(BUILD_DIR)/lmcc /usr/bin/python3 tests/chaos/chaos.py --seeds 1-$(SEEDS) \
+	  --duration $(CHAOS_DURATION) --report $(BUILD_DIR)/chaos-report.md
 
 test-asan: deps
 	cmake -S . -B $(ASAN_DIR) -G $(CMAKE_GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo \

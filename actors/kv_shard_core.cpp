@@ -56,6 +56,16 @@ void kv_shard_core::apply(const kv_sub_batch& sb) {
     meta.incarnation = sb.incarnation;
     meta.changed = true;
   }
+  // A batch older than one this shard applied for the holder: a stale copy
+  // of the worker's entity (a node frozen or cut off while the worker's home
+  // moved on) still replaying frames it held. A worker's seq only grows
+  // within a registration, so applying it would put old ops over newer ones.
+  if (opts_.fence_older_batches && !sb.drop && sb.has_mark &&
+      sb.mark.state == seq_state::tracking && meta.mark.state == seq_state::tracking &&
+      sb.incarnation == meta.incarnation && sb.mark.seq < meta.mark.seq && !sb.ops.empty()) {
+    ++counters_.fenced;
+    return;
+  }
   if (sb.drop) {
     auto w = index_->write();
     w.begin_drop(holder_set{sb.holder});

@@ -102,6 +102,15 @@ struct shard_options {
   /// Default: 100000 (a few ms)
   uint64_t drop_step_keys = 100'000;
 
+  /// A cluster: ignore a sub-batch whose seq mark is below the one this shard
+  /// already applied for its holder (same registration): it comes from a stale
+  /// copy of the worker's entity -- a node frozen or cut off while the worker's
+  /// home moved on -- replaying frames it held. Requires seq numbers that grow
+  /// within a registration, as LMCache's do; off on a single node, which has
+  /// one entity per worker and applies whatever a worker sends, as LMCache does.
+  /// Default: false
+  bool fence_older_batches = false;
+
   /// How long commits may keep failing before the pending records are given
   /// up (acked, their holders marked `gap`). Default: 5 s
   std::chrono::milliseconds commit_failure_grace{5'000};
@@ -138,7 +147,7 @@ struct shard_start_state {
 struct shard_counters {
   uint64_t sub_batches = 0;
   uint64_t ops = 0;
-  uint64_t fenced = 0; ///< sub-batches of an older incarnation, ignored
+  uint64_t fenced = 0; ///< sub-batches of an older incarnation or older than applied, ignored
   uint64_t commits = 0;
   uint64_t commit_failures = 0;
   uint64_t records_given_up = 0;

@@ -21,6 +21,7 @@ worker_logic::worker_logic(worker_config cfg, worker_outbox& out)
     if (auto it = cfg_.last_seq.find(name); it != cfg_.last_seq.end())
       loc.last_seq = it->second;
     if (cfg_.restored) {
+      loc.fault_window = fault_window_batches;
       auto e = cfg_.expected_next.find(name);
       loc.expect_first = e != cfg_.expected_next.end() ? e->second : std::optional<uint64_t>{0};
     }
@@ -91,6 +92,7 @@ void worker_logic::on_batch(const msg::BatchedKVOperationMsg& m, uint64_t credit
   }
   auto& loc = location(m.location);
   const uint64_t first = m.operations.front().seq_num.bits();
+  bool resync_asked = false;
   if (loc.expect_first) {
     const auto expected = *loc.expect_first;
     const char* reason = loc.expect_reason;
@@ -102,6 +104,8 @@ void worker_logic::on_batch(const msg::BatchedKVOperationMsg& m, uint64_t credit
                    cfg_.instance_id, cfg_.worker_id.to_string(), m.location, *expected, first,
                    reason);
       out_.request_resync(reason);
+      resync_asked = true;
+      loc.fault_window = 0; // one full sync covers the loss
     }
   }
   std::optional<std::pair<uint64_t, uint64_t>> gap;
@@ -119,9 +123,19 @@ void worker_logic::on_batch(const msg::BatchedKVOperationMsg& m, uint64_t credit
   if (gap) {
     loc.batches_since_gap = 0;
     out_.seq_gap(m.location, gap->first, gap->second);
+    if (loc.fault_window > 0 && !resync_asked) {
+      spdlog::warn("seq-gap-proven instance={} worker={} location={} expected={} got={} "
+                   "reason=frames_lost_with_node action=full-sync-requested",
+                   cfg_.instance_id, cfg_.worker_id.to_string(), m.location, gap->first,
+                   gap->second);
+      out_.request_resync("frames_lost_with_node");
+      loc.fault_window = 0;
+    }
   } else if (loc.batches_since_gap <= recent_gap_batches) {
     ++loc.batches_since_gap;
   }
+  if (loc.fault_window > 0)
+    --loc.fault_window;
   send_ops(loc, m.location, std::move(ops), seq_mark{seq_state::tracking, *last}, credits);
 }
 
@@ -205,6 +219,7 @@ void worker_logic::check_next_batches() {
       out_.request_resync("frames_lost_with_node");
       continue;
     }
+    loc.fault_window = fault_window_batches;
     if (loc.last_seq && !loc.expect_first) {
       loc.expect_first = std::optional<uint64_t>{*loc.last_seq + 1};
       loc.expect_reason = "frames_lost_with_node";
@@ -251,6 +266,7 @@ msg::FullSyncStartRetMsg worker_logic::on_sync_start(const msg::FullSyncStartMsg
   loc.last_seq.reset();     // the next increment re-initialises the tracker
   loc.expect_first.reset(); // the sync rebuilds the location
   loc.batches_since_gap = recent_gap_batches + 1;
+  loc.fault_window = 0;
   sync_id_ = m.sync_id;
   sync_location_ = m.location;
   gate_ = gate::draining;

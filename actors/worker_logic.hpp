@@ -126,6 +126,9 @@ class worker_logic {
 public:
   /// A gap at most this many batches before a peer's loss counts as proof.
   static constexpr uint32_t recent_gap_batches = 64;
+  /// After a peer's loss or a takeover, a gap in this many batches of a
+  /// location proves a loss (LMCache otherwise only counts a gap).
+  static constexpr uint32_t fault_window_batches = 256;
 
   /// Most batches one sync may announce (bounds the session's bitmap).
   static constexpr uint64_t max_batch_count = uint64_t{1} << 20;
@@ -154,7 +157,8 @@ public:
   /// tracked location must continue its seq; one that does not proves the
   /// loss and asks this worker alone for a full sync ("frames_lost_with_node").
   /// A gap seen in the last recent_gap_batches batches (the loss is noticed
-  /// a little after the frames went missing) asks at once.
+  /// a little after the frames went missing) asks at once, and so does one in
+  /// the next fault_window_batches batches.
   void check_next_batches();
 
   /// The seq the next op of `location` should carry, when known.
@@ -189,6 +193,10 @@ private:
     /// Batches since the last seq gap (capped): a gap just before a peer's
     /// loss was noticed is one its death caused.
     uint32_t batches_since_gap = recent_gap_batches + 1;
+    /// Batches left in which a gap proves frames lost to a fault (after a
+    /// peer's loss or a takeover): frames held by a frozen or dying node can
+    /// surface later than the next batch.
+    uint32_t fault_window = 0;
     std::vector<bool> intro_sent; ///< per destination
   };
 

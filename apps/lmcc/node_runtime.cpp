@@ -149,6 +149,9 @@ public:
     store_ = state.store;
     auto init = std::make_shared<actors::shard_init>();
     init->options = c.shard;
+    // More than one copy of a worker's entity can exist for a while only in a
+    // cluster (a frozen or cut-off node): there the shard fences the stale one.
+    init->options.fence_older_batches = options_.cluster.enabled();
     init->options.slot_count = c.slot_count;
     init->index = index_;
     init->store = state.store;

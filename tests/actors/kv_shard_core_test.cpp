@@ -149,6 +149,34 @@ TEST(kv_shard_core, a_sub_batch_of_an_older_incarnation_is_ignored_but_still_ack
   EXPECT_EQ(log_of(*f.store).rbegin()->second.incarnation, 6u);
 }
 
+TEST(kv_shard_core, a_batch_older_than_the_holders_mark_is_a_stale_entity_and_is_fenced) {
+  shard_fixture f;
+  f.opts.fence_older_batches = true; // a cluster node
+  f.core = std::make_unique<kv_shard_core>(f.opts, f.index, f.store);
+  const auto k = keys_in(2, 3, 64);
+  f.core->apply(sb(1, 1, h1, {{k[0], true}}).incarnation(5).mark(seq_state::tracking, 10));
+  f.core->apply(sb(1, 2, h1, {{k[0], false}}).incarnation(5).mark(seq_state::tracking, 11));
+  // A frozen node's copy of the entity replays the admit it still held.
+  f.core->apply(
+      sb(2, 1, h1, {{k[0], true}, {k[1], true}}).incarnation(5).mark(seq_state::tracking, 10));
+  auto acks = f.commit();
+  EXPECT_EQ(acks, (absl::flat_hash_map<uint64_t, uint64_t>{{1, 2}, {2, 1}}));
+  EXPECT_EQ(f.core->counters().fenced, 1u);
+  EXPECT_FALSE(f.index->read().holds(k[0], h1));
+  EXPECT_FALSE(f.index->read().holds(k[1], h1));
+  EXPECT_EQ(f.core->holders().at(h1).mark, (seq_mark{seq_state::tracking, 11}));
+  // A repeated seq (legacy messages without one) is not older: applied.
+  f.core->apply(sb(1, 3, h1, {{k[1], true}}).incarnation(5).mark(seq_state::tracking, 11));
+  f.commit();
+  EXPECT_TRUE(f.index->read().holds(k[1], h1));
+  // After a full sync (resynced) the worker's next seq starts the tracker
+  // again, whatever it is.
+  f.core->apply(sb(3, 1, h1).incarnation(5).mark(seq_state::resynced));
+  f.core->apply(sb(3, 2, h1, {{k[2], true}}).incarnation(5).mark(seq_state::tracking, 2));
+  f.commit();
+  EXPECT_TRUE(f.index->read().holds(k[2], h1));
+}
+
 TEST(kv_shard_core, a_full_sync_drops_marks_syncing_and_ends_resynced) {
   shard_fixture f;
   const auto k = keys_in(9, 3, 64);

@@ -420,3 +420,37 @@ TEST(worker_logic, marks_describe_each_location_for_a_handoff) {
 
 } // namespace
 } // namespace lmcc::actors
+
+namespace lmcc::actors {
+namespace {
+
+TEST(worker_logic, a_gap_within_the_fault_window_after_a_peer_loss_asks_once) {
+  recording_outbox out;
+  worker_logic w{config(), out};
+  w.on_push(batch("cpu", 0, 5));
+  w.check_next_batches();
+  w.on_push(batch("cpu", 5, 1)); // continues
+  for (uint64_t s = 6; s < 16; ++s)
+    w.on_push(batch("cpu", s, 1));
+  EXPECT_TRUE(out.resyncs.empty());
+  w.on_push(batch("cpu", 20, 1)); // frames held by a frozen node never came
+  EXPECT_EQ(out.resyncs, (std::vector<std::string>{"frames_lost_with_node"}));
+  w.on_push(batch("cpu", 30, 1));
+  EXPECT_EQ(out.resyncs.size(), 1u);
+}
+
+TEST(worker_logic, past_the_fault_window_a_gap_is_only_counted_as_lmcache_does) {
+  recording_outbox out;
+  worker_logic w{config(), out};
+  w.on_push(batch("cpu", 0, 1));
+  w.check_next_batches();
+  uint64_t seq = 1;
+  for (uint32_t i = 0; i < worker_logic::fault_window_batches; ++i)
+    w.on_push(batch("cpu", seq++, 1));
+  w.on_push(batch("cpu", seq + 5, 1));
+  EXPECT_TRUE(out.resyncs.empty());
+  EXPECT_EQ(out.gaps.size(), 1u);
+}
+
+} // namespace
+} // namespace lmcc::actors

@@ -1,0 +1,283 @@
+#!/usr/bin/python3
+"""Seeded fault schedules against a real local lmcc cluster, invariants checked.
+
+    /usr/bin/python3 tests/chaos/chaos.py --seed 7 [--nodes 3|5] [--duration 20]
+    /usr/bin/python3 tests/chaos/chaos.py --seeds 1-100 --report tests/chaos/report.md
+
+Starts a cluster of real `lmcc node` processes on loopback (R = 2) and a single
+reference node, and fake LMCache workers (tests/integration/lmcc_worker.py) that
+keep ground truth: every op goes to the cluster (through whichever node the
+worker's sockets point at) and to the reference. For --duration seconds a
+schedule drawn from the seed composes faults while ingest and lookups go on:
+  kill -9 (restarted 0.5-3 s later), SIGSTOP/SIGCONT (a frozen node, sockets
+  open), SIGTERM + restart (a clean stop), worker restarts (a re-registration:
+  the worker's cache and seq numbers start over), bursts of malformed frames on
+  a node's PULL and reply sockets. A worker whose node is down reconnects to a
+  live one, as LMCache workers behind a Service do.
+Then every fault is healed, the workers answer the full syncs they were asked
+for, and the invariants are checked:
+  1. convergence: within --converge seconds every node's /lookup, P2P and
+     registry answers equal the reference's (the reference holds exactly what
+     the workers reported), so no acknowledged entry is lost (2) and no entry of
+     a re-registered worker's old incarnation survives (3);
+  5. no node crashed except those the schedule killed.
+Availability during the faults (lookups answered or failed) is recorded, not
+required (6). The failing seed is printed for replay; each seed writes one row
+of the report: faults, lookups answered / failed during faults, convergence
+time, full syncs asked, verdict.
+Needs python3-zmq and python3-msgpack; runs build/lmcc (or $LMCC_BINARY).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import signal
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+from conftest import NodeFactory, unique  # noqa: E402
+from lmcc_cluster import Cluster, SpreadNode  # noqa: E402
+from lmcc_worker import chunk_hashes  # noqa: E402
+from test_cluster import Twin, answers, settle  # noqa: E402
+from test_durability import commands, full_sync  # noqa: E402
+from test_failover import repoint_all  # noqa: E402
+
+FAULTS = ("kill9", "freeze", "clean_restart", "worker_restart", "garbage")
+
+
+class Run:
+    def __init__(self, seed: int, nodes: int, duration: float, converge: float, tmp: Path):
+        self.seed, self.duration, self.converge = seed, duration, converge
+        self.rng = random.Random(seed)
+        self.cluster = Cluster(tmp / "cluster", n=nodes).start()
+        self.factory = NodeFactory(tmp / "reference")
+        self.reference = self.factory()
+        tag = unique(f"chaos{seed}")
+        self.twins = [Twin(self.cluster, self.reference, self.rng, f"{tag}-{i}", w)
+                      for i in range(3) for w in range(2)]
+        base = self.rng.randrange(1, 1 << 40)
+        self.prompts = [[base + p * 10_000 + i for i in range(256 * 3)] for p in range(24)]
+        self.down: set[int] = set()      # node indices not answering (killed or frozen)
+        self.killed: set[int] = set()    # killed by the schedule at some point
+        self.faults: dict[str, int] = {f: 0 for f in FAULTS}
+        self.lookups = {"answered": 0, "failed": 0}
+        self.full_syncs = 0
+        self.lock = threading.Lock()
+
+    # -- the workers ----------------------------------------------------------------
+
+    def live_nodes(self):
+        return [n for i, n in enumerate(self.cluster.nodes) if i not in self.down]
+
+    def reconnect_stranded(self):
+        dead = {self.cluster.nodes[i] for i in self.down}
+        for t in self.twins:
+            if any(n in dead for n in t.plan):
+                repoint_all(t, self.rng, self.live_nodes())
+
+    def ingest_step(self):
+        t = self.rng.choice(self.twins)
+        p = self.rng.choice(self.prompts)
+        if self.rng.random() < 0.75:
+            t.admit(chunk_hashes(p))
+        else:
+            t.evict(chunk_hashes(p)[: self.rng.randrange(1, 4)])
+
+    def lookup_step(self):
+        live = self.live_nodes()
+        if not live:
+            return
+        node = self.rng.choice(live)
+        try:
+            node.lookup(self.rng.choice(self.prompts))
+            self.lookups["answered"] += 1
+        except Exception:  # noqa: BLE001 - availability is recorded, not required
+            self.lookups["failed"] += 1
+
+    # -- faults -----------------------------------------------------------------------
+
+    def fault(self, heal_at: list):
+        kind = self.rng.choice(FAULTS)
+        candidates = [i for i in range(len(self.cluster.nodes)) if i not in self.down]
+        # Keep a majority up so every slot keeps a live owner (R = 2 survives one).
+        if kind in ("kill9", "freeze", "clean_restart") and len(self.down) >= 1:
+            kind = self.rng.choice(("worker_restart", "garbage"))
+        self.faults[kind] += 1
+        if kind == "kill9":
+            i = self.rng.choice(candidates)
+            self.cluster.nodes[i].kill()
+            self.down.add(i)
+            self.killed.add(i)
+            self.reconnect_stranded()
+            heal_at.append((time.monotonic() + self.rng.uniform(0.5, 3.0), "restart", i))
+        elif kind == "freeze":
+            i = self.rng.choice(candidates)
+            os.kill(self.cluster.nodes[i].proc.pid, signal.SIGSTOP)
+            self.down.add(i)
+            self.reconnect_stranded()
+            heal_at.append((time.monotonic() + self.rng.uniform(0.5, 3.0), "thaw", i))
+        elif kind == "clean_restart":
+            i = self.rng.choice(candidates)
+            self.down.add(i)
+            self.reconnect_stranded()
+            assert self.cluster.nodes[i].stop() == 0, f"n{i + 1} failed a clean stop"
+            self.cluster.nodes[i].start(keep_ports=True)
+            self.down.discard(i)
+        elif kind == "worker_restart":
+            t = self.rng.choice(self.twins)
+            for side in (t.c, t.r):  # a new worker process: empty cache, seq from 0
+                side.keys.clear()
+                side.next_seq.clear()
+            t.register()
+        elif kind == "garbage":
+            node = self.rng.choice(self.live_nodes())
+            import zmq
+
+            ctx = zmq.Context.instance()
+            push = ctx.socket(zmq.PUSH)
+            push.setsockopt(zmq.LINGER, 500)
+            push.connect(f"tcp://{node.pull_url}")
+            for _ in range(self.rng.randrange(5, 40)):
+                push.send(bytes(self.rng.randrange(256) for _ in range(self.rng.randrange(1, 300))))
+            push.close()
+
+    def heal(self, item):
+        _, what, i = item
+        node = self.cluster.nodes[i]
+        if what == "restart":
+            node.start(keep_ports=True)
+        else:
+            os.kill(node.proc.pid, signal.SIGCONT)
+        self.down.discard(i)
+
+    # -- the run ----------------------------------------------------------------------
+
+    def run(self) -> dict:
+        for t in self.twins:
+            t.register()
+        settle(self.twins, SpreadNode(self.cluster), self.reference)
+        heal_at: list = []
+        end = time.monotonic() + self.duration
+        next_fault = time.monotonic() + self.rng.uniform(0.3, 1.5)
+        while time.monotonic() < end:
+            now = time.monotonic()
+            for item in [h for h in heal_at if h[0] <= now]:
+                heal_at.remove(item)
+                self.heal(item)
+            if now >= next_fault:
+                self.fault(heal_at)
+                next_fault = now + self.rng.uniform(0.3, 1.5)
+            self.ingest_step()
+            if self.rng.random() < 0.3:
+                self.lookup_step()
+            time.sleep(0.01)
+        for item in sorted(heal_at):
+            self.heal(item)
+        self.cluster.wait_joined()
+        return self.check()
+
+    def check(self) -> dict:
+        crashed = [f"n{i + 1}" for i, n in enumerate(self.cluster.nodes)
+                   if n.proc.poll() is not None]
+        started = time.monotonic()
+        deadline = started + self.converge
+        same = False
+        while time.monotonic() < deadline and not crashed:
+            for t in self.twins:  # the workers answer the full syncs they were asked for
+                if commands(t.c):
+                    self.full_syncs += 1
+                    full_sync(self.cluster.nodes[0], t.c, f"chaos{self.full_syncs}")
+            want = answers(self.reference, self.prompts, self.twins)
+            same = all(answers(n, self.prompts, self.twins) == want for n in self.cluster.nodes)
+            if same:
+                break
+            time.sleep(0.5)
+        if not same and not crashed:
+            want = answers(self.reference, self.prompts, self.twins)
+            for i, n in enumerate(self.cluster.nodes):
+                got = answers(n, self.prompts, self.twins)
+                for part in want:
+                    if got[part] != want[part]:
+                        diff = [(k, g, w) for k, (g, w) in enumerate(zip(got[part], want[part]))
+                                if g != w][:2]
+                        print(f"seed {self.seed}: n{i + 1} differs in {part}: {diff}",
+                              file=sys.stderr, flush=True)
+        return {"seed": self.seed, "faults": dict(self.faults), "lookups": dict(self.lookups),
+                "converged_s": round(time.monotonic() - started, 2) if same else None,
+                "full_syncs": self.full_syncs, "crashed": crashed,
+                "ok": same and not crashed}
+
+    def close(self):
+        for t in self.twins:
+            t.close()
+        for n in self.cluster.nodes:
+            try:
+                os.kill(n.proc.pid, signal.SIGCONT)
+            except (ProcessLookupError, AttributeError):
+                pass
+            n.kill()
+        self.factory.stop_all()
+
+
+def one(seed: int, args) -> dict:
+    with tempfile.TemporaryDirectory(prefix=f"lmcc-chaos-{seed}-") as tmp:
+        run = Run(seed, args.nodes, args.duration, args.converge, Path(tmp))
+        try:
+            return run.run()
+        finally:
+            run.close()
+
+
+def row(r: dict) -> str:
+    faults = " ".join(f"{k}={v}" for k, v in r["faults"].items() if v)
+    return (f"| {r['seed']} | {faults} | {r['lookups']['answered']} / {r['lookups']['failed']} | "
+            f"{r['converged_s'] if r['converged_s'] is not None else 'NO'} | {r['full_syncs']} | "
+            f"{','.join(r['crashed']) or '-'} | {'PASS' if r['ok'] else 'FAIL'} |")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seed", type=int)
+    ap.add_argument("--seeds", help="a range A-B (inclusive)")
+    ap.add_argument("--nodes", type=int, choices=(3, 5), default=3)
+    ap.add_argument("--duration", type=float, default=20.0)
+    ap.add_argument("--converge", type=float, default=30.0)
+    ap.add_argument("--report", help="append the rows to this Markdown file")
+    args = ap.parse_args()
+    if args.seeds:
+        a, b = (int(x) for x in args.seeds.split("-"))
+        seeds = list(range(a, b + 1))
+    else:
+        seeds = [args.seed if args.seed is not None else 1]
+    header = ("| seed | faults | lookups answered / failed during faults | converged (s) | "
+              "full syncs asked | crashed | verdict |\n|---|---|---|---|---|---|---|")
+    print(header, flush=True)
+    failed = []
+    rows = []
+    for seed in seeds:
+        try:
+            r = one(seed, args)
+        except Exception as e:  # noqa: BLE001 - a harness failure fails the seed, visibly
+            r = {"seed": seed, "faults": {}, "lookups": {"answered": 0, "failed": 0},
+                 "converged_s": None, "full_syncs": 0, "crashed": [], "ok": False}
+            print(f"seed {seed}: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+        rows.append(row(r))
+        print(rows[-1], flush=True)
+        if not r["ok"]:
+            failed.append(seed)
+    if args.report:
+        with open(args.report, "a") as f:
+            f.write(header + "\n" + "\n".join(rows) + "\n")
+    for seed in failed:
+        print(f"FAILED seed {seed}; replay: /usr/bin/python3 tests/chaos/chaos.py --seed {seed} "
+              f"--nodes {args.nodes} --duration {args.duration}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
