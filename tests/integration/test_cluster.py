@@ -119,26 +119,31 @@ def answers(node: Node, prompts: list[list[int]], twins: list[Twin]) -> dict:
     return out
 
 
-def wait_converged(cluster: Cluster, reference: Node, prompts: list[list[int]],
-                   twins: list["Twin"], what: str) -> dict:
-    """Waits until every cluster node answers exactly as the single node does
+def converged_on(nodes: list[Node], reference: Node, prompts: list[list[int]],
+                 twins: list["Twin"], what: str) -> dict:
+    """Waits until each of `nodes` answers exactly as the single node does
     (and the trace has hits); on a timeout, fails on the first difference."""
     want = {}
 
     def same():
         nonlocal want
         want = answers(reference, prompts, twins)
-        return any(want["lookup"]) and all(answers(n, prompts, twins) == want
-                                           for n in cluster.nodes)
+        return any(want["lookup"]) and all(answers(n, prompts, twins) == want for n in nodes)
 
     try:
-        wait_until(same, timeout=20, interval=0.2, message=f"cluster equals the single node {what}")
+        wait_until(same, timeout=20, interval=0.2, message=f"answers equal the single node {what}")
     except AssertionError:
-        for n in cluster.nodes:  # the first difference, readably
+        for n in nodes:  # the first difference, readably
             for part, value in answers(n, prompts, twins).items():
                 assert (n.workdir.name, part, value) == (n.workdir.name, part, want[part]), what
         raise
     return want
+
+
+def wait_converged(cluster: Cluster, reference: Node, prompts: list[list[int]],
+                   twins: list["Twin"], what: str) -> dict:
+    """converged_on() over every node of the cluster."""
+    return converged_on(cluster.nodes, reference, prompts, twins, what)
 
 
 
@@ -315,8 +320,8 @@ def test_env_never_shows_the_cluster_secret(node_factory, monkeypatch):
     assert secret not in n.get("/env").text
 
 
-def repoint(worker: FakeWorker, pull: Node, reply: Node) -> None:
-    """Moves a fake worker's PUSH and DEALER sockets to other nodes."""
+def repoint(worker: FakeWorker, pull: Node, reply: Node, heartbeat: Node | None = None) -> None:
+    """Moves a fake worker's PUSH and DEALER sockets (and its heartbeats) to other nodes."""
     import zmq
 
     worker.push_sock.close(0)
@@ -325,6 +330,10 @@ def repoint(worker: FakeWorker, pull: Node, reply: Node) -> None:
     worker.push_sock.connect(f"tcp://{pull.pull_url}")
     worker.req_sock.close(0)
     worker.req_sock = worker._dealer(reply.reply_url)
+    if heartbeat is not None:
+        if worker.hb_sock is not None:
+            worker.hb_sock.close(0)
+        worker.hb_sock = worker._dealer(heartbeat.heartbeat_url)
 
 
 def test_a_node_back_from_downtime_learns_the_registrations_it_missed(cluster, reference):

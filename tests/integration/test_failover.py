@@ -13,28 +13,14 @@ import random
 import threading
 import time
 
-import pytest
-
 from conftest import Node, unique, wait_until
 from lmcc_cluster import Cluster, SpreadNode
 from lmcc_worker import chunk_hashes
-from test_cluster import Twin, answers, settle
+from test_cluster import Twin, cluster, converged_on, reference, repoint, settle  # noqa: F401
 from test_durability import commands, full_sync
 
 # Default failure timeout of a node (lmcc_cluster_failure_timeout_ms).
 FAILURE_TIMEOUT_S = 2.0
-
-
-@pytest.fixture
-def cluster(tmp_path):
-    c = Cluster(tmp_path / "cluster").start()
-    yield c
-    c.stop()
-
-
-@pytest.fixture
-def reference(node_factory):
-    return node_factory()
 
 
 def started_twins(cluster: Cluster, reference: Node, rng: random.Random, tag: str, count: int,
@@ -55,37 +41,8 @@ def started_twins(cluster: Cluster, reference: Node, rng: random.Random, tag: st
 
 def repoint_all(twin: Twin, rng: random.Random, nodes: list[Node]) -> None:
     """Moves every socket of a worker that used a dead node to live ones."""
-    pull, reply, hb = (rng.choice(nodes) for _ in range(3))
-    twin.plan = (pull, reply, hb)
-    w = twin.c
-    import zmq
-
-    w.push_sock.close(0)
-    w.push_sock = w.ctx.socket(zmq.PUSH)
-    w.push_sock.setsockopt(zmq.LINGER, 2000)
-    w.push_sock.connect(f"tcp://{pull.pull_url}")
-    w.req_sock.close(0)
-    w.req_sock = w._dealer(reply.reply_url)
-    if w.hb_sock is not None:
-        w.hb_sock.close(0)
-    w.hb_sock = w._dealer(hb.heartbeat_url)
-
-
-def converged_on(nodes: list[Node], reference: Node, prompts, twins, what: str) -> None:
-    want = {}
-
-    def same():
-        nonlocal want
-        want = answers(reference, prompts, twins)
-        return any(want["lookup"]) and all(answers(n, prompts, twins) == want for n in nodes)
-
-    try:
-        wait_until(same, timeout=20, interval=0.2, message=f"answers equal the reference {what}")
-    except AssertionError:
-        for n in nodes:
-            for part, value in answers(n, prompts, twins).items():
-                assert (n.workdir.name, part, value) == (n.workdir.name, part, want[part]), what
-        raise
+    twin.plan = tuple(rng.choice(nodes) for _ in range(3))
+    repoint(twin.c, *twin.plan)
 
 
 def lookups_complete(nodes: list[Node], reference: Node, prompts) -> bool:
@@ -178,7 +135,9 @@ def test_kill_9_under_ingest_converges_and_only_gapped_workers_resync(cluster, r
             for t in twins:
                 if victim in t.plan:
                     repoint_all(t, rng, survivors)
-        time.sleep(0.5)  # ingest keeps running across the failover
+        # Ingest keeps running across the failover for a few more rounds.
+        after_kill = min(sent.values())
+        wait_until(lambda: min(sent.values()) >= after_kill + 20, message="ingest after the kill")
         stop.set()
         feeder.join()
         # A worker whose frames died with the node shows a gap on its next
