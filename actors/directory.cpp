@@ -46,11 +46,11 @@ public:
     if (self_->state.logic->is_home(row.uid))
       replicate(self_, row_put_atom::value, row);
   }
-  void delete_row(uint64_t uid) override {
+  void delete_row(uint64_t uid, uint64_t incarnation) override {
     if (self_->state.cfg.hooks.delete_row)
       self_->state.cfg.hooks.delete_row(uid);
     if (self_->state.logic->is_home(uid))
-      replicate(self_, row_delete_atom::value, uid);
+      replicate(self_, row_delete_atom::value, uid, incarnation);
   }
 
   /// Sends `xs` to every live peer's directory (a cluster; nothing otherwise).
@@ -369,6 +369,7 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
         self->send_exit(worker, m.reason);
     self->quit(m.reason);
   });
+  st.logic->set_tombstone_ttl(st.cfg.tombstone_ttl);
   st.logic->restore(st.cfg.restored, st.cfg.need_full_sync_all, wall_ms());
   st.cfg.restored.clear();
   st.cfg.restored.shrink_to_fit();
@@ -387,7 +388,8 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
           return;
         }
         if (auto* d = std::get_if<msg::DeRegisterMsg>(&m)) {
-          self->state.logic->on_deregister(d->instance_id, d->worker_id, "deregister-msg");
+          self->state.logic->on_deregister(d->instance_id, d->worker_id, "deregister-msg",
+                                           wall_ms());
           publish(self);
         } else {
           spdlog::warn("push-unhandled type={}", msg::type_tag_of(m));
@@ -426,9 +428,10 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
       [self](row_put_atom, const persistence::worker_row& row) {
         self->state.logic->apply_replica(row, wall_now(), wall_ms());
         publish(self);
+        adopt_if_home(self, row.uid);
       },
-      [self](row_delete_atom, uint64_t uid) {
-        self->state.logic->remove_replica(uid);
+      [self](row_delete_atom, uint64_t uid, uint64_t incarnation) {
+        self->state.logic->remove_replica(uid, incarnation, wall_ms());
         publish(self);
       },
       [self](peer_atom, const caf::actor& peer_directory) {
@@ -436,17 +439,28 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
         if (!st.cfg.cluster || !peer_directory)
           return;
         auto peer = caf::actor_cast<directory_actor>(peer_directory);
+        const auto table = st.cfg.cluster->current();
+        std::optional<node_index> peer_index;
+        for (size_t i = 0; i < table->peers.size(); ++i)
+          if (table->peers[i].handles.directory == peer_directory)
+            peer_index = static_cast<node_index>(i);
+        // The rows of the workers homed here, and of those homed at the peer
+        // now: registered while it was away, their home moved to it when it
+        // came back, so nobody else would tell it of them.
         std::vector<persistence::worker_row> rows;
         std::vector<const worker_record*> home;
         for (const auto* rec : st.logic->reg().all_workers())
-          if (st.logic->is_home(rec->uid)) {
+          if (st.logic->is_home(rec->uid) ||
+              (peer_index && table->home_of(rec->uid) == *peer_index)) {
             rows.push_back(to_row(*rec));
             home.push_back(rec);
           }
-        const auto table = st.cfg.cluster->current();
         const std::string self_id = table->members[table->self].address.id;
-        spdlog::info("directory-sync-sent node={} workers={}", self_id, rows.size());
-        self->send(peer, row_put_atom::value, self_id, table->ring_version, std::move(rows));
+        auto tombstones = st.logic->tombstones(wall_ms());
+        spdlog::info("directory-sync-sent node={} workers={} tombstones={}", self_id, rows.size(),
+                     tombstones.size());
+        self->send(peer, row_put_atom::value, self_id, table->ring_version, std::move(rows),
+                   std::move(tombstones));
         for (const auto* rec : home) {
           for (const auto& loc : rec->locations)
             self->send(peer, location_atom::value, rec->uid, loc);
@@ -459,7 +473,8 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
       [self](forward_atom, pushed_msgs& msgs) { return_frames(self, std::move(msgs)); },
       [self](leave_atom) { return await_handoffs(self); },
       [self](row_put_atom, const std::string& from, uint64_t ring_version,
-             const std::vector<persistence::worker_row>& rows) {
+             const std::vector<persistence::worker_row>& rows,
+             const std::vector<worker_tombstone>& tombstones) {
         auto& st = self->state;
         if (!st.cfg.cluster)
           return;
@@ -470,6 +485,11 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
             from_index = static_cast<node_index>(i);
         if (!from_index || *from_index == table->self)
           return;
+        // Deregistrations first: a row this node restored of a registration
+        // that ended while it was away goes, entity included.
+        size_t buried = 0;
+        for (const auto& t : tombstones)
+          buried += st.logic->apply_tombstone(t, wall_ms()) ? 1 : 0;
         absl::flat_hash_set<uint64_t> listed;
         for (const auto& row : rows) {
           listed.insert(row.uid);
@@ -483,10 +503,13 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
             if (table->home_of(rec->uid) == *from_index && !listed.contains(rec->uid))
               gone.push_back(rec->uid);
         for (uint64_t uid : gone)
-          st.logic->remove_replica(uid);
-        spdlog::info("directory-sync-received from={} workers={} removed={}", from, rows.size(),
-                     gone.size());
+          st.logic->forget_replica(uid);
+        spdlog::info("directory-sync-received from={} workers={} removed={} tombstones={} "
+                     "deregistered={}",
+                     from, rows.size(), gone.size(), tombstones.size(), buried);
         publish(self);
+        for (const auto& row : rows)
+          adopt_if_home(self, row.uid);
       },
   };
 }

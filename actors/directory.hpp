@@ -44,14 +44,15 @@ using directory_actor = directory_feedback_actor::extend<
     // A cluster: a registration (or update) and a deregistration at the
     // worker's home node, replicated to every other node's directory.
     caf::reacts_to<row_put_atom, persistence::worker_row>,
-    caf::reacts_to<row_delete_atom, uint64_t>,
+    caf::reacts_to<row_delete_atom, uint64_t, uint64_t>,
     // A peer (re)joined: send it every worker homed here (its copy may have
     // missed registrations and deregistrations while it was away).
     caf::reacts_to<peer_atom, caf::actor>,
     // From node `id` with ring version `v`: every worker homed there; replicas
     // of its workers not in the list were deregistered meanwhile (when this
     // node's ring version is `v` too, i.e. both place homes alike).
-    caf::reacts_to<row_put_atom, std::string, uint64_t, std::vector<persistence::worker_row>>,
+    caf::reacts_to<row_put_atom, std::string, uint64_t, std::vector<persistence::worker_row>,
+                   std::vector<worker_tombstone>>,
     // Liveness changed (from the cluster node): worker homes may have moved
     // (worker_homes.hpp).
     caf::reacts_to<ring_atom>,
@@ -105,6 +106,8 @@ struct directory_config {
   /// A cluster: how long a takeover waits for the peers' answers before the
   /// worker starts from this node's own marks (worker_homes.hpp).
   std::chrono::milliseconds takeover_timeout{7000};
+  /// A cluster: how long deregistrations are remembered (directory_logic).
+  std::chrono::milliseconds tombstone_ttl{3'600'000};
   /// LMCache's need_full_sync_all at start: true on a node that starts empty,
   /// false on one that restored its index.
   bool need_full_sync_all = true;

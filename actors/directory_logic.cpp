@@ -107,15 +107,16 @@ msg::Msg directory_logic::on_heartbeat(const msg::HeartbeatMsg& m, double now_s,
 }
 
 bool directory_logic::on_deregister(const std::string& instance_id, const msg::wire_int& worker_id,
-                                    std::string_view why) {
+                                    std::string_view why, uint64_t wall_ms) {
   auto rec = reg_.remove(instance_id, worker_id);
   if (!rec) {
     spdlog::warn("worker-deregister-unknown instance={} worker={} reason={}", instance_id,
                  worker_id.to_string(), why);
     return false;
   }
+  bury(rec->uid, rec->incarnation, wall_ms);
   out_.retire_worker(rec->uid);
-  out_.delete_row(rec->uid);
+  out_.delete_row(rec->uid, rec->incarnation);
   out_.forget_control(rec->control_endpoint());
   spdlog::info("worker-deregistered instance={} worker={} reason={}", instance_id,
                worker_id.to_string(), why);
@@ -128,17 +129,28 @@ void directory_logic::reap(double now_s) {
   const double timeout = std::chrono::duration<double>(options_.lmcache_worker_timeout).count();
   for (const auto& [instance, worker] : reg_.silent_workers(now_s, timeout))
     if (is_home(worker_uid(instance, worker)))
-      on_deregister(instance, worker, "heartbeat-timeout");
+      on_deregister(instance, worker, "heartbeat-timeout", static_cast<uint64_t>(now_s * 1000.0));
 }
 
-void directory_logic::apply_replica(const persistence::worker_row& row, double now_s,
+bool directory_logic::apply_replica(const persistence::worker_row& row, double now_s,
                                     uint64_t wall_ms) {
+  if (auto t = tombstones_.find(row.uid); t != tombstones_.end()) {
+    if (row.incarnation <= t->second) {
+      spdlog::info("worker-row-refused instance={} worker={} uid={} incarnation={} "
+                   "reason=deregistered",
+                   row.instance_id, row.worker_id.to_string(), row.uid, row.incarnation);
+      return false;
+    }
+    tombstones_.erase(t); // registered again since
+  }
   clock_.observe(row.registration_order, wall_ms);
   clock_.observe(row.incarnation, wall_ms);
   auto rec = to_record(row, now_s);
   rec.last_heartbeat_time = row.last_heartbeat_time;
   bool persist_it = true;
   if (const auto* old = reg_.record(row.uid)) {
+    if (row.incarnation < old->incarnation)
+      return false; // an older registration's row (a peer's copy that is late)
     rec.locations = old->locations;
     rec.sync = old->sync;
     rec.missing_batches = old->missing_batches;
@@ -150,20 +162,79 @@ void directory_logic::apply_replica(const persistence::worker_row& row, double n
   if (persist_it)
     out_.put_row(row);
   changed_ = true;
+  return true;
 }
 
-void directory_logic::remove_replica(uint64_t uid) {
+void directory_logic::remove_replica(uint64_t uid, uint64_t incarnation, uint64_t wall_ms) {
+  bury(uid, incarnation, wall_ms);
+  const auto* rec = reg_.record(uid);
+  if (!rec || rec->incarnation > incarnation)
+    return; // unknown here, or registered again since
+  forget_replica(uid);
+}
+
+void directory_logic::forget_replica(uint64_t uid) {
   const auto* rec = reg_.record(uid);
   if (!rec)
     return;
+  const uint64_t incarnation = rec->incarnation;
   const std::string endpoint = rec->control_endpoint();
   const std::string instance = rec->instance_id;
   const msg::wire_int worker = rec->worker_id;
   reg_.remove(instance, worker);
-  out_.delete_row(uid);
+  out_.delete_row(uid, incarnation);
   out_.forget_control(endpoint);
-  spdlog::info("worker-deregistered-replica instance={} worker={}", instance, worker.to_string());
+  spdlog::info("worker-deregistered-replica instance={} worker={} uid={}", instance,
+               worker.to_string(), uid);
   changed_ = true;
+}
+
+bool directory_logic::apply_tombstone(const worker_tombstone& t, uint64_t wall_ms) {
+  const auto* rec = reg_.record(t.uid);
+  if (!rec || rec->incarnation > t.incarnation) {
+    bury(t.uid, t.incarnation, wall_ms);
+    return false;
+  }
+  if (!is_home(t.uid)) {
+    remove_replica(t.uid, t.incarnation, wall_ms);
+    return true;
+  }
+  // Its entity lives here (this node came back as its home): end it as a
+  // deregistration would, so its holders are dropped everywhere.
+  const std::string instance = rec->instance_id;
+  const msg::wire_int worker = rec->worker_id;
+  return on_deregister(instance, worker, "deregistered-while-away", wall_ms);
+}
+
+void directory_logic::bury(uint64_t uid, uint64_t incarnation, uint64_t wall_ms) {
+  auto [it, inserted] = tombstones_.try_emplace(uid, incarnation);
+  if (!inserted && it->second >= incarnation)
+    return;
+  it->second = incarnation;
+  tombstone_order_.emplace_back(uid, incarnation, wall_ms);
+  expire_tombstones(wall_ms);
+}
+
+void directory_logic::expire_tombstones(uint64_t wall_ms) {
+  while (!tombstone_order_.empty()) {
+    const auto& [uid, incarnation, buried_ms] = tombstone_order_.front();
+    const bool expired = static_cast<int64_t>(wall_ms - buried_ms) > tombstone_ttl_ms_ ||
+                         tombstone_order_.size() > max_tombstones;
+    if (!expired)
+      break;
+    if (auto it = tombstones_.find(uid); it != tombstones_.end() && it->second == incarnation)
+      tombstones_.erase(it);
+    tombstone_order_.pop_front();
+  }
+}
+
+std::vector<worker_tombstone> directory_logic::tombstones(uint64_t wall_ms) {
+  expire_tombstones(wall_ms);
+  std::vector<worker_tombstone> out;
+  out.reserve(tombstones_.size());
+  for (const auto& [uid, incarnation] : tombstones_)
+    out.push_back(worker_tombstone{uid, incarnation});
+  return out;
 }
 
 void directory_logic::on_sync_state(uint64_t uid, sync_phase phase, uint64_t missing) {

@@ -26,11 +26,16 @@
 #include "messages/lmcache_msgs.hpp"
 #include "persistence/schema.hpp"
 
+#include <absl/container/flat_hash_map.h>
+
+#include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 namespace lmcc::actors {
@@ -44,7 +49,8 @@ public:
   virtual void reset_worker(uint64_t uid, uint64_t incarnation) = 0;
   virtual void retire_worker(uint64_t uid) = 0;
   virtual void put_row(const persistence::worker_row& row) = 0;
-  virtual void delete_row(uint64_t uid) = 0;
+  /// `incarnation`: the registration that ended (peers remember it: a tombstone).
+  virtual void delete_row(uint64_t uid, uint64_t incarnation) = 0;
   virtual void forget_control(const std::string& endpoint) = 0;
   virtual void count(std::string_view event) = 0;
 };
@@ -65,7 +71,7 @@ public:
 
   /// DeRegisterMsg or the reaper; false when the worker was unknown.
   bool on_deregister(const std::string& instance_id, const msg::wire_int& worker_id,
-                     std::string_view why);
+                     std::string_view why, uint64_t wall_ms);
 
   /// Workers silent past lmcache_worker_timeout are deregistered (in a
   /// cluster, only those whose entity lives on this node: see set_home_filter).
@@ -79,11 +85,34 @@ public:
   bool is_home(uint64_t uid) const { return !is_home_ || is_home_(uid); }
 
   /// A registration (or its update) from the worker's home node. Persisted
-  /// here only when more than its heartbeat time changed.
-  void apply_replica(const persistence::worker_row& row, double now_s, uint64_t wall_ms);
+  /// here only when more than its heartbeat time changed. A row of an
+  /// incarnation this node saw deregistered is refused (false): a node that
+  /// was down when it happened restored it from its disk; so is one older than
+  /// the registration this node knows.
+  bool apply_replica(const persistence::worker_row& row, double now_s, uint64_t wall_ms);
 
-  /// A deregistration at the worker's home node.
-  void remove_replica(uint64_t uid);
+  /// A deregistration at the worker's home node, of registration `incarnation`.
+  void remove_replica(uint64_t uid, uint64_t incarnation, uint64_t wall_ms);
+
+  /// A row the home's directory sync no longer lists: dropped here without a
+  /// tombstone (the list may only be late; a later row brings it back).
+  void forget_replica(uint64_t uid);
+
+  /// Deregistrations of the last tombstone_ttl, for a peer that (re)joins: the
+  /// rows it restored of those registrations are dead. Why tombstones rather
+  /// than "absent from the home's list": a restarted node may itself be the
+  /// home now, and nobody else's list speaks for its workers.
+  std::vector<worker_tombstone> tombstones(uint64_t wall_ms);
+
+  /// A peer's tombstone: this node's row of that incarnation (or an older
+  /// one) goes, and its entity too if it lives here. True when one went.
+  bool apply_tombstone(const worker_tombstone& t, uint64_t wall_ms);
+
+  /// How long a deregistration is remembered; also bounded to max_tombstones.
+  /// A row that outlives it comes back at most until the reaper's worker
+  /// timeout. Default: 1 h.
+  void set_tombstone_ttl(std::chrono::milliseconds ttl) { tombstone_ttl_ms_ = ttl.count(); }
+  static constexpr size_t max_tombstones = size_t{1} << 20;
 
   void on_sync_state(uint64_t uid, sync_phase phase, uint64_t missing);
   void on_seq_gap(uint64_t n) { seq_discontinuities_ += n; }
@@ -105,6 +134,15 @@ private:
                                      const std::optional<std::string>& peer_url, double now_s,
                                      uint64_t wall_ms);
   void persist(uint64_t uid);
+  void bury(uint64_t uid, uint64_t incarnation, uint64_t wall_ms);
+  void expire_tombstones(uint64_t wall_ms);
+
+  /// uid -> newest deregistered incarnation; `tombstone_order_` is burial
+  /// order (uid, incarnation, wall ms) for expiry; entries superseded in the
+  /// map are skipped when they expire.
+  absl::flat_hash_map<uint64_t, uint64_t> tombstones_;
+  std::deque<std::tuple<uint64_t, uint64_t, uint64_t>> tombstone_order_;
+  int64_t tombstone_ttl_ms_ = 3'600'000;
 
   controller_options options_;
   directory_outbox& out_;

@@ -12,6 +12,7 @@
 // Context: header-only; include through actors/type_ids.hpp.
 #pragma once
 
+#include "actors/registry.hpp"
 #include "actors/sub_batch.hpp"
 #include "actors/worker_logic.hpp"
 #include "messages/codec_msgpack.hpp"
@@ -101,6 +102,11 @@ typename Inspector::result_type inspect(Inspector& f, pushed_msg& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, location_mark& x) {
   return f(caf::meta::type_name("lmcc.location_mark"), x.location, x.incarnation, x.mark);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, worker_tombstone& x) {
+  return f(caf::meta::type_name("lmcc.worker_tombstone"), x.uid, x.incarnation);
 }
 
 template <class Inspector>

@@ -72,6 +72,15 @@ struct worker_record {
   }
 };
 
+/// A deregistration remembered for a while (directory_logic): a peer that was
+/// down when it happened still holds the row and must not bring it back.
+struct worker_tombstone {
+  uint64_t uid = 0;
+  /// The incarnation that was deregistered; rows of it or an older one are dead.
+  uint64_t incarnation = 0;
+  friend bool operator==(const worker_tombstone&, const worker_tombstone&) = default;
+};
+
 /// What a lookup needs to turn holder ids into an answer; immutable, shared.
 struct directory_view {
   struct worker_entry {

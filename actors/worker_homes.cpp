@@ -259,6 +259,16 @@ void on_ring_change(directory_self self) {
   schedule_tick(self);
 }
 
+void adopt_if_home(directory_self self, uint64_t uid) {
+  auto& st = self->state;
+  if (!st.homes || st.workers.contains(uid) || st.homes->handing.contains(uid) ||
+      !st.logic->reg().record(uid))
+    return;
+  const auto table = st.cfg.cluster->current();
+  if (table->home_of(uid) == table->self)
+    on_ring_change(self); // rare: the full scan starts it and asks the peers
+}
+
 caf::result<worker_handoff> answer_handoff(directory_self self, uint64_t uid) {
   auto& st = self->state;
   if (!st.homes)

@@ -78,6 +78,11 @@ void on_ring_change(directory_self self);
 /// restored workers, or a ring change).
 void start_takeover(directory_self self, const worker_record& rec);
 
+/// A replicated row arrived: if this node is the worker's home and hosts no
+/// actor for it (registered elsewhere while this node was down, learnt from a
+/// peer's directory sync after the ring change), it takes the worker over.
+void adopt_if_home(directory_self self, uint64_t uid);
+
 /// A peer asks whether this node hosted worker `uid`.
 caf::result<worker_handoff> answer_handoff(directory_self self, uint64_t uid);
 

@@ -78,6 +78,11 @@ struct cluster_options {
   /// longest. 0 turns anti-entropy off. Default: 5000 ms
   std::chrono::milliseconds anti_entropy_interval{5000};
 
+  /// How long a node remembers a worker's deregistration (a tombstone) to
+  /// refuse the row a node that was down meanwhile restored; past it such a
+  /// row lives until the reaper's lmcache_worker_timeout. Default: 3600000 ms
+  std::chrono::milliseconds tombstone_ttl{3'600'000};
+
   bool enabled() const noexcept { return !members.empty(); }
 };
 

@@ -59,6 +59,7 @@ void node_cluster::add_destinations(actors::directory_config& dc,
   // owner's acks take (the replication timeout), plus the failure detector's
   // time to notice a peer that cannot answer at all.
   dc.takeover_timeout = cl.replication_timeout + cl.failure_timeout;
+  dc.tombstone_ttl = cl.tombstone_ttl;
   dc.hooks.forward_frames = [this](uint16_t node, actors::pushed_msgs msgs) {
     forward(node, std::move(msgs));
   };

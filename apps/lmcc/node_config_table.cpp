@@ -245,6 +245,12 @@ std::vector<option_spec> make_table() {
                 milliseconds_kind{.min = 0, .max = 3'600'000},
                 member([](auto& o) -> auto& { return o.cluster.anti_entropy_interval; }),
                 5'000ms),
+    make_option({.key = "lmcc_tombstone_ttl_ms", .value_name = "MS",
+                 .help = "how long a deregistration is remembered, so a node that was down "
+                         "meanwhile cannot bring the worker's row back"},
+                milliseconds_kind{.min = 1'000, .max = int64_t{7} * 86'400'000},
+                member([](auto& o) -> auto& { return o.cluster.tombstone_ttl; }),
+                3'600'000ms),
     make_option({.key = "lmcc_data_dir", .flag = "--data-dir", .value_name = "DIR",
                  .help = "directory of the node's RocksDB"},
                 text_kind{.non_empty = true},

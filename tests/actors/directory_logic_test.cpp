@@ -32,7 +32,7 @@ struct recording_outbox : directory_outbox {
   void reset_worker(uint64_t uid, uint64_t inc) override { resets.emplace_back(uid, inc); }
   void retire_worker(uint64_t uid) override { retired.push_back(uid); }
   void put_row(const persistence::worker_row& row) override { rows.push_back(row); }
-  void delete_row(uint64_t uid) override { deleted.push_back(uid); }
+  void delete_row(uint64_t uid, uint64_t) override { deleted.push_back(uid); }
   void forget_control(const std::string& e) override { forgotten.push_back(e); }
   void count(std::string_view e) override { events.emplace_back(e); }
 };
@@ -105,7 +105,7 @@ TEST(directory_logic, an_instance_keeps_its_position_after_its_first_worker_dere
   d.on_register(reg("A", 0), 1, wall, std::nullopt);
   d.on_register(reg("B", 0), 1, wall + 1, std::nullopt);
   d.on_register(reg("A", 1), 1, wall + 2, std::nullopt);
-  ASSERT_TRUE(d.on_deregister("A", 0, "test"));
+  ASSERT_TRUE(d.on_deregister("A", 0, "test", wall));
   d.on_register(reg("A", 2), 1, wall + 3, std::nullopt);
   EXPECT_EQ(instances_in_order(d), (std::vector<std::string>{"A/1", "A/2", "B/0"}));
   EXPECT_EQ(out.rows.back().instance_order, d.reg().find("A", 1)->instance_order);
@@ -206,16 +206,66 @@ TEST(directory_logic, deregistration_retires_deletes_and_forgets_the_worker) {
   d.on_register(reg("A", 0, "10.0.0.5", 8600), 1, wall, std::nullopt);
   d.take_changed();
   const uint64_t uid = worker_uid("A", wire_int{0});
-  EXPECT_TRUE(d.on_deregister("A", 0, "DeRegisterMsg"));
+  EXPECT_TRUE(d.on_deregister("A", 0, "DeRegisterMsg", wall));
   EXPECT_EQ(out.retired, (std::vector<uint64_t>{uid}));
   EXPECT_EQ(out.deleted, (std::vector<uint64_t>{uid}));
   EXPECT_EQ(out.forgotten, (std::vector<std::string>{"10.0.0.5:8600"}));
   EXPECT_EQ(std::count(out.events.begin(), out.events.end(), "worker_deregistered"), 1);
   EXPECT_TRUE(d.take_changed());
   EXPECT_EQ(d.reg().worker_count(), 0u);
-  EXPECT_FALSE(d.on_deregister("A", 0, "again")); // unknown: no effects
+  EXPECT_FALSE(d.on_deregister("A", 0, "again", wall)); // unknown: no effects
   EXPECT_EQ(out.retired.size(), 1u);
   EXPECT_FALSE(d.take_changed());
+}
+
+// A node that was down while a worker deregistered restores its row: the
+// peers' tombstones keep it from coming back, on the peers and on that node.
+TEST(directory_logic, a_deregistered_incarnation_is_refused_and_buried_where_it_was_restored) {
+  recording_outbox home_out, away_out;
+  directory_logic home{controller_options{}, home_out};
+  directory_logic away{controller_options{}, away_out};
+  home.on_register(reg("A", 0), 1, wall, std::nullopt);
+  const uint64_t uid = worker_uid("A", wire_int{0});
+  const auto row = home_out.rows.back();
+  ASSERT_TRUE(away.apply_replica(row, 1, wall)); // replicated before "away" went down
+  ASSERT_TRUE(home.on_deregister("A", 0, "DeRegisterMsg", wall + 10));
+
+  // "away" comes back and sends its restored row: refused.
+  EXPECT_FALSE(home.apply_replica(row, 2, wall + 20));
+  EXPECT_EQ(home.reg().worker_count(), 0u);
+  // The home's tombstones, applied at "away", end the stale row there.
+  const auto tombs = home.tombstones(wall + 20);
+  ASSERT_EQ(tombs, (std::vector<worker_tombstone>{{uid, row.incarnation}}));
+  EXPECT_TRUE(away.apply_tombstone(tombs[0], wall + 20));
+  EXPECT_EQ(away.reg().worker_count(), 0u);
+  EXPECT_EQ(away_out.deleted, (std::vector<uint64_t>{uid}));
+  // As home of it now, "away" ends the entity too (its holders are dropped).
+  EXPECT_EQ(away_out.retired, (std::vector<uint64_t>{uid}));
+
+  // A later registration of the same worker is a new incarnation: accepted.
+  home.on_register(reg("A", 0), 3, wall + 30, std::nullopt);
+  EXPECT_GT(home_out.rows.back().incarnation, row.incarnation);
+  EXPECT_TRUE(away.apply_replica(home_out.rows.back(), 3, wall + 30));
+  EXPECT_EQ(away.reg().worker_count(), 1u);
+  // A late copy of the old registration's row does not replace it either.
+  EXPECT_FALSE(away.apply_replica(row, 4, wall + 35));
+  EXPECT_EQ(away.reg().record(uid)->incarnation, home_out.rows.back().incarnation);
+  // ... and an old tombstone arriving late does not end it.
+  EXPECT_FALSE(away.apply_tombstone(tombs[0], wall + 40));
+  EXPECT_EQ(away.reg().worker_count(), 1u);
+}
+
+TEST(directory_logic, tombstones_expire_after_their_ttl) {
+  recording_outbox out;
+  directory_logic d{controller_options{}, out};
+  d.set_tombstone_ttl(std::chrono::milliseconds{1000});
+  d.on_register(reg("A", 0), 1, wall, std::nullopt);
+  const auto row = out.rows.back();
+  d.on_deregister("A", 0, "DeRegisterMsg", wall);
+  EXPECT_EQ(d.tombstones(wall + 1000).size(), 1u);
+  EXPECT_TRUE(d.tombstones(wall + 1001).empty());
+  // Forgotten: the row comes back (the home's reaper is the backstop).
+  EXPECT_TRUE(d.apply_replica(row, 2, wall + 1002));
 }
 
 TEST(directory_logic, the_reaper_removes_silent_workers_that_once_heartbeated) {
