@@ -10,12 +10,16 @@ from pathlib import Path
 import pytest
 
 from conftest import Node, free_ports, wait_until
+from tcp_proxy import TcpProxy
 
 
 class Cluster:
     """N `lmcc node` processes that form one cluster (real processes, loopback)."""
 
-    def __init__(self, tmp: Path, n: int = 3, replicas: int = 2, extra: tuple[str, ...] = ()):
+    def __init__(self, tmp: Path, n: int = 3, replicas: int = 2, extra: tuple[str, ...] = (),
+                 proxied: bool = False):
+        """proxied: every node reaches each peer through its own TcpProxy
+        (tcp_proxy.py), so partition() can cut any pair of nodes."""
         self.tmp = tmp
         tmp.mkdir(parents=True, exist_ok=True)
         self.secret_file = tmp / "cluster.secret"
@@ -25,15 +29,44 @@ class Cluster:
         self.ids = [f"n{i + 1}" for i in range(n)]
         self.members = json.dumps([{"id": i, "host": "127.0.0.1", "port": p}
                                    for i, p in zip(self.ids, self.cluster_ports)])
+        # (from, to) -> the proxy `from` dials to reach `to`.
+        self.proxies: dict[tuple[str, str], TcpProxy] = {}
+        if proxied:
+            for a in self.ids:
+                for b, port in zip(self.ids, self.cluster_ports):
+                    if a != b:
+                        self.proxies[(a, b)] = TcpProxy(port)
         self.nodes: list[Node] = []
         for i, node_id in enumerate(self.ids):
             workdir = tmp / node_id
             workdir.mkdir(parents=True, exist_ok=True)
             self.nodes.append(Node(workdir, self.args(node_id, replicas) + tuple(extra)))
 
+    def members_seen_by(self, node_id: str) -> str:
+        """The member list node_id is given: the same ids and order on every node
+        (placement hashes the ids only); peers' ports are its proxies' if any."""
+        if not self.proxies:
+            return self.members
+        return json.dumps([{"id": i, "host": "127.0.0.1",
+                            "port": p if i == node_id else self.proxies[(node_id, i)].port}
+                           for i, p in zip(self.ids, self.cluster_ports)])
+
     def args(self, node_id: str, replicas: int, secret_file: Path | None = None) -> tuple[str, ...]:
-        return ("--node-id", node_id, "--cluster-members", self.members, "--replicas",
-                str(replicas), "--cluster-secret-file", str(secret_file or self.secret_file))
+        return ("--node-id", node_id, "--cluster-members", self.members_seen_by(node_id),
+                "--replicas", str(replicas), "--cluster-secret-file",
+                str(secret_file or self.secret_file))
+
+    def partition(self, side: set[str]) -> None:
+        """Cuts every link between the nodes in `side` and the others (both
+        directions); needs proxied=True."""
+        assert self.proxies, "partition() needs Cluster(proxied=True)"
+        for (a, b), proxy in self.proxies.items():
+            if (a in side) != (b in side):
+                proxy.pause()
+
+    def heal(self) -> None:
+        for proxy in self.proxies.values():
+            proxy.resume()
 
     def start(self) -> "Cluster":
         try:
@@ -62,12 +95,15 @@ class Cluster:
         wait_until(joined, timeout=20, message="every node sees every other")
 
     def stop(self) -> None:
+        self.heal()
         problems = []
         for node in self.nodes:
             if node.alive():
                 rc = node.stop()
                 if rc != 0:
                     problems.append(f"{node.workdir.name} exited with {rc}:\n{node.log_tail()}")
+        for proxy in self.proxies.values():
+            proxy.close()
         if problems:
             pytest.fail("\n\n".join(problems), pytrace=False)
 
