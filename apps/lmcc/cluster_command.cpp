@@ -32,6 +32,12 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
+/// How long a rolling restart waits for the nodes' replication queues to
+/// empty before it stops the next node anyway (under steady ingest they may
+/// never be empty at the instant of a poll; a clean stop waits for its own
+/// acks, so this is a courtesy, not what makes the restart safe).
+constexpr auto settle_backlog_wait = std::chrono::seconds(10);
+
 /// Thrown while laying out the data dir; its message is shown as is.
 struct setup_error : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -236,14 +242,31 @@ public:
            std::ostream& err, std::shared_ptr<spdlog::logger> log)
     : plan_(plan), options_(options), out_(out), err_(err), log_(std::move(log)) {
     sigemptyset(&signals_);
-    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD})
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGUSR1})
       sigaddset(&signals_, sig);
   }
 
   int run();
 
 private:
-  void spawn(const std::string& exe, const planned_node& node);
+  /// A rolling restart in progress: node `index` is in step `at`.
+  struct rolling_restart {
+    enum class step { settle, stopping, starting };
+    size_t index = 0;
+    step at = step::settle;
+    clock_type::time_point began;
+    clock_type::time_point step_began;
+    bool killed = false;
+  };
+
+  child_node spawn(const planned_node& node);
+  /// Prints a protocol line and appends it to DIR/launcher-events.log.
+  void emit(const std::string& line);
+  void start_rolling();
+  /// One step of the rolling restart (called every loop turn while it runs).
+  void advance_rolling();
+  void abort_rolling(const std::string& reason);
+  std::vector<node_status> fetch_statuses() const;
   /// A signal among signals_, or 0 after `timeout`.
   int wait_signal(std::chrono::milliseconds timeout);
   void read_log(child_node& child);
@@ -260,14 +283,17 @@ private:
   std::ostream& err_;
   std::shared_ptr<spdlog::logger> log_;
   sigset_t signals_{};
+  std::string exe_;
+  unique_fd events_;
   std::vector<child_node> children_;
+  std::optional<rolling_restart> rolling_;
   bool cluster_reported_ = false;
   bool cluster_late_warned_ = false;
   std::string last_reason_;
 };
 
-void launcher::spawn(const std::string& exe, const planned_node& node) {
-  std::vector<std::string> args = {exe, "node", "--config", node.config_path.string()};
+child_node launcher::spawn(const planned_node& node) {
+  std::vector<std::string> args = {exe_, "node", "--config", node.config_path.string()};
   if (!node.restore_from.empty()) {
     args.emplace_back("--restore-from");
     args.push_back(node.restore_from.string());
@@ -329,7 +355,142 @@ void launcher::spawn(const std::string& exe, const planned_node& node) {
   child.pid = pid;
   child.running = true;
   log_->info("node-started node={} pid={} log={}", node.id, pid, node.log_path.string());
-  children_.push_back(std::move(child));
+  return child;
+}
+
+void launcher::emit(const std::string& line) {
+  out_ << line << std::endl;
+  if (!events_)
+    return;
+  try {
+    write_all(events_.get(), line + "\n", launcher_events_path(plan_.dir));
+  } catch (const setup_error& e) {
+    log_->warn("launcher-events-not-written error=\"{}\"", e.what());
+    events_.reset();
+  }
+}
+
+std::vector<node_status> launcher::fetch_statuses() const {
+  std::vector<node_status> statuses;
+  for (const auto& child : children_) {
+    if (!child.running) {
+      statuses.push_back(node_status{.id = child.node->id, .status = {}, .error = "not running"});
+      continue;
+    }
+    statuses.push_back(fetch_node_status(plan_, *child.node));
+  }
+  return statuses;
+}
+
+void launcher::start_rolling() {
+  if (rolling_) {
+    log_->info("rolling-restart-running node={} (the request is ignored)",
+               children_[rolling_->index].node->id);
+    return;
+  }
+  if (!cluster_reported_) {
+    emit("rolling-restart-refused reason=cluster-not-ready-yet");
+    return;
+  }
+  const auto now = clock_type::now();
+  rolling_ = rolling_restart{.index = 0,
+                             .at = rolling_restart::step::settle,
+                             .began = now,
+                             .step_began = now,
+                             .killed = false};
+  emit("rolling-restart-start nodes=" + std::to_string(children_.size()));
+}
+
+void launcher::abort_rolling(const std::string& reason) {
+  emit("rolling-restart-aborted node=" + children_[rolling_->index].node->id + " reason=\"" +
+       reason + "\"");
+  rolling_.reset();
+}
+
+void launcher::advance_rolling() {
+  auto& r = *rolling_;
+  auto& child = children_[r.index];
+  const auto now = clock_type::now();
+  const auto in_step = now - r.step_began;
+  auto seconds = [](clock_type::duration d) {
+    return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count() /
+                          1000.0);
+  };
+  using step = rolling_restart::step;
+  switch (r.at) {
+  case step::settle: {
+    // Whole again, and (for a while at most) nothing queued between nodes.
+    const auto statuses = fetch_statuses();
+    const auto verdict = judge_cluster_status(plan_, statuses);
+    if (!verdict.ready) {
+      if (in_step >= options_.ready_timeout)
+        abort_rolling("cluster not ready: " + verdict.reason);
+      return;
+    }
+    if (auto backlog = replication_backlog(statuses); backlog && in_step < settle_backlog_wait) {
+      return;
+    } else if (backlog) {
+      log_->warn("rolling-restart-backlog node={} backlog=\"{}\" (stopping anyway: a clean "
+                 "stop waits for its own acks)",
+                 child.node->id, *backlog);
+    }
+    ::kill(child.pid, SIGTERM);
+    log_->info("rolling-restart-stopping node={} pid={}", child.node->id, child.pid);
+    r.at = step::stopping;
+    r.step_began = now;
+    return;
+  }
+  case step::stopping: {
+    int status = 0;
+    if (::waitpid(child.pid, &status, WNOHANG) == child.pid) {
+      emit("node-stopped node=" + child.node->id + " pid=" + std::to_string(child.pid) +
+           " status=" + describe_wait_status(status));
+      try {
+        child = spawn(*child.node);
+      } catch (const setup_error& e) {
+        child.running = false;
+        abort_rolling(e.what());
+        return;
+      }
+      r.at = step::starting;
+      r.step_began = now;
+      return;
+    }
+    if (in_step >= options_.stop_timeout && !r.killed) {
+      log_->warn("node-kill node={} pid={} reason=not-stopped-after-{}s", child.node->id, child.pid,
+                 options_.stop_timeout.count());
+      ::kill(child.pid, SIGKILL);
+      r.killed = true;
+    }
+    return;
+  }
+  case step::starting: {
+    if (!child.ready) {
+      if (in_step >= options_.ready_timeout)
+        abort_rolling("not ready after " + std::to_string(options_.ready_timeout.count()) + "s");
+      return;
+    }
+    const auto verdict = judge_cluster_status(plan_, fetch_statuses());
+    if (!verdict.ready) {
+      if (in_step >= options_.ready_timeout)
+        abort_rolling("cluster not whole again: " + verdict.reason);
+      return;
+    }
+    emit("node-restarted node=" + child.node->id + " pid=" + std::to_string(child.pid) +
+         " seconds=" + seconds(in_step) + " ring=" + verdict.ring_version);
+    r = rolling_restart{.index = r.index + 1,
+                        .at = step::settle,
+                        .began = r.began,
+                        .step_began = now,
+                        .killed = false};
+    if (r.index == children_.size()) {
+      emit("rolling-restart-done nodes=" + std::to_string(children_.size()) +
+           " seconds=" + seconds(now - r.began));
+      rolling_.reset();
+    }
+    return;
+  }
+  }
 }
 
 int launcher::wait_signal(std::chrono::milliseconds timeout) {
@@ -361,7 +522,7 @@ void launcher::read_log(child_node& child) {
         child.recent_lines.pop_front();
       if (!child.ready && is_node_ready_line(line, child.node->id)) {
         child.ready = true;
-        out_ << node_ready_line(plan_, *child.node, child.pid) << std::endl;
+        emit(node_ready_line(plan_, *child.node, child.pid));
       }
     }
     child.partial_line.erase(0, start);
@@ -391,14 +552,17 @@ child_node* launcher::reap() {
   for (auto& child : children_) {
     if (!child.running)
       continue;
+    if (rolling_ && rolling_->at == rolling_restart::step::stopping &&
+        &child == &children_[rolling_->index])
+      continue; // its exit is the rolling restart's to see
     int status = 0;
     pid_t pid = ::waitpid(child.pid, &status, WNOHANG);
     if (pid != child.pid)
       continue;
     child.running = false;
     read_log(child); // its last words, maybe even its ready line
-    out_ << "node-exited node=" << child.node->id << " pid=" << child.pid
-         << " status=" << describe_wait_status(status) << std::endl;
+    emit("node-exited node=" + child.node->id + " pid=" + std::to_string(child.pid) +
+         " status=" + describe_wait_status(status));
     if (!child.ready && failed == nullptr)
       failed = &child;
   }
@@ -427,8 +591,8 @@ void launcher::stop_all() {
       if (::waitpid(child.pid, &status, WNOHANG) != child.pid)
         continue;
       child.running = false;
-      out_ << "node-stopped node=" << child.node->id << " pid=" << child.pid
-           << " status=" << describe_wait_status(status) << std::endl;
+      emit("node-stopped node=" + child.node->id + " pid=" + std::to_string(child.pid) +
+           " status=" + describe_wait_status(status));
     }
     if (std::none_of(children_.begin(), children_.end(),
                      [](const child_node& c) { return c.running; }))
@@ -445,21 +609,11 @@ void launcher::stop_all() {
 }
 
 void launcher::poll_cluster(clock_type::time_point all_ready_at) {
-  std::vector<node_status> statuses;
-  for (const auto& child : children_) {
-    node_status status{.id = child.node->id};
-    if (!child.running) {
-      status.error = "not running";
-      statuses.push_back(std::move(status));
-      continue;
-    }
-    statuses.push_back(fetch_node_status(plan_, *child.node));
-  }
-  auto verdict = judge_cluster_status(plan_, statuses);
+  auto verdict = judge_cluster_status(plan_, fetch_statuses());
   if (verdict.ready) {
     cluster_reported_ = true;
-    out_ << "cluster-ready nodes=" << plan_.nodes.size() << " ring=" << verdict.ring_version
-         << std::endl;
+    emit("cluster-ready nodes=" + std::to_string(plan_.nodes.size()) +
+         " ring=" + verdict.ring_version);
     return;
   }
   if (verdict.reason != last_reason_) {
@@ -477,7 +631,7 @@ void launcher::poll_cluster(clock_type::time_point all_ready_at) {
 
 int launcher::run() {
   std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  exe_ = fs::read_symlink("/proc/self/exe", ec).string();
   if (ec) {
     err_ << "lmcc cluster up: cannot find this program's path: " << ec.message() << "\n";
     return 2;
@@ -485,9 +639,14 @@ int launcher::run() {
   // Taken with sigtimedwait in this loop, never by handlers: the launcher
   // then reacts to signals and child exits at one well-defined point.
   pthread_sigmask(SIG_BLOCK, &signals_, nullptr);
+  events_ = unique_fd{::open(launcher_events_path(plan_.dir).c_str(),
+                             O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)};
+  if (!events_)
+    log_->warn("launcher-events-not-written path={} error=\"{}\"",
+               launcher_events_path(plan_.dir).string(), errno_text(errno));
   try {
     for (const auto& node : plan_.nodes)
-      spawn(exe.string(), node);
+      children_.push_back(spawn(node));
   } catch (const setup_error& e) {
     err_ << "lmcc cluster up: " << e.what() << "\n";
     stop_all();
@@ -501,9 +660,13 @@ int launcher::run() {
     int sig = wait_signal(std::chrono::milliseconds(100));
     if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
       log_->info("cluster-stopping signal={}", sigabbrev_np(sig));
+      if (rolling_)
+        abort_rolling("the launcher is stopping");
       stop_all();
       return 0;
     }
+    if (sig == SIGUSR1)
+      start_rolling();
     for (auto& child : children_)
       if (child.running && !child.ready)
         read_log(child);
@@ -512,6 +675,12 @@ int launcher::run() {
            << " exited before it became ready; the end of " << failed->node->log_path.string()
            << ":\n"
            << log_tail(*failed);
+      // A node restarted by a rolling restart that fails to start: the others
+      // keep serving; the operator sees why and starts it again.
+      if (rolling_ && failed == &children_[rolling_->index]) {
+        abort_rolling("exited before it became ready");
+        continue;
+      }
       stop_all();
       return 1;
     }
@@ -519,6 +688,10 @@ int launcher::run() {
                      [](const child_node& c) { return c.running; })) {
       err_ << "lmcc cluster up: every node has exited\n";
       return 1;
+    }
+    if (rolling_) {
+      advance_rolling();
+      continue;
     }
     const auto now = clock_type::now();
     bool all_ready = std::all_of(children_.begin(), children_.end(),
@@ -566,6 +739,35 @@ int run_cluster_up(const cluster_up_options& options, std::ostream& out, std::os
     err << "lmcc cluster up: " << e.what() << "\n";
     return 2;
   }
+  // One launcher per DIR: a second one would start a second set of nodes on
+  // the same data and ports.
+  const fs::path pid_path = launcher_pid_path(plan->dir);
+  if (std::error_code ec; fs::exists(pid_path, ec)) {
+    try {
+      const long other = std::stol(read_file(pid_path));
+      if (other > 0 && other != ::getpid() &&
+          (::kill(static_cast<pid_t>(other), 0) == 0 || errno == EPERM)) {
+        err << "lmcc cluster up: " << plan->dir.string() << " is in use by the launcher with pid "
+            << other << " (" << pid_path.string() << ")\n";
+        return 2;
+      }
+    } catch (const std::exception&) {
+      // unreadable or stale: replaced below
+    }
+  }
+  try {
+    install_file(pid_path, std::to_string(::getpid()) + "\n", 0644, /*exclusive=*/false);
+  } catch (const setup_error& e) {
+    err << "lmcc cluster up: " << e.what() << "\n";
+    return 2;
+  }
+  struct pid_file_remover {
+    fs::path path;
+    ~pid_file_remover() {
+      std::error_code ec;
+      fs::remove(path, ec);
+    }
+  } remove_pid_file{pid_path};
   launcher cluster{*plan, options, out, err, std::move(log)};
   return cluster.run();
 }

@@ -14,6 +14,14 @@
 // `lmcc node --config DIR/nI/lmcc.yaml`, and a second `cluster up` on the same
 // DIR restarts the same cluster from its data.
 //
+// A rolling restart (`lmcc cluster restart --rolling --data-dir DIR`, or
+// SIGUSR1 to the launcher) restarts the nodes one at a time: it waits until
+// every node is live on one ring with no replication backlog, stops the next
+// node with SIGTERM (a clean stop hands its workers to their next homes),
+// starts it again from its config, and waits until the cluster is whole again.
+// The launcher writes its pid to DIR/launcher.pid and every protocol line it
+// prints to DIR/launcher-events.log, which the restart command follows.
+//
 // The pure parts (port plan, config text, the check of a kept config, the
 // node-ready line, the judgement of /cluster/status replies) are free
 // functions here so tests drive them without processes; run_cluster_up() is
@@ -145,9 +153,26 @@ node_status fetch_node_status(const cluster_plan& plan, const planned_node& node
 cluster_verdict judge_cluster_status(const cluster_plan& plan,
                                      const std::vector<node_status>& statuses);
 
+/// Why the cluster is not ready for the next step of a rolling restart
+/// (some node still has sub-batches queued for a peer: stopping one now
+/// could leave the only copy of an op on the stopping node's queue); nullopt
+/// when every node reports replication_lag_sub_batches 0.
+std::optional<std::string> replication_backlog(const std::vector<node_status>& statuses);
+
+/// DIR/launcher.pid and DIR/launcher-events.log of a `cluster up` on DIR.
+std::filesystem::path launcher_pid_path(const std::filesystem::path& dir);
+std::filesystem::path launcher_events_path(const std::filesystem::path& dir);
+
 /// Runs `lmcc cluster up` until SIGINT/SIGTERM (0), or until a node fails to
 /// become ready or every node has exited (1); 2 for a bad command line or
 /// data dir. Protocol lines go to `out`, errors to `err`.
 int run_cluster_up(const cluster_up_options& options, std::ostream& out, std::ostream& err);
+
+/// `lmcc cluster restart --rolling --data-dir DIR`: asks the launcher running
+/// on DIR for a rolling restart and prints its progress lines until
+/// rolling-restart-done (0) or rolling-restart-aborted, a refusal, the
+/// launcher's exit or `timeout` (1); 2 when no launcher runs on DIR.
+int run_cluster_restart(const std::filesystem::path& data_dir, std::chrono::seconds timeout,
+                        std::ostream& out, std::ostream& err);
 
 } // namespace lmcc::apps

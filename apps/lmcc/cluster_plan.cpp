@@ -407,6 +407,27 @@ node_status fetch_node_status(const cluster_plan& plan, const planned_node& node
   return status;
 }
 
+std::optional<std::string> replication_backlog(const std::vector<node_status>& statuses) {
+  for (const auto& s : statuses) {
+    if (!s.status || !s.status->is_object())
+      return s.id + ": no status";
+    auto lag = s.status->find("replication_lag_sub_batches");
+    if (lag == s.status->end() || !lag->is_number_integer())
+      return s.id + ": no replication_lag_sub_batches";
+    if (lag->get<int64_t>() != 0)
+      return s.id + ": " + std::to_string(lag->get<int64_t>()) + " sub-batches queued for peers";
+  }
+  return std::nullopt;
+}
+
+std::filesystem::path launcher_pid_path(const std::filesystem::path& dir) {
+  return dir / "launcher.pid";
+}
+
+std::filesystem::path launcher_events_path(const std::filesystem::path& dir) {
+  return dir / "launcher-events.log";
+}
+
 cluster_verdict judge_cluster_status(const cluster_plan& plan,
                                      const std::vector<node_status>& statuses) {
   cluster_verdict verdict;

@@ -107,6 +107,22 @@ int main(int argc, char** argv) {
       "up", "start N nodes (configs, data and logs under --data-dir) until SIGINT/SIGTERM");
   lmcc::apps::cluster_up_options cluster_up;
   lmcc::apps::add_cluster_up_flags(*cluster_up_cmd, cluster_up);
+  auto* cluster_restart_cmd = cluster_cmd->add_subcommand(
+      "restart", "restart the nodes of a running `lmcc cluster up` one at a time, each handing "
+                 "its workers over first");
+  bool restart_rolling = false;
+  std::string restart_data_dir;
+  int64_t restart_timeout_s = 600;
+  cluster_restart_cmd
+      ->add_flag("--rolling", restart_rolling, "one node at a time (the only mode; required)")
+      ->required();
+  cluster_restart_cmd
+      ->add_option("--data-dir", restart_data_dir, "the DIR the cluster was started with")
+      ->required()
+      ->type_name("DIR");
+  cluster_restart_cmd
+      ->add_option("--timeout", restart_timeout_s, "seconds to wait for the end (default 600)")
+      ->check(CLI::Range(1, 86400));
 
   CLI11_PARSE(app, argc, argv);
   std::ios::sync_with_stdio(false);
@@ -132,6 +148,9 @@ int main(int argc, char** argv) {
   }
   if (*cluster_up_cmd)
     return lmcc::apps::run_cluster_up(cluster_up, std::cout, std::cerr);
+  if (*cluster_restart_cmd)
+    return lmcc::apps::run_cluster_restart(
+        restart_data_dir, std::chrono::seconds(restart_timeout_s), std::cout, std::cerr);
   if (*snapshot_cmd && snapshot_node.empty() && snapshot_cluster.empty()) {
     std::cerr << "lmcc snapshot: give --node HOST:PORT (one node) or --cluster HOST:PORT (every "
                  "node of its cluster)\n";

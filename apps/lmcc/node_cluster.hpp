@@ -76,6 +76,12 @@ public:
   /// node's sockets still read goes on to the new homes.
   void leave(const actors::directory_actor& directory);
 
+  /// Waits until every member this node presumes live has joined or been
+  /// found down (at most the connect plus failure timeouts): until then a
+  /// lookup could not read the slots only peers hold and would answer with a
+  /// shorter prefix. Returns how many peers are still presumed (0: settled).
+  size_t await_joined();
+
   /// Waits (bounded) until every frame forwarded to another node was taken:
   /// a clean stop calls it after the front end handed over its last frames.
   void drain_forwards();

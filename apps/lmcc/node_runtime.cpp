@@ -371,6 +371,8 @@ void node_runtime::start() {
   // The directory's first answer comes after it published the routes of the
   // restored (or taken-over) workers: frames read from now on find them.
   d.drain_one(d.directory_, "directory");
+  if (d.cluster_)
+    d.cluster_->await_joined();
   d.serving_ = true;
   // Workers' PUSH sockets hold their messages until this binds, so nothing
   // they sent during the load is lost.

@@ -385,6 +385,21 @@ TEST(ClusterReadiness, NumericRingVersionsAreComparedToo) {
   EXPECT_EQ(verdict.ring_version, "17");
 }
 
+TEST(ClusterReadiness, ARollingRestartWaitsForEmptyReplicationQueues) {
+  auto plan = plan_ok(three_nodes());
+  auto statuses = healthy_statuses(plan, "9f3a01");
+  for (auto& s : statuses)
+    (*s.status)["replication_lag_sub_batches"] = 0;
+  EXPECT_EQ(replication_backlog(statuses), std::nullopt);
+  (*statuses[1].status)["replication_lag_sub_batches"] = 7;
+  EXPECT_EQ(replication_backlog(statuses), "n2: 7 sub-batches queued for peers");
+  statuses[1].status->erase("replication_lag_sub_batches");
+  EXPECT_EQ(replication_backlog(statuses), "n2: no replication_lag_sub_batches");
+  statuses[2].status.reset();
+  statuses[1].status.reset();
+  EXPECT_EQ(replication_backlog(statuses), "n2: no status");
+}
+
 TEST(ClusterReadiness, NotReadyWhenAMemberIsMissingOrUnknown) {
   auto plan = plan_ok(three_nodes());
   auto statuses = healthy_statuses(plan, "r1");
