@@ -91,10 +91,16 @@ void publish(node_self self) {
     handles.push_back(p.handles);
   handles[st.members->self()] = st.cfg.local;
   auto table = make_table(*st.members, st.owners, handles);
-  const bool moved = !st.last_published || st.last_published->ring_version != table->ring_version;
+  // The directory hears of every change of which peers are reachable, not
+  // only of ring changes: worker homes follow liveness (it hands off or takes
+  // over), and a peer that joined (a presumed-live one, the ring unchanged)
+  // must count as reachable before its loss can arm the workers' seq checks.
+  bool moved = !st.last_published || st.last_published->ring_version != table->ring_version;
+  for (size_t i = 0; !moved && i < table->peers.size(); ++i)
+    moved = st.last_published->reachable(static_cast<node_index>(i)) !=
+            table->reachable(static_cast<node_index>(i));
   st.last_published = table;
   st.cfg.board->publish(std::move(table));
-  // Worker homes follow liveness: the directory hands off or takes over.
   if (moved && st.cfg.local.directory)
     self->send(caf::actor_cast<directory_actor>(st.cfg.local.directory), ring_atom::value);
 }

@@ -162,7 +162,9 @@ def test_json_frames(node, make_worker):
     w.req_sock.send_multipart([b"", json.dumps(reg).encode()])
     reply = w.recv_reply()
     assert reply["type"] == "RegisterRetMsg"
-    assert len(node.workers(w.instance_id)) == 1
+    # Through a cluster the next HTTP call may reach a node the registration's
+    # replica is still on its way to (registrations replicate asynchronously).
+    wait_until(lambda: len(node.workers(w.instance_id)) == 1, message="the registration is listed")
 
     # A batch as JSON text on PUSH, next to a msgpack one in the same multipart.
     batch = batched_kv_msg(w.instance_id, 0, LOCATION,
