@@ -111,6 +111,19 @@ uint64_t wall_ms() {
   return static_cast<uint64_t>(wall_now() * 1000.0);
 }
 
+/// The incarnation of the registration this node knows for `uid` (0: none).
+uint64_t incarnation_of(directory_self self, uint64_t uid) {
+  const auto* rec = self->state.logic->reg().record(uid);
+  return rec ? rec->incarnation : 0;
+}
+
+/// The message being handled came from another node's actor (a replica's
+/// copy), not from this node's worker or session actors.
+bool from_peer(directory_self self) {
+  const auto& sender = self->current_sender();
+  return sender && sender->node() != self->node();
+}
+
 /// Publishes what changed: the view for lookups (lookup_reader), the routes for
 /// the PULL thread. Before the handler's reply leaves, so a registered worker's
 /// first batch finds its route.
@@ -410,24 +423,39 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
           workers.push_back(worker);
         return drain_all(self, workers);
       },
+      // The worker's state as its entity reports it (from a local worker or
+      // session actor), replicated to the peers; a peer's copy is applied and
+      // not passed on (two nodes that both see themselves as the home for a
+      // moment would otherwise bounce it between them).
       [self](sync_state_atom, uint64_t uid, sync_phase phase, uint64_t missing) {
         self->state.logic->on_sync_state(uid, phase, missing);
-        if (self->state.logic->is_home(uid))
+        if (self->state.logic->is_home(uid) && !from_peer(self))
           directory_effects::replicate(self, sync_state_atom::value, uid, phase, missing);
       },
       [self](seq_gap_atom, uint64_t, uint64_t n) { self->state.logic->on_seq_gap(n); },
       [self](resync_atom, uint64_t uid, const std::string& reason) {
+        // A full sync owed by the worker moves with its entity: whichever node
+        // is its home when it next heartbeats asks for it.
+        if (from_peer(self)) {
+          self->state.logic->on_replicated_resync(uid, reason);
+          return;
+        }
         self->state.logic->on_resync(uid, reason);
+        if (self->state.logic->is_home(uid))
+          directory_effects::replicate(self, resync_atom::value, uid, reason);
       },
       [self](location_atom, uint64_t uid, const std::string& location) {
         self->state.logic->on_location(uid, location);
         publish(self);
-        if (self->state.logic->is_home(uid))
+        if (self->state.logic->is_home(uid) && !from_peer(self))
           directory_effects::replicate(self, location_atom::value, uid, location);
       },
       [self](row_put_atom, const persistence::worker_row& row) {
-        self->state.logic->apply_replica(row, wall_now(), wall_ms());
+        const uint64_t before = incarnation_of(self, row.uid);
+        const bool applied = self->state.logic->apply_replica(row, wall_now(), wall_ms());
         publish(self);
+        if (applied && before != 0 && row.incarnation > before)
+          renew_entity(self, row.uid);
         adopt_if_home(self, row.uid);
       },
       [self](row_delete_atom, uint64_t uid, uint64_t incarnation) {
@@ -466,6 +494,8 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
             self->send(peer, location_atom::value, rec->uid, loc);
           if (rec->sync != sync_phase::none)
             self->send(peer, sync_state_atom::value, rec->uid, rec->sync, rec->missing_batches);
+          if (!rec->resync_reason.empty())
+            self->send(peer, resync_atom::value, rec->uid, rec->resync_reason);
         }
       },
       [self](ring_atom) { on_ring_change(self); },
@@ -491,10 +521,16 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
         for (const auto& t : tombstones)
           buried += st.logic->apply_tombstone(t, wall_ms()) ? 1 : 0;
         absl::flat_hash_set<uint64_t> listed;
+        std::vector<uint64_t> renewed;
         for (const auto& row : rows) {
           listed.insert(row.uid);
-          st.logic->apply_replica(row, wall_now(), wall_ms());
+          const uint64_t before = incarnation_of(self, row.uid);
+          if (st.logic->apply_replica(row, wall_now(), wall_ms()) && before != 0 &&
+              row.incarnation > before)
+            renewed.push_back(row.uid);
         }
+        for (uint64_t uid : renewed)
+          renew_entity(self, uid);
         // A worker the sender's list lacks was deregistered there -- if both
         // nodes place homes alike; otherwise the list means nothing about it.
         std::vector<uint64_t> gone;

@@ -154,6 +154,8 @@ bool directory_logic::apply_replica(const persistence::worker_row& row, double n
     rec.locations = old->locations;
     rec.sync = old->sync;
     rec.missing_batches = old->missing_batches;
+    if (row.incarnation == old->incarnation)
+      rec.resync_reason = old->resync_reason; // a re-registration clears it
     auto before = to_row(*old);
     before.last_heartbeat_time = row.last_heartbeat_time;
     persist_it = !(before == row);
@@ -244,6 +246,10 @@ void directory_logic::on_sync_state(uint64_t uid, sync_phase phase, uint64_t mis
 void directory_logic::on_resync(uint64_t uid, const std::string& reason) {
   reg_.request_full_sync(uid, reason);
   out_.count("full_sync_requested_" + reason);
+}
+
+void directory_logic::on_replicated_resync(uint64_t uid, const std::string& reason) {
+  reg_.request_full_sync(uid, reason);
 }
 
 void directory_logic::on_location(uint64_t uid, const std::string& location) {

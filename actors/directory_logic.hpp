@@ -117,6 +117,8 @@ public:
   void on_sync_state(uint64_t uid, sync_phase phase, uint64_t missing);
   void on_seq_gap(uint64_t n) { seq_discontinuities_ += n; }
   void on_resync(uint64_t uid, const std::string& reason);
+  /// The home's resync request, replicated here (not counted again).
+  void on_replicated_resync(uint64_t uid, const std::string& reason);
   void on_location(uint64_t uid, const std::string& location);
 
   /// Fills a worker's FullSyncStatusRetMsg with the global progress.

@@ -99,6 +99,8 @@ void finish_takeover(directory_self self, uint64_t uid) {
             // Nobody did (its home died): this node's shard has the marks.
             const bool from_peer = !tk.found.empty();
             auto marks = from_peer ? merge_marks(tk.found) : own;
+            if (st.cfg.planted_forget_marks)
+              marks.clear(); // planted bug: the worker's seq checks start blind
             auto plan = takeover_plan(to_row(*rec), marks, wall_now());
             self->send(it->second, handoff_atom::value, marks);
             ++st.homes->taken_over_total;
@@ -110,8 +112,10 @@ void finish_takeover(directory_self self, uint64_t uid) {
                          rec->instance_id, rec->worker_id.to_string(), uid,
                          from_peer ? sources : std::string{"local-shard"}, marks.size(),
                          plan.resync_reason.empty() ? "no" : plan.resync_reason);
+            // Through the directory's own handler: the request is replicated
+            // like one a worker actor makes.
             if (!plan.resync_reason.empty())
-              st.logic->on_resync(uid, plan.resync_reason);
+              self->send(self, resync_atom::value, uid, plan.resync_reason);
             if (st.cfg.hooks.count_event)
               st.cfg.hooks.count_event("worker_taken_over");
           },
@@ -257,6 +261,24 @@ void on_ring_change(directory_self self) {
   std::erase_if(h.unserved, [&h](uint64_t uid) { return !h.handed.contains(uid); });
   answer_leave_waiters(self);
   schedule_tick(self);
+}
+
+void renew_entity(directory_self self, uint64_t uid) {
+  auto& st = self->state;
+  auto it = st.workers.find(uid);
+  if (it == st.workers.end())
+    return;
+  const auto* rec = st.logic->reg().record(uid);
+  spdlog::info("worker-entity-renewed instance={} worker={} uid={} incarnation={} "
+               "reason=registered-again-elsewhere",
+               rec ? rec->instance_id : "?", rec ? rec->worker_id.to_string() : "?", uid,
+               rec ? rec->incarnation : 0);
+  self->send_exit(it->second, caf::exit_reason::user_shutdown);
+  st.workers.erase(it);
+  if (st.homes)
+    st.homes->takeovers.erase(uid);
+  publish_routes(self);
+  adopt_if_home(self, uid);
 }
 
 void adopt_if_home(directory_self self, uint64_t uid) {

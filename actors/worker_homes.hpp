@@ -83,6 +83,15 @@ void start_takeover(directory_self self, const worker_record& rec);
 /// peer's directory sync after the ring change), it takes the worker over.
 void adopt_if_home(directory_self self, uint64_t uid);
 
+/// A newer registration of worker `uid` made elsewhere (this node was down or
+/// cut off meanwhile) reached this node by replication while it hosts an
+/// entity of the older one: that entity tags its batches with the old
+/// incarnation, which the shards fence, and seeds its seq checks from the
+/// old marks. It is stopped without dropping anything (the re-registration
+/// already dropped the old holders where it happened) and, if this node is
+/// the home, the worker is taken over afresh under the new registration.
+void renew_entity(directory_self self, uint64_t uid);
+
 /// A peer asks whether this node hosted worker `uid`.
 caf::result<worker_handoff> answer_handoff(directory_self self, uint64_t uid);
 
