@@ -106,6 +106,9 @@ struct directory_config {
   /// A cluster: how long a takeover waits for the peers' answers before the
   /// worker starts from this node's own marks (worker_homes.hpp).
   std::chrono::milliseconds takeover_timeout{7000};
+  /// A planted bug (chaos-checker tests, lmcc_planted_bug): a takeover starts
+  /// the worker without its seq marks. Default: false
+  bool planted_forget_marks = false;
   /// A cluster: how long deregistrations are remembered (directory_logic).
   std::chrono::milliseconds tombstone_ttl{3'600'000};
   /// LMCache's need_full_sync_all at start: true on a node that starts empty,

@@ -66,6 +66,9 @@ void kv_shard_core::apply(const kv_sub_batch& sb) {
     ++counters_.fenced;
     return;
   }
+  if (opts_.planted_drop_every != 0 && !sb.drop && !sb.ops.empty() &&
+      ++planted_count_ % opts_.planted_drop_every == 0)
+    return; // planted bug: acknowledged (the caller acks every apply), never applied
   if (sb.drop) {
     auto w = index_->write();
     w.begin_drop(holder_set{sb.holder});

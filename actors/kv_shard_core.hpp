@@ -111,6 +111,10 @@ struct shard_options {
   /// Default: false
   bool fence_older_batches = false;
 
+  /// A planted bug (chaos-checker tests, lmcc_planted_bug): every Nth
+  /// sub-batch with ops is acknowledged but not applied. 0: off. Default: 0
+  uint32_t planted_drop_every = 0;
+
   /// How long commits may keep failing before the pending records are given
   /// up (acked, their holders marked `gap`). Default: 5 s
   std::chrono::milliseconds commit_failure_grace{5'000};
@@ -276,6 +280,7 @@ private:
   bool snapshot_requested_ = false;
   uint64_t last_round_start_ms_ = 0;
   bool drops_pending_ = false;
+  uint64_t planted_count_ = 0; ///< sub-batches seen by the planted bug
   /// Slots whose snapshot is in the pending batch (dirty again if it is lost).
   std::vector<uint32_t> pending_slots_;
   /// Holder states in the pending batch (written again if it is lost).

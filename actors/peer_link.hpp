@@ -58,6 +58,9 @@ struct peer_link_config {
   std::chrono::milliseconds replication_timeout{5000};
   uint64_t buffer_ops = uint64_t{1} << 22;
   std::shared_ptr<peer_link_counters> counters;
+  /// A planted bug (chaos-checker tests, lmcc_planted_bug): every Nth
+  /// sub-batch with ops is acknowledged to its sender and never sent. 0: off.
+  uint32_t planted_skip_every = 0;
 };
 
 struct peer_link_state {
@@ -77,6 +80,7 @@ struct peer_link_state {
   /// Received but not yet sent (the next flush sends them as one message).
   std::vector<kv_sub_batch> outbox;
   bool flush_scheduled = false;
+  uint64_t planted_count = 0;
 };
 
 peer_link_actor::behavior_type

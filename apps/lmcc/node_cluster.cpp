@@ -46,10 +46,11 @@ void node_cluster::add_destinations(actors::directory_config& dc,
       continue;
     }
     auto counters = std::make_shared<actors::peer_link_counters>();
-    links_.push_back(parts_.system.spawn(actors::peer_link_main,
-                                         actors::peer_link_config{table->members[i].address.id,
-                                                                  cl.replication_timeout,
-                                                                  cl.peer_buffer_ops, counters}));
+    actors::peer_link_config lc{table->members[i].address.id, cl.replication_timeout,
+                                cl.peer_buffer_ops, counters};
+    if (options_.planted() == planted_bug_kind::skip_replica)
+      lc.planted_skip_every = planted_bug_every;
+    links_.push_back(parts_.system.spawn(actors::peer_link_main, std::move(lc)));
     link_counters_.push_back(counters);
     dc.shards.push_back(caf::actor_cast<actors::kv_shard_actor>(links_.back()));
   }
@@ -62,6 +63,7 @@ void node_cluster::add_destinations(actors::directory_config& dc,
   // time to notice a peer that cannot answer at all.
   dc.takeover_timeout = cl.replication_timeout + cl.failure_timeout;
   dc.tombstone_ttl = cl.tombstone_ttl;
+  dc.planted_forget_marks = options_.planted() == planted_bug_kind::forget_watermark;
   dc.hooks.forward_frames = [this](uint16_t node, actors::pushed_msgs msgs) {
     forward(node, std::move(msgs));
   };

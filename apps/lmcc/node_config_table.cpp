@@ -336,6 +336,14 @@ std::vector<option_spec> make_table() {
                 switch_kind{},
                 member([](auto& o) -> auto& { return o.fault_injection; }),
                 false),
+    make_option({.key = "lmcc_planted_bug", .value_name = "N",
+                 .help = "a deliberate bug for the chaos checker's negative tests (needs "
+                         "lmcc_fault_injection; never in production): 0 none, 1 the shard "
+                         "acks every 50th sub-batch unapplied, 2 a peer link acks every 50th "
+                         "unsent, 3 takeovers forget seq marks"},
+                integer_kind<uint8_t>{.min = 0, .max = 3},
+                member([](auto& o) -> auto& { return o.planted_bug; }),
+                uint8_t{0}),
     make_option({.key = "lmcc_restore_from", .flag = "--restore-from", .value_name = "DIR",
                  .help = "boot from this snapshot (lmcc snapshot): verified, then it replaces "
                          "the data dir; empty: none"},
@@ -511,6 +519,12 @@ void apply_cross_option_rules(resolve_state& s) {
       s.errors.push_back("lmcc_replicas: " + std::to_string(c.replicas) + " owners per slot but " +
                          std::to_string(c.members.size()) + " members");
   }
+
+  // -- a planted bug only where faults may be injected.
+  if (s.options.planted() != planted_bug_kind::none && !s.options.fault_injection)
+    s.errors.push_back(
+        "lmcc_planted_bug: " + std::to_string(static_cast<int>(s.options.planted_bug)) +
+        " needs lmcc_fault_injection on (it is for chaos-checker tests only)");
 
   // -- lmcc_none_hash or lmcc_python_hash_seed: the higher layer wins.
   const auto& none = s.none_hash;

@@ -15,6 +15,14 @@
 
 namespace lmcc::apps {
 
+/// lmcc_planted_bug's values.
+enum class planted_bug_kind : uint8_t {
+  none = 0,
+  drop_acked_sub_batch = 1, ///< the shard acks every Nth sub-batch without applying it
+  skip_replica = 2,         ///< a peer link acks every Nth sub-batch without sending it
+  forget_watermark = 3,     ///< a takeover starts without the worker's seq marks
+};
+
 struct node_options {
   gateway::zmq_options zmq;
   gateway::control_options control;
@@ -54,6 +62,17 @@ struct node_options {
   /// Accept POST /admin/faults (injected store failures, for crash and chaos
   /// tests). Never on in production. Default: false
   bool fault_injection = false;
+
+  /// A deliberate bug, for the chaos checker's negative tests only (requires
+  /// fault_injection). A number, not a name: GCC 12 misreports one more
+  /// std::string in this struct as maybe-uninitialized (GCC bug 105562).
+  /// Default: none
+  uint8_t planted_bug = 0;
+
+  planted_bug_kind planted() const noexcept { return static_cast<planted_bug_kind>(planted_bug); }
 };
+
+/// How often a planted bug strikes (every Nth sub-batch).
+inline constexpr uint32_t planted_bug_every = 50;
 
 } // namespace lmcc::apps

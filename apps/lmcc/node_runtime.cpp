@@ -152,6 +152,8 @@ public:
     // More than one copy of a worker's entity can exist for a while only in a
     // cluster (a frozen or cut-off node): there the shard fences the stale one.
     init->options.fence_older_batches = options_.cluster.enabled();
+    if (options_.planted() == planted_bug_kind::drop_acked_sub_batch)
+      init->options.planted_drop_every = planted_bug_every;
     init->options.slot_count = c.slot_count;
     init->index = index_;
     init->store = state.store;

@@ -10,7 +10,9 @@ keep ground truth: every op goes to the cluster (through whichever node the
 worker's sockets point at) and to the reference. For --duration seconds a
 schedule drawn from the seed composes faults while ingest and lookups go on:
   kill -9 (restarted 0.5-3 s later), SIGSTOP/SIGCONT (a frozen node, sockets
-  open), SIGTERM + restart (a clean stop), worker restarts (a re-registration:
+  open), SIGTERM + restart (a clean stop), a partition (one node cut from the
+  others for 0.5-4 s by the TCP proxies between nodes; its workers stay with
+  it), worker restarts (a re-registration:
   the worker's cache and seq numbers start over), bursts of malformed frames on
   a node's PULL and reply sockets. A worker whose node is down reconnects to a
   live one, as LMCache workers behind a Service do.
@@ -32,11 +34,13 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import shutil
 import signal
 import sys
 import tempfile
 import threading
 import time
+import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
@@ -47,14 +51,21 @@ from test_cluster import Twin, answers, settle  # noqa: E402
 from test_durability import commands, full_sync  # noqa: E402
 from test_failover import repoint_all  # noqa: E402
 
-FAULTS = ("kill9", "freeze", "clean_restart", "worker_restart", "garbage")
+FAULTS = ("kill9", "freeze", "clean_restart", "partition", "worker_restart", "garbage")
+
+# Deliberate bugs the nodes can run with (lmcc_planted_bug), for the checker's
+# negative tests: a run with one of them must fail some seed.
+PLANTED = {"drop_acked_sub_batch": 1, "skip_replica": 2, "forget_watermark": 3}
 
 
 class Run:
-    def __init__(self, seed: int, nodes: int, duration: float, converge: float, tmp: Path):
+    def __init__(self, seed: int, nodes: int, duration: float, converge: float, tmp: Path,
+                 plant: str | None = None):
         self.seed, self.duration, self.converge = seed, duration, converge
         self.rng = random.Random(seed)
-        self.cluster = Cluster(tmp / "cluster", n=nodes).start()
+        extra = ("--lmcc_fault_injection=on", f"--lmcc_planted_bug={PLANTED[plant]}") if plant else ()
+        # Every node reaches its peers through TCP proxies the schedule can cut.
+        self.cluster = Cluster(tmp / "cluster", n=nodes, proxied=True, extra=extra).start()
         self.factory = NodeFactory(tmp / "reference")
         self.reference = self.factory()
         tag = unique(f"chaos{seed}")
@@ -64,6 +75,7 @@ class Run:
         self.prompts = [[base + p * 10_000 + i for i in range(256 * 3)] for p in range(24)]
         self.down: set[int] = set()      # node indices not answering (killed or frozen)
         self.killed: set[int] = set()    # killed by the schedule at some point
+        self.cut: set[int] = set()       # cut off from the other nodes (alive for its workers)
         self.faults: dict[str, int] = {f: 0 for f in FAULTS}
         self.lookups = {"answered": 0, "failed": 0}
         self.full_syncs = 0
@@ -103,9 +115,10 @@ class Run:
 
     def fault(self, heal_at: list):
         kind = self.rng.choice(FAULTS)
-        candidates = [i for i in range(len(self.cluster.nodes)) if i not in self.down]
+        candidates = [i for i in range(len(self.cluster.nodes))
+                      if i not in self.down and i not in self.cut]
         # Keep a majority up so every slot keeps a live owner (R = 2 survives one).
-        if kind in ("kill9", "freeze", "clean_restart") and len(self.down) >= 1:
+        if kind in ("kill9", "freeze", "clean_restart", "partition") and self.down | self.cut:
             kind = self.rng.choice(("worker_restart", "garbage"))
         self.faults[kind] += 1
         if kind == "kill9":
@@ -128,6 +141,13 @@ class Run:
             assert self.cluster.nodes[i].stop() == 0, f"n{i + 1} failed a clean stop"
             self.cluster.nodes[i].start(keep_ports=True)
             self.down.discard(i)
+        elif kind == "partition":
+            # One node cut from the others, both ways; its workers stay with
+            # it, so each side keeps taking the reports that reach it.
+            i = self.rng.choice(candidates)
+            self.cluster.partition({self.cluster.ids[i]})
+            self.cut.add(i)
+            heal_at.append((time.monotonic() + self.rng.uniform(0.5, 4.0), "heal", i))
         elif kind == "worker_restart":
             t = self.rng.choice(self.twins)
             for side in (t.c, t.r):  # a new worker process: empty cache, seq from 0
@@ -151,6 +171,10 @@ class Run:
         node = self.cluster.nodes[i]
         if what == "restart":
             node.start(keep_ports=True)
+        elif what == "heal":
+            self.cluster.heal()
+            self.cut.discard(i)
+            return
         else:
             os.kill(node.proc.pid, signal.SIGCONT)
         self.down.discard(i)
@@ -221,16 +245,24 @@ class Run:
             except (ProcessLookupError, AttributeError):
                 pass
             n.kill()
+        for proxy in self.cluster.proxies.values():
+            proxy.close()
         self.factory.stop_all()
 
 
 def one(seed: int, args) -> dict:
-    with tempfile.TemporaryDirectory(prefix=f"lmcc-chaos-{seed}-") as tmp:
-        run = Run(seed, args.nodes, args.duration, args.converge, Path(tmp))
-        try:
-            return run.run()
-        finally:
-            run.close()
+    tmp = tempfile.mkdtemp(prefix=f"lmcc-chaos-{seed}-")
+    result = None
+    run = Run(seed, args.nodes, args.duration, args.converge, Path(tmp), args.plant)
+    try:
+        result = run.run()
+        return result
+    finally:
+        run.close()
+        if result is not None and not result["ok"] and args.keep_failed:
+            print(f"seed {seed}: logs and data kept in {tmp}", file=sys.stderr, flush=True)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def row(r: dict) -> str:
@@ -248,6 +280,12 @@ def main() -> int:
     ap.add_argument("--duration", type=float, default=20.0)
     ap.add_argument("--converge", type=float, default=30.0)
     ap.add_argument("--report", help="append the rows to this Markdown file")
+    ap.add_argument("--plant", choices=sorted(PLANTED),
+                    help="run the nodes with this deliberate bug (the checker must catch it)")
+    ap.add_argument("--expect-caught", action="store_true",
+                    help="with --plant: succeed only if some seed fails (the bug was caught)")
+    ap.add_argument("--keep-failed", action="store_true",
+                    help="keep a failing seed's node logs and data (the path is printed)")
     args = ap.parse_args()
     if args.seeds:
         a, b = (int(x) for x in args.seeds.split("-"))
@@ -258,6 +296,7 @@ def main() -> int:
               "full syncs asked | crashed | verdict |\n|---|---|---|---|---|---|---|")
     print(header, flush=True)
     failed = []
+    harness_failed = []  # the harness broke (not a verdict on the cluster)
     rows = []
     for seed in seeds:
         try:
@@ -266,6 +305,8 @@ def main() -> int:
             r = {"seed": seed, "faults": {}, "lookups": {"answered": 0, "failed": 0},
                  "converged_s": None, "full_syncs": 0, "crashed": [], "ok": False}
             print(f"seed {seed}: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+            traceback.print_exc(file=sys.stderr)
+            harness_failed.append(seed)
         rows.append(row(r))
         print(rows[-1], flush=True)
         if not r["ok"]:
@@ -273,9 +314,16 @@ def main() -> int:
     if args.report:
         with open(args.report, "a") as f:
             f.write(header + "\n" + "\n".join(rows) + "\n")
+    plant = f" --plant {args.plant}" if args.plant else ""
+    if args.expect_caught:
+        caught = [s for s in failed if s not in harness_failed]
+        print(f"planted bug {args.plant}: " +
+              (f"caught by seed(s) {caught}" if caught else "NOT caught by any seed"),
+              file=sys.stderr)
+        return 0 if caught else 1
     for seed in failed:
         print(f"FAILED seed {seed}; replay: /usr/bin/python3 tests/chaos/chaos.py --seed {seed} "
-              f"--nodes {args.nodes} --duration {args.duration}", file=sys.stderr)
+              f"--nodes {args.nodes} --duration {args.duration}{plant}", file=sys.stderr)
     return 1 if failed else 0
 
 
