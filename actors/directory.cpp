@@ -436,12 +436,16 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
       [self](resync_atom, uint64_t uid, const std::string& reason) {
         // A full sync owed by the worker moves with its entity: whichever node
         // is its home when it next heartbeats asks for it.
-        if (from_peer(self)) {
+        const bool replica = from_peer(self);
+        const bool home = self->state.logic->is_home(uid);
+        spdlog::info("worker-resync-owed uid={} reason={} from={} home_here={}", uid, reason,
+                     replica ? "peer" : "entity", home);
+        if (replica) {
           self->state.logic->on_replicated_resync(uid, reason);
           return;
         }
         self->state.logic->on_resync(uid, reason);
-        if (self->state.logic->is_home(uid))
+        if (home)
           directory_effects::replicate(self, resync_atom::value, uid, reason);
       },
       [self](location_atom, uint64_t uid, const std::string& location) {

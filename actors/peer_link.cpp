@@ -48,7 +48,11 @@ void enforce_bound(link_self self) {
   }
 }
 
-void on_timeout_check(link_self self) {
+/// Acks to their senders the queued sub-batches that are overdue -- or all of
+/// them when the peer is down (`everything`): the failure detector already
+/// decided, so a sender (a full sync, a drain) need not wait out the timeout.
+/// They stay queued and are re-sent when the peer joins again.
+uint64_t release(link_self self, bool everything) {
   auto& st = self->state;
   const auto now = std::chrono::steady_clock::now();
   uint64_t released = 0;
@@ -57,7 +61,7 @@ void on_timeout_check(link_self self) {
     uint64_t up_to = 0;
     caf::strong_actor_ptr sender;
     for (auto& p : q) {
-      if (now - p.sent_at < st.cfg.replication_timeout)
+      if (!everything && now - p.sent_at < st.cfg.replication_timeout)
         break;
       if (!p.released) {
         p.released = true;
@@ -69,6 +73,12 @@ void on_timeout_check(link_self self) {
     if (up_to != 0)
       ack_sender(self, sender, stream, up_to);
   }
+  return released;
+}
+
+void on_timeout_check(link_self self) {
+  auto& st = self->state;
+  const uint64_t released = release(self, false);
   if (released > 0) {
     if (st.cfg.counters)
       st.cfg.counters->timeouts += released;
@@ -115,8 +125,14 @@ void enqueue(link_self self, kv_sub_batch&& sb, caf::strong_actor_ptr sender) {
   }
   st.queued_ops += sb.ops.size();
   const uint64_t stream = sb.stream;
-  st.streams[stream].push_back(peer_link_state::pending{std::move(sb), std::move(sender),
-                                                        std::chrono::steady_clock::now(), false});
+  auto& q = st.streams[stream];
+  q.push_back(peer_link_state::pending{std::move(sb), std::move(sender),
+                                       std::chrono::steady_clock::now(), false});
+  if (st.peer_down) {
+    // The peer is down: held for it at once (queued for its return).
+    q.back().released = true;
+    ack_sender(self, q.back().sender, stream, q.back().sb.number);
+  }
   enforce_bound(self);
   publish_counts(self);
 }
@@ -143,9 +159,12 @@ peer_link_main(peer_link_actor::stateful_pointer<peer_link_state> self, peer_lin
       [self](peer_atom, caf::actor& remote) {
         auto& st = self->state;
         st.remote = std::move(remote);
+        st.peer_down = !st.remote;
         if (!st.remote) {
           st.outbox.clear(); // kept in `streams`; re-sent on the next join
-          spdlog::info("peer-link-down peer={} queued_ops={}", st.cfg.peer_id, st.queued_ops);
+          const uint64_t released = release(self, true);
+          spdlog::info("peer-link-down peer={} queued_ops={} released_sub_batches={}",
+                       st.cfg.peer_id, st.queued_ops, released);
           return;
         }
         // Everything unacknowledged, in order per stream, in messages of at

@@ -80,6 +80,10 @@ struct peer_link_state {
   /// Received but not yet sent (the next flush sends them as one message).
   std::vector<kv_sub_batch> outbox;
   bool flush_scheduled = false;
+  /// The cluster node found the peer down (lost, or its connect failed);
+  /// false before the first word about it: a peer not connected yet is
+  /// waited for (the replication timeout), one found down is not.
+  bool peer_down = false;
   uint64_t planted_count = 0;
 };
 

@@ -120,22 +120,30 @@ def answers(node: Node, prompts: list[list[int]], twins: list[Twin]) -> dict:
 
 
 def converged_on(nodes: list[Node], reference: Node, prompts: list[list[int]],
-                 twins: list["Twin"], what: str) -> dict:
+                 twins: list["Twin"], what: str, each_poll=None) -> dict:
     """Waits until each of `nodes` answers exactly as the single node does
-    (and the trace has hits); on a timeout, fails on the first difference."""
+    (and the trace has hits); on a timeout, fails on the first difference.
+    `each_poll` runs before every comparison (workers heartbeating meanwhile,
+    as LMCache workers do, and answering the full syncs they are asked for)."""
     want = {}
 
     def same():
         nonlocal want
+        if each_poll is not None:
+            each_poll()
         want = answers(reference, prompts, twins)
         return any(want["lookup"]) and all(answers(n, prompts, twins) == want for n in nodes)
 
     try:
         wait_until(same, timeout=20, interval=0.2, message=f"answers equal the single node {what}")
     except AssertionError:
-        for n in nodes:  # the first difference, readably
+        for n in nodes:  # the first differences, readably
             for part, value in answers(n, prompts, twins).items():
-                assert (n.workdir.name, part, value) == (n.workdir.name, part, want[part]), what
+                if value != want[part]:
+                    diff = [(i, got, exp) for i, (got, exp) in enumerate(zip(value, want[part]))
+                            if got != exp][:3]
+                    raise AssertionError(f"{what}: {n.workdir.name} differs in {part} "
+                                         f"(index, got, want): {diff}")
         raise
     return want
 

@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -42,7 +43,15 @@ def full_sync(node, worker, reason_seen: str) -> None:
     for location, keys in list(worker.keys.items()) or [(LOCATION, set())]:
         keys = sorted(keys)
         sync_id = f"{worker.instance_id}_{worker.worker_id}_{reason_seen}_{location}"
-        assert worker.full_sync_start(sync_id, keys, 1000, location)["accepted"]
+        # LMCache's worker tries the start up to full_sync_max_retry_count (3)
+        # times, full_sync_retry_delay_s (1 s) apart (spec 4.9): a cluster
+        # refuses it while the worker's entity moves between nodes.
+        for attempt in range(3):
+            reply = worker.full_sync_start(sync_id, keys, 1000, location)
+            if reply["accepted"] or attempt == 2:
+                break
+            time.sleep(1.0)
+        assert reply["accepted"], reply
         worker.full_sync_batches(sync_id, keys, 1000, location=location)
         worker.full_sync_end(sync_id, len(keys), location)
         wait_until(lambda: worker.full_sync_status(sync_id)["is_complete"], timeout=20,
