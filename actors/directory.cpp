@@ -221,34 +221,77 @@ std::optional<msg::expected<directory_actor>> home_elsewhere(directory_self self
   return msg::expected<directory_actor>{caf::actor_cast<directory_actor>(peer.handles.directory)};
 }
 
-/// A registration answered by the worker's home elsewhere: the heartbeat URL
-/// in the answer is this node's, the one the worker reached. Its home may
-/// move (worker_homes.hpp); the node the worker registered through is one it
-/// can reach, and any node forwards its heartbeats home.
-caf::result<msg::Msg> register_elsewhere(directory_self self, const directory_actor& home,
-                                         std::optional<std::string> url, msg::Msg m) {
-  auto rp = self->make_response_promise<msg::Msg>();
-  self->request(home, self->state.cfg.options.internal_timeout, request_atom::value, std::move(m))
+/// A registration answered by the worker's home elsewhere names the heartbeat
+/// URL of this node, the one the worker reached: its home may move
+/// (worker_homes.hpp), and any node forwards heartbeats home.
+void rewrite_heartbeat_url(msg::Msg& reply, const std::optional<std::string>& url) {
+  auto* ret = std::get_if<msg::RegisterRetMsg>(&reply);
+  if (!ret)
+    return;
+  auto& extra = ret->extra_config;
+  auto it = std::find_if(extra.begin(), extra.end(),
+                         [](const auto& kv) { return kv.first == "heartbeat_url"; });
+  if (it != extra.end() && url)
+    it->second = *url; // in place: the answer keeps LMCache's key order
+  else if (it != extra.end())
+    extra.erase(it);
+  else if (url)
+    extra.emplace_back("heartbeat_url", *url);
+}
+
+/// Asks the worker's home (another node) and delivers its answer to `rp`. A
+/// home that does not answer within one failure-detection period died or
+/// froze before the detector said so; the request is then asked again
+/// through this directory, which by then routes it to the worker's new home
+/// (possibly this node) -- until the internal timeout is spent. A
+/// registration that fails kills an LMCache worker's start, so it is worth
+/// the retry.
+void ask_home(directory_self self, const directory_actor& home, msg::Msg m,
+              std::optional<std::string> url, caf::response_promise rp,
+              std::chrono::steady_clock::time_point deadline) {
+  const auto now = std::chrono::steady_clock::now();
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
+  const auto attempt = std::min(left, self->state.cfg.home_request_timeout);
+  auto again = m; // kept for a retry; requests are small
+  self->request(home, attempt, request_atom::value, std::move(m))
       .then(
           [rp, url](msg::Msg& reply) mutable {
-            if (auto* ret = std::get_if<msg::RegisterRetMsg>(&reply)) {
-              auto& extra = ret->extra_config;
-              auto it = std::find_if(extra.begin(), extra.end(),
-                                     [](const auto& kv) { return kv.first == "heartbeat_url"; });
-              if (it != extra.end() && url)
-                it->second = *url; // in place: the answer keeps LMCache's key order
-              else if (it != extra.end())
-                extra.erase(it);
-              else if (url)
-                extra.emplace_back("heartbeat_url", *url);
-            }
+            rewrite_heartbeat_url(reply, url);
             rp.deliver(std::move(reply));
           },
-          [rp](caf::error& e) mutable {
-            rp.deliver(msg::Msg{msg::ErrorMsg{"registration at the worker's home node failed: " +
-                                              caf::to_string(e)}});
+          [self, rp, url, deadline, again = std::move(again)](caf::error& e) mutable {
+            const bool time_left =
+                std::chrono::steady_clock::now() + std::chrono::milliseconds(50) < deadline;
+            if (e != caf::sec::request_timeout || !time_left) {
+              rp.deliver(msg::Msg{
+                  msg::ErrorMsg{"the worker's home node did not answer: " + caf::to_string(e)}});
+              return;
+            }
+            self->state.cfg.hooks.count_event("request_home_retried");
+            auto next = home_elsewhere(self, again);
+            if (next && *next) {
+              spdlog::info("home-request-retry reason=no-answer");
+              ask_home(self, **next, std::move(again), std::move(url), std::move(rp), deadline);
+              return;
+            }
+            if (next) { // unreachable now: say so
+              rp.deliver(msg::Msg{msg::ErrorMsg{next->error().message}});
+              return;
+            }
+            // The worker's home is this node now: answer here.
+            const auto rest = std::chrono::duration_cast<std::chrono::milliseconds>(
+                deadline - std::chrono::steady_clock::now());
+            self->request(caf::actor_cast<directory_actor>(self), rest, request_atom::value,
+                          std::move(again))
+                .then(
+                    [rp, url](msg::Msg& reply) mutable {
+                      rewrite_heartbeat_url(reply, url);
+                      rp.deliver(std::move(reply));
+                    },
+                    [rp](caf::error& e2) mutable {
+                      rp.deliver(msg::Msg{msg::ErrorMsg{caf::to_string(e2)}});
+                    });
           });
-  return rp;
 }
 
 caf::result<msg::Msg> on_request(directory_self self, msg::Msg& m) {
@@ -259,10 +302,13 @@ caf::result<msg::Msg> on_request(directory_self self, msg::Msg& m) {
       st.cfg.hooks.count_event("request_home_unreachable");
       return msg::Msg{msg::ErrorMsg{home->error().message}};
     }
+    std::optional<std::string> url;
     if (const auto* reg = std::get_if<msg::RegisterMsg>(&m); reg && st.cfg.hooks.heartbeat_url_for)
-      return register_elsewhere(self, **home, st.cfg.hooks.heartbeat_url_for(reg->ip),
-                                std::move(m));
-    return self->delegate(**home, request_atom::value, std::move(m));
+      url = st.cfg.hooks.heartbeat_url_for(reg->ip);
+    auto rp = self->make_response_promise<msg::Msg>();
+    ask_home(self, **home, std::move(m), std::move(url), rp,
+             std::chrono::steady_clock::now() + st.cfg.options.internal_timeout);
+    return rp;
   }
   return std::visit(
       [&](auto& x) -> caf::result<msg::Msg> {

@@ -109,6 +109,9 @@ struct directory_config {
   /// A planted bug (chaos-checker tests, lmcc_planted_bug): a takeover starts
   /// the worker without its seq marks. Default: false
   bool planted_forget_marks = false;
+  /// A cluster: how long one attempt of a request forwarded to the worker's
+  /// home waits before it is asked again (the home may have died unnoticed).
+  std::chrono::milliseconds home_request_timeout{2'500};
   /// A cluster: how long deregistrations are remembered (directory_logic).
   std::chrono::milliseconds tombstone_ttl{3'600'000};
   /// LMCache's need_full_sync_all at start: true on a node that starts empty,

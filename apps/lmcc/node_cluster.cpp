@@ -63,6 +63,9 @@ void node_cluster::add_destinations(actors::directory_config& dc,
   // time to notice a peer that cannot answer at all.
   dc.takeover_timeout = cl.replication_timeout + cl.failure_timeout;
   dc.tombstone_ttl = cl.tombstone_ttl;
+  // One attempt lasts as long as the failure detector takes to find a node
+  // down, so the next one goes to the worker's new home.
+  dc.home_request_timeout = cl.failure_timeout + std::chrono::milliseconds(500);
   dc.planted_forget_marks = options_.planted() == planted_bug_kind::forget_watermark;
   dc.hooks.forward_frames = [this](uint16_t node, actors::pushed_msgs msgs) {
     forward(node, std::move(msgs));

@@ -259,7 +259,7 @@ def one(seed: int, args) -> dict:
         return result
     finally:
         run.close()
-        if result is not None and not result["ok"] and args.keep_failed:
+        if (result is None or not result["ok"]) and args.keep_failed:
             print(f"seed {seed}: logs and data kept in {tmp}", file=sys.stderr, flush=True)
         else:
             shutil.rmtree(tmp, ignore_errors=True)
