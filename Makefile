@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
 CMAKE_GENERATOR ?= Ninja
 
-.PHONY: deps build test run run-node test-asan fuzz bench format clean chaos
+.PHONY: deps build test run run-node test-asan fuzz bench format clean chaos chaos-planted
 
 deps:
 	./deploy/install-deps.sh
@@ -37,6 +37,16 @@ CHAOS_DURATION ?= 15
 chaos: build
 	LMCC_BINARY=$(CURDIR)/$(BUILD_DIR)/lmcc /usr/bin/python3 tests/chaos/chaos.py --seeds 1-$(SEEDS) \
 	  --duration $(CHAOS_DURATION) --report $(BUILD_DIR)/chaos-report.md
+
+# The checker's negative tests: the nodes run with a deliberate bug
+# (lmcc_planted_bug) and some seed of the short set must fail for each.
+PLANTED_SEEDS ?= 3
+chaos-planted: build
+	for bug in drop_acked_sub_batch skip_replica forget_watermark; do \
+	  LMCC_BINARY=$(CURDIR)/$(BUILD_DIR)/lmcc /usr/bin/python3 tests/chaos/chaos.py \
+	    --seeds 1-$(PLANTED_SEEDS) --duration $(CHAOS_DURATION) --plant $$bug --expect-caught \
+	    --report $(BUILD_DIR)/chaos-planted-report.md || exit 1; \
+	done
 
 test-asan: deps
 	cmake -S . -B $(ASAN_DIR) -G $(CMAKE_GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo \

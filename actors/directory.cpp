@@ -241,17 +241,22 @@ void rewrite_heartbeat_url(msg::Msg& reply, const std::optional<std::string>& ur
 
 /// Asks the worker's home (another node) and delivers its answer to `rp`. A
 /// home that does not answer within one failure-detection period died or
-/// froze before the detector said so; the request is then asked again
-/// through this directory, which by then routes it to the worker's new home
-/// (possibly this node) -- until the internal timeout is spent. A
-/// registration that fails kills an LMCache worker's start, so it is worth
-/// the retry.
+/// froze before the detector said so; a request that is safe to repeat
+/// (heartbeat, sync status, P2P lookup) is then asked again through this
+/// directory, which by then routes it to the worker's new home (possibly
+/// this node) -- until the internal timeout is spent. A registration or a
+/// sync start is asked once: a frozen or cut-off home may still apply the
+/// first one late, and two registrations of one worker on both sides of a
+/// partition are two incarnations that clear each other's entries (chaos
+/// seed 10 with the retry).
 void ask_home(directory_self self, const directory_actor& home, msg::Msg m,
               std::optional<std::string> url, caf::response_promise rp,
               std::chrono::steady_clock::time_point deadline) {
   const auto now = std::chrono::steady_clock::now();
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
-  const auto attempt = std::min(left, self->state.cfg.home_request_timeout);
+  const bool may_repeat = !std::holds_alternative<msg::RegisterMsg>(m) &&
+                          !std::holds_alternative<msg::FullSyncStartMsg>(m);
+  const auto attempt = may_repeat ? std::min(left, self->state.cfg.home_request_timeout) : left;
   auto again = m; // kept for a retry; requests are small
   self->request(home, attempt, request_atom::value, std::move(m))
       .then(

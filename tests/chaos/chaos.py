@@ -221,10 +221,16 @@ class Run:
             if same:
                 break
             time.sleep(0.5)
+        lost = 0
         if not same and not crashed:
             want = answers(self.reference, self.prompts, self.twins)
             for i, n in enumerate(self.cluster.nodes):
                 got = answers(n, self.prompts, self.twins)
+                # Entries lost: what the reference holds per worker beyond
+                # what the cluster (as this node sees it) holds.
+                have = {(w["instance_id"], w["worker_id"]): w["key_count"] for w in got["workers"]}
+                lost = max(lost, sum(max(0, w["key_count"] - have.get(
+                    (w["instance_id"], w["worker_id"]), 0)) for w in want["workers"]))
                 for part in want:
                     if got[part] != want[part]:
                         diff = [(k, g, w) for k, (g, w) in enumerate(zip(got[part], want[part]))
@@ -233,7 +239,7 @@ class Run:
                               file=sys.stderr, flush=True)
         return {"seed": self.seed, "faults": dict(self.faults), "lookups": dict(self.lookups),
                 "converged_s": round(time.monotonic() - started, 2) if same else None,
-                "full_syncs": self.full_syncs, "crashed": crashed,
+                "full_syncs": self.full_syncs, "crashed": crashed, "lost": lost,
                 "ok": same and not crashed}
 
     def close(self):
@@ -268,7 +274,8 @@ def one(seed: int, args) -> dict:
 def row(r: dict) -> str:
     faults = " ".join(f"{k}={v}" for k, v in r["faults"].items() if v)
     return (f"| {r['seed']} | {faults} | {r['lookups']['answered']} / {r['lookups']['failed']} | "
-            f"{r['converged_s'] if r['converged_s'] is not None else 'NO'} | {r['full_syncs']} | "
+            f"{r['converged_s'] if r['converged_s'] is not None else 'NO'} | "
+            f"{r['lost'] if r['lost'] is not None else '?'} | {r['full_syncs']} | "
             f"{','.join(r['crashed']) or '-'} | {'PASS' if r['ok'] else 'FAIL'} |")
 
 
@@ -293,7 +300,8 @@ def main() -> int:
     else:
         seeds = [args.seed if args.seed is not None else 1]
     header = ("| seed | faults | lookups answered / failed during faults | converged (s) | "
-              "full syncs asked | crashed | verdict |\n|---|---|---|---|---|---|---|")
+              "entries lost | full syncs asked | crashed | verdict |\n"
+              "|---|---|---|---|---|---|---|---|")
     print(header, flush=True)
     failed = []
     harness_failed = []  # the harness broke (not a verdict on the cluster)
@@ -303,7 +311,7 @@ def main() -> int:
             r = one(seed, args)
         except Exception as e:  # noqa: BLE001 - a harness failure fails the seed, visibly
             r = {"seed": seed, "faults": {}, "lookups": {"answered": 0, "failed": 0},
-                 "converged_s": None, "full_syncs": 0, "crashed": [], "ok": False}
+                 "converged_s": None, "full_syncs": 0, "crashed": [], "lost": None, "ok": False}
             print(f"seed {seed}: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
             traceback.print_exc(file=sys.stderr)
             harness_failed.append(seed)
