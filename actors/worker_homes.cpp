@@ -21,6 +21,30 @@ const std::string& node_id(const cluster_table& t, node_index i) {
   return t.members[i].address.id;
 }
 
+/// A handed-off entity whose home has not come for its marks after a while:
+/// the home kept an entity of its own meanwhile (a partition or a freeze let
+/// both sides host the worker, each applying the frames that reached it).
+/// Two entities' seq marks cannot be merged into a proof that nothing was
+/// lost or reordered, so the home is told to ask the worker for a full sync.
+void tell_split_entities(directory_self self, const cluster_table& table, uint64_t now) {
+  auto& st = self->state;
+  auto& h = *st.homes;
+  const auto wait = static_cast<uint64_t>(2 * st.cfg.home_request_timeout.count());
+  for (uint64_t uid : h.unserved) {
+    auto it = h.handed.find(uid);
+    if (it == h.handed.end() || now - it->second.first < wait || h.split_told.contains(uid))
+      continue;
+    const node_index home = table.home_of(uid);
+    if (home == table.self || !table.reachable(home) || !table.peers[home].handles.directory)
+      continue;
+    h.split_told.insert(uid);
+    spdlog::warn("worker-entity-split uid={} home={} action=full-sync-requested", uid,
+                 node_id(table, home));
+    self->send(caf::actor_cast<directory_actor>(table.peers[home].handles.directory),
+               resync_atom::value, uid, std::string{"entity_split"});
+  }
+}
+
 void schedule_tick(directory_self self) {
   auto& h = *self->state.homes;
   if (h.tick_scheduled || (h.takeovers.empty() && h.handed.empty()))
@@ -42,6 +66,7 @@ void begin_handoff(directory_self self, uint64_t uid, node_index to) {
   departed.emplace_back(now, actor);
   st.homes->takeovers.erase(uid);
   st.homes->handed.erase(uid);
+  st.homes->split_told.erase(uid);
   st.homes->handing[uid]; // peers asking meanwhile wait for the marks
   const auto table = st.cfg.cluster->current();
   const auto* rec = st.logic->reg().record(uid);
@@ -259,6 +284,8 @@ void on_ring_change(directory_self self) {
   const uint64_t now = monotonic_ms();
   std::erase_if(h.handed, [now](const auto& kv) { return now - kv.second.first > handed_keep_ms; });
   std::erase_if(h.unserved, [&h](uint64_t uid) { return !h.handed.contains(uid); });
+  tell_split_entities(self, *table, now);
+  std::erase_if(h.split_told, [&h](uint64_t uid) { return !h.unserved.contains(uid); });
   answer_leave_waiters(self);
   schedule_tick(self);
 }

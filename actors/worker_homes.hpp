@@ -49,6 +49,8 @@ struct worker_homes_state {
   std::map<uint64_t, std::pair<uint64_t, std::vector<location_mark>>> handed;
   /// Handed-off workers whose new home has not asked for the marks yet.
   std::set<uint64_t> unserved;
+  /// Unserved handoffs whose home was told the worker had two entities.
+  std::set<uint64_t> split_told;
   /// A clean stop waiting until nothing is left to hand over.
   std::vector<caf::typed_response_promise<uint64_t>> leave_waiters;
   /// Handed-off actors: they pass late frames back for a while, and the
