@@ -111,6 +111,10 @@ uint64_t wall_ms() {
   return static_cast<uint64_t>(wall_now() * 1000.0);
 }
 
+/// How late (wall clock) a node may still apply a request forwarded to it:
+/// covers clock skew between nodes; beyond it the sender stopped waiting.
+constexpr uint64_t home_request_deadline_slack_ms = 1000;
+
 /// The incarnation of the registration this node knows for `uid` (0: none).
 uint64_t incarnation_of(directory_self self, uint64_t uid) {
   const auto* rec = self->state.logic->reg().record(uid);
@@ -241,24 +245,28 @@ void rewrite_heartbeat_url(msg::Msg& reply, const std::optional<std::string>& ur
 
 /// Asks the worker's home (another node) and delivers its answer to `rp`. A
 /// home that does not answer within one failure-detection period died or
-/// froze before the detector said so; a request that is safe to repeat
-/// (heartbeat, sync status, P2P lookup) is then asked again through this
-/// directory, which by then routes it to the worker's new home (possibly
-/// this node) -- until the internal timeout is spent. A registration or a
-/// sync start is asked once: a frozen or cut-off home may still apply the
-/// first one late, and two registrations of one worker on both sides of a
-/// partition are two incarnations that clear each other's entries (chaos
-/// seed 10 with the retry).
+/// froze before the detector said so; the request is then asked again
+/// through this directory, which by then routes it to the worker's new home
+/// (possibly this node) -- until the internal timeout is spent. A failed
+/// registration kills an LMCache worker's start, so it is worth the retry.
+/// Every attempt carries a deadline the home enforces: a frozen or cut-off
+/// home that thaws does not apply the first attempt late (two registrations
+/// of one worker on both sides would be two incarnations clearing each
+/// other's entries; chaos seed 10 before the deadline). A sync start is
+/// asked once: the worker retries it itself (3 x 1 s).
 void ask_home(directory_self self, const directory_actor& home, msg::Msg m,
               std::optional<std::string> url, caf::response_promise rp,
               std::chrono::steady_clock::time_point deadline) {
   const auto now = std::chrono::steady_clock::now();
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
-  const bool may_repeat = !std::holds_alternative<msg::RegisterMsg>(m) &&
-                          !std::holds_alternative<msg::FullSyncStartMsg>(m);
+  const bool may_repeat = !std::holds_alternative<msg::FullSyncStartMsg>(m);
   const auto attempt = may_repeat ? std::min(left, self->state.cfg.home_request_timeout) : left;
   auto again = m; // kept for a retry; requests are small
-  self->request(home, attempt, request_atom::value, std::move(m))
+  // The home refuses it past `expires` + the slack, i.e. by the time this
+  // attempt times out (clocks in step): a retry never meets a late first try.
+  const uint64_t expires = wall_ms() + static_cast<uint64_t>(attempt.count()) -
+                           std::min<uint64_t>(home_request_deadline_slack_ms, attempt.count());
+  self->request(home, attempt, request_atom::value, std::move(m), expires)
       .then(
           [rp, url](msg::Msg& reply) mutable {
             rewrite_heartbeat_url(reply, url);
@@ -460,6 +468,17 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
         }
       },
       [self](request_atom, msg::Msg& m) { return on_request(self, m); },
+      [self](request_atom, msg::Msg& m, uint64_t deadline_ms) -> caf::result<msg::Msg> {
+        if (wall_ms() > deadline_ms + home_request_deadline_slack_ms) {
+          // Its sender answered the worker with a timeout long ago; applying
+          // it now (a registration above all) would surprise everyone.
+          spdlog::warn("forwarded-request-expired type={} late_ms={}", msg::type_tag_of(m),
+                       wall_ms() - deadline_ms);
+          self->state.cfg.hooks.count_event("forwarded_request_expired");
+          return msg::Msg{msg::ErrorMsg{"the request expired before this node could answer it"}};
+        }
+        return on_request(self, m);
+      },
       [self](stats_atom) { return collect_stats(self); },
       [self](tick_atom) {
         self->state.logic->reap(wall_now());

@@ -38,6 +38,10 @@ namespace lmcc::actors {
 
 using directory_actor = directory_feedback_actor::extend<
     caf::reacts_to<push_atom, msg::Msg>, caf::replies_to<request_atom, msg::Msg>::with<msg::Msg>,
+    // A cluster: a request another node forwarded here, with the wall-clock
+    // time (ms) after which its sender no longer waits: a node that was
+    // frozen or cut off does not apply it late (home_request_deadline_slack).
+    caf::replies_to<request_atom, msg::Msg, uint64_t>::with<msg::Msg>,
     caf::replies_to<stats_atom>::with<node_stats>, caf::reacts_to<tick_atom>,
     // Answers once everything every worker actor sent so far is acknowledged.
     caf::replies_to<drain_atom>::with<bool>,
