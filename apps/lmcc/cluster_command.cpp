@@ -745,8 +745,16 @@ int run_cluster_up(const cluster_up_options& options, std::ostream& out, std::os
   if (std::error_code ec; fs::exists(pid_path, ec)) {
     try {
       const long other = std::stol(read_file(pid_path));
-      if (other > 0 && other != ::getpid() &&
-          (::kill(static_cast<pid_t>(other), 0) == 0 || errno == EPERM)) {
+      // A live `lmcc cluster up` with that pid (a pid file left by a killed
+      // launcher may name an unrelated process by now).
+      std::string cmdline;
+      try {
+        cmdline = read_file("/proc/" + std::to_string(other) + "/cmdline");
+      } catch (const setup_error&) {
+        // not running (or not ours to read): the file is stale
+      }
+      std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+      if (other > 0 && other != ::getpid() && cmdline.find(" cluster up ") != std::string::npos) {
         err << "lmcc cluster up: " << plan->dir.string() << " is in use by the launcher with pid "
             << other << " (" << pid_path.string() << ")\n";
         return 2;

@@ -339,7 +339,7 @@ std::vector<option_spec> make_table() {
     make_option({.key = "lmcc_planted_bug", .value_name = "N",
                  .help = "a deliberate bug for the chaos checker's negative tests (needs "
                          "lmcc_fault_injection; never in production): 0 none, 1 the shard "
-                         "acks every 50th sub-batch unapplied, 2 a peer link acks every 50th "
+                         "acks every 10th sub-batch unapplied, 2 a peer link acks every 10th "
                          "unsent, 3 takeovers forget seq marks"},
                 integer_kind<uint8_t>{.min = 0, .max = 3},
                 member([](auto& o) -> auto& { return o.planted_bug; }),

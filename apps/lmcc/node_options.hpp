@@ -73,6 +73,6 @@ struct node_options {
 };
 
 /// How often a planted bug strikes (every Nth sub-batch).
-inline constexpr uint32_t planted_bug_every = 50;
+inline constexpr uint32_t planted_bug_every = 10;
 
 } // namespace lmcc::apps
