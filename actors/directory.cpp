@@ -115,10 +115,13 @@ uint64_t wall_ms() {
 /// covers clock skew between nodes; beyond it the sender stopped waiting.
 constexpr uint64_t home_request_deadline_slack_ms = 1000;
 
-/// The incarnation of the registration this node knows for `uid` (0: none).
-uint64_t incarnation_of(directory_self self, uint64_t uid) {
-  const auto* rec = self->state.logic->reg().record(uid);
-  return rec ? rec->incarnation : 0;
+/// Applies a peer's copy of a worker's row; true when it replaced an older
+/// registration this node knew (an entity of that one must be renewed).
+bool apply_row(directory_self self, const persistence::worker_row& row) {
+  const auto* rec = self->state.logic->reg().record(row.uid);
+  const uint64_t before = rec ? rec->incarnation : 0;
+  return self->state.logic->apply_replica(row, wall_now(), wall_ms()) && before != 0 &&
+         row.incarnation > before;
 }
 
 /// The message being handled came from another node's actor (a replica's
@@ -243,6 +246,14 @@ void rewrite_heartbeat_url(msg::Msg& reply, const std::optional<std::string>& ur
     extra.emplace_back("heartbeat_url", *url);
 }
 
+/// The handler of a reply to deliver to `rp`, with this node's heartbeat URL.
+auto deliver_to(caf::response_promise rp, std::optional<std::string> url) {
+  return [rp, url = std::move(url)](msg::Msg& reply) mutable {
+    rewrite_heartbeat_url(reply, url);
+    rp.deliver(std::move(reply));
+  };
+}
+
 /// Asks the worker's home (another node) and delivers its answer to `rp`. A
 /// home that does not answer within one failure-detection period died or
 /// froze before the detector said so; the request is then asked again
@@ -267,44 +278,35 @@ void ask_home(directory_self self, const directory_actor& home, msg::Msg m,
   const uint64_t expires = wall_ms() + static_cast<uint64_t>(attempt.count()) -
                            std::min<uint64_t>(home_request_deadline_slack_ms, attempt.count());
   self->request(home, attempt, request_atom::value, std::move(m), expires)
-      .then(
-          [rp, url](msg::Msg& reply) mutable {
-            rewrite_heartbeat_url(reply, url);
-            rp.deliver(std::move(reply));
-          },
-          [self, rp, url, deadline, again = std::move(again)](caf::error& e) mutable {
-            const bool time_left =
-                std::chrono::steady_clock::now() + std::chrono::milliseconds(50) < deadline;
-            if (e != caf::sec::request_timeout || !time_left) {
-              rp.deliver(msg::Msg{
-                  msg::ErrorMsg{"the worker's home node did not answer: " + caf::to_string(e)}});
-              return;
-            }
-            self->state.cfg.hooks.count_event("request_home_retried");
-            auto next = home_elsewhere(self, again);
-            if (next && *next) {
-              spdlog::info("home-request-retry reason=no-answer");
-              ask_home(self, **next, std::move(again), std::move(url), std::move(rp), deadline);
-              return;
-            }
-            if (next) { // unreachable now: say so
-              rp.deliver(msg::Msg{msg::ErrorMsg{next->error().message}});
-              return;
-            }
-            // The worker's home is this node now: answer here.
-            const auto rest = std::chrono::duration_cast<std::chrono::milliseconds>(
-                deadline - std::chrono::steady_clock::now());
-            self->request(caf::actor_cast<directory_actor>(self), rest, request_atom::value,
-                          std::move(again))
-                .then(
-                    [rp, url](msg::Msg& reply) mutable {
-                      rewrite_heartbeat_url(reply, url);
-                      rp.deliver(std::move(reply));
-                    },
-                    [rp](caf::error& e2) mutable {
-                      rp.deliver(msg::Msg{msg::ErrorMsg{caf::to_string(e2)}});
-                    });
-          });
+      .then(deliver_to(rp, url),
+            [self, rp, url, deadline, again = std::move(again)](caf::error& e) mutable {
+              const bool time_left =
+                  std::chrono::steady_clock::now() + std::chrono::milliseconds(50) < deadline;
+              if (e != caf::sec::request_timeout || !time_left) {
+                rp.deliver(msg::Msg{
+                    msg::ErrorMsg{"the worker's home node did not answer: " + caf::to_string(e)}});
+                return;
+              }
+              self->state.cfg.hooks.count_event("request_home_retried");
+              auto next = home_elsewhere(self, again);
+              if (next && *next) {
+                spdlog::info("home-request-retry reason=no-answer");
+                ask_home(self, **next, std::move(again), std::move(url), std::move(rp), deadline);
+                return;
+              }
+              if (next) { // unreachable now: say so
+                rp.deliver(msg::Msg{msg::ErrorMsg{next->error().message}});
+                return;
+              }
+              // The worker's home is this node now: answer here.
+              const auto rest = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  deadline - std::chrono::steady_clock::now());
+              self->request(caf::actor_cast<directory_actor>(self), rest, request_atom::value,
+                            std::move(again))
+                  .then(deliver_to(rp, std::move(url)), [rp](caf::error& e2) mutable {
+                    rp.deliver(msg::Msg{msg::ErrorMsg{caf::to_string(e2)}});
+                  });
+            });
 }
 
 caf::result<msg::Msg> on_request(directory_self self, msg::Msg& m) {
@@ -525,10 +527,9 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
           directory_effects::replicate(self, location_atom::value, uid, location);
       },
       [self](row_put_atom, const persistence::worker_row& row) {
-        const uint64_t before = incarnation_of(self, row.uid);
-        const bool applied = self->state.logic->apply_replica(row, wall_now(), wall_ms());
+        const bool renew = apply_row(self, row);
         publish(self);
-        if (applied && before != 0 && row.incarnation > before)
+        if (renew)
           renew_entity(self, row.uid);
         adopt_if_home(self, row.uid);
       },
@@ -598,9 +599,7 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
         std::vector<uint64_t> renewed;
         for (const auto& row : rows) {
           listed.insert(row.uid);
-          const uint64_t before = incarnation_of(self, row.uid);
-          if (st.logic->apply_replica(row, wall_now(), wall_ms()) && before != 0 &&
-              row.incarnation > before)
+          if (apply_row(self, row))
             renewed.push_back(row.uid);
         }
         for (uint64_t uid : renewed)
