@@ -44,19 +44,32 @@ void compare_with(ae_self self, const cluster_table& table, node_index peer) {
               return;
             const auto table = st.cfg.board->current();
             const uint64_t own_uptime = st.cfg.uptime_ms ? st.cfg.uptime_ms() : 0;
-            if (!peer_is_senior(answer[0], peer, own_uptime, table->self)) {
+            const bool senior = peer_is_senior(answer[0], peer, own_uptime, table->self);
+            // Per slot, an owner that gained it in the last membership change
+            // is the junior one whatever the uptimes (it may lack what came
+            // before the change; the other saw every write).
+            std::vector<uint32_t> slot_ids;
+            std::vector<uint64_t> remote;
+            for (size_t i = 0; i < slots.size(); ++i) {
+              const auto s = static_cast<uint32_t>(slots[i]);
+              const bool self_new = table->gained(table->self, s);
+              const bool peer_new = table->gained(peer, s);
+              if (self_new != peer_new ? self_new : senior) {
+                slot_ids.push_back(s);
+                remote.push_back(answer[i + 1]);
+              }
+            }
+            if (slot_ids.empty()) {
               st.tracker.forget(peer); // it copies from this node, not the other way
               return;
             }
-            std::vector<uint32_t> slot_ids(slots.begin(), slots.end());
-            std::vector<uint64_t> local(slots.size());
+            std::vector<uint64_t> local(slot_ids.size());
             {
               auto r = st.cfg.index->read();
-              for (size_t i = 0; i < slots.size(); ++i)
+              for (size_t i = 0; i < slot_ids.size(); ++i)
                 local[i] = r.slot(slot_ids[i]).digest;
             }
-            auto todo = st.tracker.compare(peer, slot_ids, local,
-                                           std::span<const uint64_t>(answer).subspan(1));
+            auto todo = st.tracker.compare(peer, slot_ids, local, remote);
             if (st.cfg.counters) {
               st.cfg.counters->slots_compared += slots.size();
               st.cfg.counters->slots_differing = st.tracker.differing();

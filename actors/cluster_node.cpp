@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <tuple>
 
 namespace lmcc::actors {
 
@@ -69,6 +70,8 @@ std::shared_ptr<cluster_table> make_table(const cluster::membership& m,
                                           const std::vector<peer_handles>& handles) {
   auto t = std::make_shared<cluster_table>();
   t->owners = std::move(owners);
+  t->previous = std::make_shared<const cluster::placement>(m.previous());
+  t->record = m.record();
   t->live_owners = std::make_shared<const cluster::placement>(m.live_placement());
   t->self = m.self();
   t->peers.resize(m.size());
@@ -95,7 +98,8 @@ void publish(node_self self) {
   // only of ring changes: worker homes follow liveness (it hands off or takes
   // over), and a peer that joined (a presumed-live one, the ring unchanged)
   // must count as reachable before its loss can arm the workers' seq checks.
-  bool moved = !st.last_published || st.last_published->ring_version != table->ring_version;
+  bool moved = !st.last_published || st.last_published->ring_version != table->ring_version ||
+               st.last_published->record != table->record;
   for (size_t i = 0; !moved && i < table->peers.size(); ++i)
     moved = st.last_published->reachable(static_cast<node_index>(i)) !=
             table->reachable(static_cast<node_index>(i));
@@ -103,6 +107,93 @@ void publish(node_self self) {
   st.cfg.board->publish(std::move(table));
   if (moved && st.cfg.local.directory)
     self->send(caf::actor_cast<directory_actor>(st.cfg.local.directory), ring_atom::value);
+}
+
+uint8_t greet_flags(const cluster_node_state& st) {
+  return static_cast<uint8_t>((st.self_ready ? greet_ready : 0) |
+                              (st.members->record().committed ? greet_committed : 0));
+}
+
+void greet(node_self self, const caf::actor& peer_node) {
+  auto& st = self->state;
+  const auto& r = st.members->record();
+  self->send(caf::actor_cast<cluster_node_actor>(peer_node), greet_atom::value, st.cfg.self_id,
+             st.members->leaving(), r.epoch, r.identity(), greet_flags(st));
+}
+
+void adopt(node_self self, const cluster::membership_record& r, std::string_view source);
+
+/// Commits a joint change once this node and every live new member copied
+/// their slots (a dead one catches up when it returns, as after any failure).
+void maybe_commit(node_self self) {
+  auto& st = self->state;
+  if (!st.members->joint() || !st.self_ready)
+    return;
+  for (size_t i = 0; i < st.peers.size(); ++i) {
+    const auto n = static_cast<node_index>(i);
+    if (n != st.members->self() && st.members->member(n) && st.members->live(n) &&
+        !st.peer_ready[i])
+      return;
+  }
+  auto committed = st.members->record();
+  committed.committed = true;
+  adopt(self, committed, "commit");
+}
+
+/// Takes `r` as this node's member set: stores it, republishes the table,
+/// and starts (joint) or finishes (committed) moving slots.
+void adopt(node_self self, const cluster::membership_record& r, std::string_view source) {
+  auto& st = self->state;
+  const bool same_change =
+      r.epoch == st.members->record().epoch && r.identity() == st.members->record().identity();
+  if (auto ok = st.members->adopt(r); !ok) {
+    if (st.cfg.counters)
+      ++st.cfg.counters->records_refused;
+    spdlog::error("cluster-members-refused node={} epoch={} source={} reason={}", st.cfg.self_id,
+                  r.epoch, source, ok.error().message);
+    return;
+  }
+  if (!st.cfg.record_path.empty())
+    if (auto stored = cluster::store_record(st.cfg.record_path, r); !stored)
+      spdlog::error("cluster-members-not-stored node={} epoch={} reason={}", st.cfg.self_id,
+                    r.epoch, stored.error().message);
+  st.owners = std::make_shared<const cluster::placement>(st.members->owners());
+  if (!same_change) {
+    std::fill(st.peer_ready.begin(), st.peer_ready.end(), uint8_t{0});
+    st.self_ready = !r.committed ? false : true;
+  }
+  std::string ids;
+  for (const auto& id : r.member_ids())
+    ids += (ids.empty() ? "" : ",") + id;
+  spdlog::info("cluster-members node={} epoch={} state={} members={} source={}", st.cfg.self_id,
+               r.epoch, r.committed ? "committed" : "joint", ids, source);
+  publish(self);
+  if (st.cfg.on_members_changed)
+    st.cfg.on_members_changed(*st.last_published);
+  // Peers hear of it at once (and again with every greeting until they have it).
+  const std::string text = cluster::to_json(r);
+  for (const auto& p : st.peers)
+    if (p.handles.node)
+      self->send(caf::actor_cast<cluster_node_actor>(p.handles.node), members_atom::value, text);
+  if (!st.cfg.mover)
+    return;
+  if (!r.committed) {
+    self->request(st.cfg.mover, caf::infinite, members_atom::value, r.epoch, r.identity())
+        .then([self, epoch = r.epoch, identity = r.identity()](bool) {
+          auto& st = self->state;
+          const auto& now = st.members->record();
+          if (now.epoch != epoch || now.identity() != identity || now.committed)
+            return;
+          st.self_ready = true;
+          spdlog::info("cluster-members-ready node={} epoch={}", st.cfg.self_id, epoch);
+          for (const auto& p : st.peers)
+            if (p.handles.node)
+              greet(self, p.handles.node);
+          maybe_commit(self);
+        });
+  } else {
+    self->send(st.cfg.mover, retire_atom::value, r.epoch, r.identity());
+  }
 }
 
 void lost(node_self self, size_t i, std::string_view why) {
@@ -235,8 +326,7 @@ void tick(node_self self) {
       continue;
     auto& p = st.peers[i];
     if (p.handles.node)
-      self->send(caf::actor_cast<cluster_node_actor>(p.handles.node), greet_atom::value,
-                 st.cfg.self_id, st.members->leaving());
+      greet(self, p.handles.node);
     else if (!p.connecting && now >= p.next_attempt)
       connect(self, i);
   }
@@ -255,8 +345,8 @@ void tick(node_self self) {
 
 cluster::expected<std::shared_ptr<const cluster_table>>
 initial_cluster_table(const cluster::cluster_options& options, const std::string& self_id,
-                      uint32_t slot_count) {
-  auto m = cluster::membership::make(options, self_id, slot_count);
+                      uint32_t slot_count, std::optional<cluster::membership_record> record) {
+  auto m = cluster::membership::make(options, self_id, slot_count, std::move(record));
   if (!m)
     return m.error();
   m->presume_live(clock_type::now());
@@ -270,12 +360,18 @@ cluster_node_main(cluster_node_actor::stateful_pointer<cluster_node_state> self,
   auto& st = self->state;
   st.cfg = std::move(cfg);
   // The runtime checked the options with initial_cluster_table() already.
-  st.members = std::make_unique<cluster::membership>(
-      std::move(*cluster::membership::make(st.cfg.options, st.cfg.self_id, st.cfg.slot_count)));
+  st.members = std::make_unique<cluster::membership>(std::move(*cluster::membership::make(
+      st.cfg.options, st.cfg.self_id, st.cfg.slot_count, st.cfg.record)));
   st.members->presume_live(clock_type::now());
   st.owners = std::make_shared<const cluster::placement>(st.members->owners());
   st.peers.resize(st.members->size());
+  st.peer_ready.assign(st.members->size(), 0);
   publish(self);
+  // Back during a change (a restart while joint): copy the gained slots again.
+  if (st.members->joint() && st.cfg.mover) {
+    st.self_ready = false;
+    adopt(self, st.members->record(), "restart");
+  }
   self->set_down_handler([self](caf::down_msg& dm) {
     auto& st = self->state;
     for (size_t i = 0; i < st.peers.size(); ++i)
@@ -287,12 +383,26 @@ cluster_node_main(cluster_node_actor::stateful_pointer<cluster_node_state> self,
   });
   self->send(self, tick_atom::value);
   return {
-      [self](greet_atom, const std::string& peer, bool leaving) {
+      [self](greet_atom, const std::string& peer, bool leaving, uint64_t epoch, uint64_t identity,
+             uint8_t flags) {
         auto& st = self->state;
         auto i = st.members->index_of(peer);
         // Only a joined peer counts: before our own join we lack its handles.
         if (!i || !st.peers[*i].handles.node)
           return;
+        const auto& mine = st.members->record();
+        const auto their_key = std::tuple{epoch, identity, (flags & greet_committed) != 0};
+        const auto my_key = std::tuple{mine.epoch, mine.identity(), mine.committed};
+        if (their_key < my_key) // it lacks our record: send it (again)
+          self->send(caf::actor_cast<cluster_node_actor>(st.peers[*i].handles.node),
+                     members_atom::value, cluster::to_json(mine));
+        const bool ready =
+            epoch == mine.epoch && identity == mine.identity() && (flags & greet_ready) != 0;
+        if (ready != (st.peer_ready[*i] != 0)) {
+          st.peer_ready[*i] = ready ? 1 : 0;
+          if (ready)
+            maybe_commit(self);
+        }
         if (st.members->on_greeting(peer, clock_type::now(), leaving)) {
           spdlog::info("cluster-peer-{} node={} peer={} ring={:016x}", leaving ? "leaving" : "back",
                        st.cfg.self_id, peer, st.members->ring_version());
@@ -307,9 +417,70 @@ cluster_node_main(cluster_node_actor::stateful_pointer<cluster_node_state> self,
         publish(self);
         for (const auto& p : st.peers)
           if (p.handles.node)
-            self->send(caf::actor_cast<cluster_node_actor>(p.handles.node), greet_atom::value,
-                       st.cfg.self_id, true);
+            greet(self, p.handles.node);
         return true;
+      },
+      [self](members_atom, const std::string& text) {
+        auto& st = self->state;
+        auto r = cluster::record_from_json(text);
+        if (!r) {
+          if (st.cfg.counters)
+            ++st.cfg.counters->records_refused;
+          spdlog::error("cluster-members-refused node={} reason={}", st.cfg.self_id,
+                        r.error().message);
+          return;
+        }
+        if (cluster::supersedes(*r, st.members->record()))
+          adopt(self, *r, "peer");
+      },
+      [self](propose_atom, const std::string& csv) -> caf::result<std::string> {
+        auto& st = self->state;
+        auto refuse = [&](std::string why) -> caf::result<std::string> {
+          spdlog::warn("cluster-members-change-refused node={} members={} reason={}",
+                       st.cfg.self_id, csv, why);
+          return caf::make_error(caf::sec::runtime_error, std::move(why));
+        };
+        const auto& now = st.members->record();
+        if (!now.committed)
+          return refuse("a membership change (epoch " + std::to_string(now.epoch) +
+                        ") is still moving slots; wait until it commits");
+        cluster::membership_record next;
+        next.epoch = now.epoch + 1;
+        next.previous = now.member_ids();
+        next.committed = false;
+        size_t from = 0;
+        while (from <= csv.size()) {
+          const size_t comma = std::min(csv.find(',', from), csv.size());
+          const std::string id = csv.substr(from, comma - from);
+          from = comma + 1;
+          if (id.empty())
+            continue;
+          auto n = st.members->index_of(id);
+          if (!n)
+            return refuse("\"" + id +
+                          "\" is not in this node's lmcc_cluster_members: add its "
+                          "address (standby: true) to every node's config first");
+          if (next.is_member(id))
+            return refuse("\"" + id + "\" is listed twice");
+          auto a = st.members->address(*n);
+          a.standby = false;
+          next.members.push_back(std::move(a));
+        }
+        if (next.members.empty())
+          return refuse("the new member set is empty");
+        if (next.members.size() < st.cfg.options.replicas)
+          return refuse("lmcc_replicas is " + std::to_string(st.cfg.options.replicas) +
+                        ": a member set needs at least that many nodes");
+        std::sort(next.members.begin(), next.members.end(),
+                  [](const auto& a, const auto& b) { return a.id < b.id; });
+        if (next.member_ids() == now.member_ids())
+          return refuse("that is the current member set");
+        for (const auto& m : next.members)
+          if (auto n = st.members->index_of(m.id);
+              *n != st.members->self() && !st.members->live(*n))
+            return refuse("\"" + m.id + "\" is not live: start it before adding it");
+        adopt(self, next, "operator");
+        return cluster::to_json(st.members->record());
       },
       [self](tick_atom) {
         tick(self);

@@ -24,13 +24,16 @@
 
 #include "actors/cluster_table.hpp"
 #include "actors/peer_link.hpp"
+#include "actors/slot_mover.hpp"
 #include "actors/type_ids.hpp"
 #include "cluster/cluster_options.hpp"
 #include "cluster/membership.hpp"
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -46,12 +49,24 @@ using cluster_gate_actor = caf::typed_actor<
     caf::replies_to<join_atom, std::string, uint64_t, std::string>::with<
         std::string, std::vector<caf::actor>, std::string, std::string>>;
 
-using cluster_node_actor =
-    caf::typed_actor<caf::reacts_to<greet_atom, std::string, bool>, caf::reacts_to<tick_atom>,
-                     // This node stops cleanly: leave the live set (every worker
-                     // home moves to the peers) and tell them at once; answers
-                     // once the new table is published.
-                     caf::replies_to<leave_atom>::with<bool>>;
+/// A greeting's flags: the sender has the slots of its record (it copied
+/// every slot it gained), and the record is committed.
+constexpr uint8_t greet_ready = 1;
+constexpr uint8_t greet_committed = 2;
+
+using cluster_node_actor = caf::typed_actor<
+    // (peer id, leaving, its record's epoch, identity, greet_* flags)
+    caf::reacts_to<greet_atom, std::string, bool, uint64_t, uint64_t, uint8_t>,
+    caf::reacts_to<tick_atom>,
+    // A newer membership record (JSON) from a peer.
+    caf::reacts_to<members_atom, std::string>,
+    // An operator's new member set (ids, comma-separated) -> the new record
+    // (JSON), or an error saying why not (a change under way, an unknown id).
+    caf::replies_to<propose_atom, std::string>::with<std::string>,
+    // This node stops cleanly: leave the live set (every worker
+    // home moves to the peers) and tell them at once; answers
+    // once the new table is published.
+    caf::replies_to<leave_atom>::with<bool>>;
 
 /// Counts /cluster/status and /metrics show (any thread).
 struct cluster_counters {
@@ -59,6 +74,7 @@ struct cluster_counters {
   std::atomic<uint64_t> joins_failed{0};  ///< our joins a peer refused or that failed
   std::atomic<uint64_t> peers_lost{0};    ///< live -> down transitions
   std::atomic<uint64_t> connect_attempts{0};
+  std::atomic<uint64_t> records_refused{0}; ///< membership records that could not be adopted
 };
 
 struct gate_config {
@@ -95,6 +111,16 @@ struct cluster_node_config {
   std::vector<peer_link_actor> links;
   std::shared_ptr<cluster_board> board;
   std::shared_ptr<cluster_counters> counters;
+  /// The member set to start from (read from record_path at start; empty:
+  /// the configured non-standby members).
+  std::optional<cluster::membership_record> record;
+  /// Where every adopted record is written (empty: kept in memory only).
+  std::string record_path;
+  /// Copies the slots gained in a change, drops those lost (slot_mover.hpp).
+  slot_mover_actor mover;
+  /// Called with the new table whenever the member set changes (the runtime
+  /// swaps the write placement and the index's share of the counts).
+  std::function<void(const cluster_table&)> on_members_changed;
 };
 
 struct cluster_node_state {
@@ -111,6 +137,10 @@ struct cluster_node_state {
   std::unique_ptr<cluster::membership> members;
   std::shared_ptr<const cluster::placement> owners;
   std::vector<peer_conn> peers;
+  /// Which peers greeted as ready for the current record (by node_index).
+  std::vector<uint8_t> peer_ready;
+  /// This node copied every slot it gained under the current record.
+  bool self_ready = true;
   std::shared_ptr<const cluster_table> last_published;
   std::mt19937_64 rng{std::random_device{}()};
 };
@@ -123,6 +153,6 @@ cluster_node_main(cluster_node_actor::stateful_pointer<cluster_node_state> self,
 /// before the actors exist). Fails as membership::make does.
 cluster::expected<std::shared_ptr<const cluster_table>>
 initial_cluster_table(const cluster::cluster_options& options, const std::string& self_id,
-                      uint32_t slot_count);
+                      uint32_t slot_count, std::optional<cluster::membership_record> record = {});
 
 } // namespace lmcc::actors

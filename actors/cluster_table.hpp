@@ -22,6 +22,7 @@
 
 #include <caf/actor.hpp>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -49,8 +50,12 @@ struct peer_entry {
 };
 
 struct cluster_table {
-  /// Static ownership over every configured member (membership.hpp says why).
+  /// Static ownership over the record's members (membership.hpp says why).
   std::shared_ptr<const cluster::placement> owners;
+  /// Ownership before the last membership change (== owners at epoch 0).
+  std::shared_ptr<const cluster::placement> previous;
+  /// The member set: its epoch, and whether a change is under way (joint).
+  cluster::membership_record record;
   /// The placement over the live members: where worker entities live.
   std::shared_ptr<const cluster::placement> live_owners;
   node_index self = 0;
@@ -68,11 +73,28 @@ struct cluster_table {
   bool reachable(node_index n) const noexcept {
     return n == self || (peers[n].live && peers[n].handles.node);
   }
+  bool joint() const noexcept { return !record.committed; }
   /// cluster::read_owner() over the peers whose key-read endpoint is known.
   node_index read_owner(uint32_t slot) const {
-    return cluster::read_owner(*owners, self, slot, [this](node_index n) {
-      return peers[n].live && !peers[n].handles.read.empty();
-    });
+    return cluster::read_owner(
+        *owners, joint() ? previous.get() : nullptr, self, slot,
+        [this](node_index n) { return peers[n].live && !peers[n].handles.read.empty(); });
+  }
+  /// Where each slot's sub-batches go: its owners, and while joint its
+  /// previous owners too (membership::write_mask).
+  std::vector<uint64_t> write_masks() const {
+    std::vector<uint64_t> masks(owners->slot_count());
+    for (uint32_t s = 0; s < owners->slot_count(); ++s)
+      masks[s] = cluster::owner_mask(*owners, s) |
+                 (joint() ? cluster::owner_mask(*previous, s) : uint64_t{0});
+    return masks;
+  }
+  /// Did node `n` gain `slot` in the last membership change?
+  bool gained(node_index n, uint32_t slot) const noexcept {
+    auto now = owners->owner_indices(slot);
+    auto before = previous->owner_indices(slot);
+    return std::find(now.begin(), now.end(), n) != now.end() &&
+           std::find(before.begin(), before.end(), n) == before.end();
   }
 };
 

@@ -93,8 +93,9 @@ worker_actor spawn_worker_actor(directory_self self, const worker_record& rec,
   wc.placement = st.cfg.placement;
   // Every owner of the uid's slot keeps the watermarks: the one that takes
   // the worker over when its home dies finds them (handoff.hpp).
-  wc.mark_mask = st.cfg.placement ? (*st.cfg.placement)[slot_of(rec.uid, st.cfg.options.slot_count)]
-                                  : uint64_t{1} << st.cfg.home_destination;
+  wc.mark_mask = uint64_t{1} << st.cfg.home_destination;
+  if (st.cfg.placement)
+    wc.mark_slot = slot_of(rec.uid, st.cfg.options.slot_count);
   wc.await_takeover = await_takeover;
   if (restored) {
     wc.locations = rec.locations;

@@ -283,6 +283,28 @@ int64_t kv_index::write_guard::apply(holder_id h, std::span<const kv_op> ops) {
   return apply_where(h, ops, [](uint32_t) { return true; });
 }
 
+void kv_index::write_guard::reshare(const std::vector<uint32_t>& slots) {
+  std::vector<uint8_t> next(idx_->slot_count(), 0);
+  for (uint32_t slot : slots)
+    next.at(slot) = 1;
+  if (idx_->share_slots_.empty())
+    idx_->share_slots_.assign(idx_->slot_count(), 0);
+  holder_list held;
+  for (uint32_t slot = 0; slot < idx_->slot_count(); ++slot) {
+    if (next[slot] == idx_->share_slots_[slot])
+      continue;
+    finish_drops_in(slot);
+    const int64_t delta = next[slot] ? 1 : -1;
+    for (const auto& [key, v] : idx_->slots_[slot].map) {
+      held.clear();
+      idx_->append_holders(slot, v, held);
+      for (holder_id h : held)
+        idx_->add_share(h, delta);
+    }
+    idx_->share_slots_[slot] = next[slot];
+  }
+}
+
 uint64_t kv_index::write_guard::clear_slot(uint32_t slot) {
   finish_drops_in(slot);
   auto& s = idx_->slots_[slot];

@@ -277,6 +277,11 @@ public:
   /// Cleans every pending drop of `slot` now (before the slot is snapshotted).
   void finish_drops_in(uint32_t slot);
 
+  /// Makes `slots` the share (kv_index::set_share_slots) of a loaded index:
+  /// the slots that join or leave it are walked once, the rest cost nothing
+  /// (a cluster's membership change moves ~1/N of the primaries).
+  void reshare(const std::vector<uint32_t>& slots);
+
   bool drops_pending() const noexcept { return !idx_->drops_.empty(); }
 
   slot_summary slot(uint32_t slot) const;

@@ -99,8 +99,9 @@ void sync_session_logic::on_batch(const msg::FullSyncBatchMsg& m, uint64_t credi
     make(0, std::move(ops), credits);
   } else {
     uint64_t total = 0;
+    const auto masks = cfg_.placement->load();
     for (const auto& k : m.keys)
-      for_each_destination((*cfg_.placement)[slot_of(k.bits(), cfg_.slot_count)], [&](uint32_t d) {
+      for_each_destination((*masks)[slot_of(k.bits(), cfg_.slot_count)], [&](uint32_t d) {
         split_[d].push_back(kv_op{k.bits(), true});
         ++total;
       });

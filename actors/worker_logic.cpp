@@ -164,12 +164,14 @@ void worker_logic::send_ops(location_state& loc, const std::string& name, std::v
     out_.send(0, std::move(sb));
     return;
   }
-  const auto& table = *cfg_.placement;
+  const auto masks = cfg_.placement->load();
+  const auto& table = *masks;
   for (const auto& op : ops)
     for_each_destination(table[slot_of(op.key, cfg_.slot_count)],
                          [&](uint32_t d) { split_[d].push_back(op); });
   // The mark destinations keep the watermark (worker_config::mark_mask).
-  const uint64_t mark_to = mark ? (cfg_.mark_mask == 0 ? 1 : cfg_.mark_mask) : 0;
+  const uint64_t marks_at = cfg_.mark_slot ? table[*cfg_.mark_slot] : cfg_.mark_mask;
+  const uint64_t mark_to = mark ? (marks_at == 0 ? 1 : marks_at) : 0;
   uint64_t total = 0;
   uint32_t last_used = cfg_.destinations;
   for (uint32_t d = 0; d < cfg_.destinations; ++d)

@@ -32,6 +32,7 @@
 
 #include <absl/container/flat_hash_map.h>
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -50,8 +51,26 @@ using pushed_msgs = std::vector<pushed_msg>;
 
 /// Where slots go: slot -> the set of destinations that own it, bit d for
 /// destination d (a slot's primary and replicas in a cluster; one bit on a
-/// node split into shards). Null: everything to destination 0.
-using placement_table = std::shared_ptr<const std::vector<uint64_t>>;
+/// node split into shards). The whole table is swapped when the cluster's
+/// member set changes (membership_record.hpp); a reader loads it once per
+/// batch, so a batch is split by one table.
+class placement_cell {
+public:
+  explicit placement_cell(std::vector<uint64_t> masks)
+    : masks_(std::make_shared<const std::vector<uint64_t>>(std::move(masks))) {}
+  std::shared_ptr<const std::vector<uint64_t>> load() const noexcept {
+    return masks_.load(std::memory_order_acquire);
+  }
+  void store(std::vector<uint64_t> masks) {
+    masks_.store(std::make_shared<const std::vector<uint64_t>>(std::move(masks)),
+                 std::memory_order_release);
+  }
+
+private:
+  std::atomic<std::shared_ptr<const std::vector<uint64_t>>> masks_;
+};
+/// Null: everything to destination 0.
+using placement_table = std::shared_ptr<placement_cell>;
 
 /// Calls fn(d) for every destination in `mask`.
 template <class Fn>
@@ -109,6 +128,9 @@ struct worker_config {
   /// seq. A single node: its shard; a cluster: every owner of the worker's
   /// uid slot. 0 means destination 0.
   uint64_t mark_mask = 1;
+  /// With a placement: the marks go to the current owners of this slot (the
+  /// uid's slot) instead of mark_mask, so they follow a membership change.
+  std::optional<uint32_t> mark_slot;
   /// This actor's stream ids are [stream_base, stream_base + destinations).
   uint64_t stream_base = 0;
   /// Taken over from another node (handoff.hpp): the actor parks the frames

@@ -23,6 +23,9 @@ struct member_address {
   std::string id;
   std::string host;
   uint16_t port = 0;
+  /// Known (peers connect to it) but owning nothing until a membership
+  /// change adds it (membership_record.hpp): how a node joins a running cluster.
+  bool standby = false;
 
   friend bool operator==(const member_address&, const member_address&) = default;
 };

@@ -41,6 +41,8 @@ enum class errc : uint8_t {
   slot_count_mismatch = 9,
   /// No usable cluster secret (missing file or variable, or too short).
   no_secret = 10,
+  /// A membership record that cannot be read, stored or adopted.
+  bad_membership = 11,
 };
 
 /// A refused input: which rule it broke and a one-line message naming the value.

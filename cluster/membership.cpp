@@ -38,49 +38,129 @@ std::vector<std::string> ids_of(const std::vector<member_address>& members) {
 
 } // namespace
 
+namespace {
+
+/// The placements of `r` over `ring`: its members', and its previous
+/// members' (the ids the ring lacks left out: a node removed and no longer
+/// configured owns nothing this node could reach).
+expected<std::pair<placement, placement>> place_record(const std::shared_ptr<const hash_ring>& ring,
+                                                       const membership_record& r) {
+  auto owners = placement::compute(ring, r.member_ids());
+  if (!owners)
+    return error{errc::bad_membership,
+                 "the member set names a node without a known address: " + owners.error().message};
+  std::vector<std::string> before;
+  for (const auto& id : r.previous)
+    if (ring->members().index_of(id))
+      before.push_back(id);
+  if (before.empty())
+    return std::pair{*owners, *owners};
+  auto previous = placement::compute(ring, before);
+  return std::pair{std::move(*owners), std::move(*previous)};
+}
+
+} // namespace
+
 expected<membership> membership::make(const cluster_options& opts, std::string self_id,
-                                      uint32_t slot_count) {
-  // Owner sets travel as 64-bit masks (one bit per member) to the worker
+                                      uint32_t slot_count,
+                                      std::optional<membership_record> record) {
+  membership_record rec = record ? std::move(*record) : membership_record::initial(opts.members);
+  if (rec.members.empty())
+    return error{errc::empty_member_set, "every configured node is a standby: no member owns data"};
+  // The address book: the configured nodes, plus members only the record knows.
+  std::vector<member_address> known = opts.members;
+  for (const auto& m : rec.members)
+    if (std::none_of(known.begin(), known.end(), [&](const auto& k) { return k.id == m.id; }))
+      known.push_back(m);
+  // Owner sets travel as 64-bit masks (one bit per node) to the worker
   // actors' split; the ring itself would take up to max_members.
   constexpr size_t max_cluster_members = 64;
-  if (opts.members.size() > max_cluster_members)
-    return error{errc::too_many_members, std::to_string(opts.members.size()) +
+  if (known.size() > max_cluster_members)
+    return error{errc::too_many_members, std::to_string(known.size()) +
                                              " members; a cluster has at most " +
                                              std::to_string(max_cluster_members)};
   ring_options ro;
   ro.slot_count = slot_count;
   ro.virtual_nodes = opts.virtual_nodes;
   ro.replicas = opts.replicas;
-  auto all_ids = ids_of(opts.members);
-  auto owners = placement::compute(all_ids, all_ids, ro);
-  if (!owners)
-    return owners.error();
-  auto self = owners->members().index_of(self_id);
+  auto all_ids = ids_of(known);
+  auto everyone = placement::compute(all_ids, all_ids, ro);
+  if (!everyone)
+    return everyone.error();
+  const auto& ring = everyone->shared_ring();
+  auto self = ring->members().index_of(self_id);
   if (!self)
     return error{errc::unknown_node, "this node \"" + self_id + "\" is not a member"};
-  auto live = placement::compute(owners->shared_ring(), {self_id});
+  auto placed = place_record(ring, rec);
+  if (!placed)
+    return placed.error();
+  auto live = placement::compute(ring, rec.is_member(self_id) ? std::vector<std::string>{self_id}
+                                                              : std::vector<std::string>{});
   if (!live)
     return live.error();
   // Addresses in node_index order (ids sorted), whatever order the config used.
-  std::vector<member_address> addresses(opts.members.size());
-  for (const auto& m : opts.members)
-    addresses[*owners->members().index_of(m.id)] = m;
-  return membership{std::move(addresses), *self, std::move(*owners), std::move(*live),
+  std::vector<member_address> addresses(known.size());
+  for (const auto& m : known)
+    addresses[*ring->members().index_of(m.id)] = m;
+  return membership{std::move(addresses),
+                    *self,
+                    std::move(rec),
+                    std::move(placed->first),
+                    std::move(placed->second),
+                    std::move(*live),
                     opts.failure_timeout};
 }
 
-membership::membership(std::vector<member_address> addresses, node_index self, placement owners,
+membership::membership(std::vector<member_address> addresses, node_index self,
+                       membership_record record, placement owners, placement previous,
                        placement live_placement, std::chrono::milliseconds timeout)
-  : addresses_(std::move(addresses)), self_(self), owners_(std::move(owners)),
+  : addresses_(std::move(addresses)), self_(self), record_(std::move(record)),
+    member_(addresses_.size(), 0), owners_(std::move(owners)), previous_(std::move(previous)),
     live_placement_(std::move(live_placement)), live_(addresses_.size(), 0),
     leaving_(addresses_.size(), 0), last_seen_(addresses_.size()), timeout_(timeout) {
   live_[self_] = 1;
+  for (size_t i = 0; i < addresses_.size(); ++i)
+    member_[i] = record_.is_member(addresses_[i].id) ? 1 : 0;
+}
+
+expected<bool> membership::adopt(const membership_record& r) {
+  if (r.members.empty())
+    return error{errc::empty_member_set, "a membership record names no member"};
+  auto placed = place_record(owners_.shared_ring(), r);
+  if (!placed)
+    return placed.error();
+  record_ = r;
+  owners_ = std::move(placed->first);
+  previous_ = std::move(placed->second);
+  for (size_t i = 0; i < addresses_.size(); ++i)
+    member_[i] = record_.is_member(addresses_[i].id) ? 1 : 0;
+  recompute_live_placement();
+  return true;
+}
+
+bool membership::gained(node_index n, uint32_t slot) const noexcept {
+  auto now = owners_.owner_indices(slot);
+  auto before = previous_.owner_indices(slot);
+  return std::find(now.begin(), now.end(), n) != now.end() &&
+         std::find(before.begin(), before.end(), n) == before.end();
+}
+
+uint64_t membership::write_mask(uint32_t slot) const noexcept {
+  return joint() ? cluster::owner_mask(owners_, slot) | cluster::owner_mask(previous_, slot)
+                 : cluster::owner_mask(owners_, slot);
+}
+
+std::vector<uint64_t> membership::write_masks() const {
+  std::vector<uint64_t> masks(owners_.slot_count());
+  for (uint32_t s = 0; s < owners_.slot_count(); ++s)
+    masks[s] = write_mask(s);
+  return masks;
 }
 
 void membership::recompute_live_placement() {
   std::vector<std::string> live_ids;
   for (size_t i = 0; i < live_.size(); ++i)
-    if (live_[i])
+    if (live_[i] && member_[i])
       live_ids.push_back(addresses_[i].id);
   // Cannot fail: the ids are members of the ring.
   live_placement_ = std::move(*placement::compute(owners_.shared_ring(), live_ids));
@@ -138,7 +218,10 @@ bool membership::tick(time_point now) {
 }
 
 bool membership::all_live() const noexcept {
-  return std::all_of(live_.begin(), live_.end(), [](uint8_t l) { return l != 0; });
+  for (size_t i = 0; i < live_.size(); ++i)
+    if (member_[i] && !live_[i])
+      return false;
+  return true;
 }
 
 size_t membership::live_count() const noexcept {
@@ -149,7 +232,7 @@ std::vector<membership::member_view> membership::view() const {
   std::vector<member_view> out;
   for (size_t i = 0; i < addresses_.size(); ++i) {
     const auto roles = owners_.slots_of(addresses_[i].id);
-    out.push_back(member_view{addresses_[i], i == self_, live_[i] != 0,
+    out.push_back(member_view{addresses_[i], i == self_, live_[i] != 0, member_[i] != 0,
                               static_cast<uint32_t>(roles.primary.size()),
                               static_cast<uint32_t>(roles.replica.size())});
   }

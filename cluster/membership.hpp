@@ -2,12 +2,15 @@
 // which of them it currently sees alive (a heartbeat failure detector), who
 // owns each slot and where each worker's entity lives.
 //
-// Data ownership is static: the placement over the whole configured member
-// set, whatever is live, so every node computes the same owners without
-// agreeing on anything. A node that is down keeps its slots; what is sent to
-// it waits (bounded) in its peer's queue and is re-sent when it returns, and
-// its copies are served by the other owners meanwhile (lookups read from a
-// live owner).
+// Data ownership is static between membership changes: the placement over the
+// record's member set (membership_record.hpp), whatever is live, so every node
+// computes the same owners without agreeing on anything. The ring is built
+// over every configured address (members and standby nodes alike); a node
+// that is not a member is skipped in every preference list exactly as a dead
+// one is, so node indices stay the same through a membership change and the
+// placement equals the one over the members alone. A node that is down keeps its slots; what is
+// sent to it waits (bounded) in its peer's queue and is re-sent when it returns, and its copies are
+// served by the other owners meanwhile (lookups read from a live owner).
 //
 // Worker entities move: a worker's home is the first *live* member of its
 // uid's slot's preference list (`live_placement`), so when a node dies its
@@ -31,8 +34,10 @@
 #pragma once
 
 #include "cluster/cluster_options.hpp"
+#include "cluster/membership_record.hpp"
 #include "cluster/placement.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -53,16 +58,36 @@ std::vector<uint64_t> owner_masks(const placement& owners);
 node_index home_of(const placement& owners, uint64_t worker_uid) noexcept;
 /// The owner of `slot` to read from: `self` when it holds the slot, else the
 /// first owner in preference order that `live(n)` says is up, else the primary.
+/// During a membership change (`previous` not null: the joint placement) only
+/// an owner that held the slot before has all of it: self if it did, else a
+/// live owner under both placements, else a live previous owner, else a live
+/// new one (still copying: a partial answer beats none).
 template <class Live>
-node_index read_owner(const placement& owners, node_index self, uint32_t slot, Live&& live) {
+node_index read_owner(const placement& owners, const placement* previous, node_index self,
+                      uint32_t slot, Live&& live) {
   auto list = owners.owner_indices(slot);
-  for (node_index n : list)
-    if (n == self)
-      return n;
+  if (previous) {
+    auto before = previous->owner_indices(slot);
+    auto held = [&](node_index n) {
+      return std::find(before.begin(), before.end(), n) != before.end();
+    };
+    if (held(self))
+      return self;
+    for (node_index n : list)
+      if (held(n) && live(n))
+        return n;
+    for (node_index n : before)
+      if (live(n))
+        return n;
+  } else {
+    for (node_index n : list)
+      if (n == self)
+        return n;
+  }
   for (node_index n : list)
     if (live(n))
       return n;
-  return list.front();
+  return list.empty() ? self : list.front();
 }
 
 class membership {
@@ -74,12 +99,35 @@ public:
     member_address address;
     bool self = false;
     bool live = false;
+    bool member = false; ///< owns slots under the current record (else standby or removed)
     uint32_t primary_slots = 0;
     uint32_t replica_slots = 0;
   };
 
+  /// The members of `record` (initial: the configured non-standby ones) over
+  /// a ring of every configured address plus those the record brings.
   [[nodiscard]] static expected<membership> make(const cluster_options& opts, std::string self_id,
-                                                 uint32_t slot_count);
+                                                 uint32_t slot_count,
+                                                 std::optional<membership_record> record = {});
+
+  // -- the member set --------------------------------------------------------------
+
+  const membership_record& record() const noexcept { return record_; }
+  /// A change is under way: writes go to the owners under both placements.
+  bool joint() const noexcept { return !record_.committed; }
+  /// Takes `r` as the member set (the caller checked supersedes()); fails,
+  /// changing nothing, when it names a node without a known address.
+  expected<bool> adopt(const membership_record& r);
+  bool member(node_index i) const noexcept { return member_[i] != 0; }
+  /// The placement before the last change (equal to owners() at epoch 0).
+  const placement& previous() const noexcept { return previous_; }
+  /// Did node `n` gain `slot` in the last change (it then copies the slot
+  /// from an owner that held it, never the other way)?
+  bool gained(node_index n, uint32_t slot) const noexcept;
+  /// Where a sub-batch of `slot` goes: its owners, and while joint also its
+  /// previous owners.
+  uint64_t write_mask(uint32_t slot) const noexcept;
+  std::vector<uint64_t> write_masks() const;
 
   // -- failure detector ---------------------------------------------------------
 
@@ -97,7 +145,7 @@ public:
   /// Takes down every peer silent for longer than the timeout; true when any.
   bool tick(time_point now);
 
-  /// Every member live, as if greeted at `now`: a node starts presuming its
+  /// Every configured node live, as if greeted at `now`: a node starts presuming its
   /// peers up until a connection attempt fails (on_lost) or they stay silent.
   void presume_live(time_point now);
 
@@ -111,7 +159,7 @@ public:
   /// The placement over the live members: where worker entities live.
   const placement& live_placement() const noexcept { return live_placement_; }
 
-  // -- ownership (static: over every configured member) -------------------------
+  // -- ownership (static between membership changes) ------------------------------
 
   const placement& owners() const noexcept { return owners_; }
   node_index self() const noexcept { return self_; }
@@ -128,7 +176,8 @@ public:
   bool holds(uint32_t slot) const noexcept { return (owner_mask(slot) >> self_) & 1U; }
   /// read_owner() and home_of() above, with this node's view of liveness.
   node_index read_owner(uint32_t slot) const {
-    return cluster::read_owner(owners_, self_, slot, [this](node_index n) { return live(n); });
+    return cluster::read_owner(owners_, joint() ? &previous_ : nullptr, self_, slot,
+                               [this](node_index n) { return live(n); });
   }
   node_index home_of(uint64_t worker_uid) const noexcept {
     return cluster::home_of(live_placement_, worker_uid);
@@ -137,13 +186,17 @@ public:
   std::vector<member_view> view() const;
 
 private:
-  membership(std::vector<member_address> addresses, node_index self, placement owners,
-             placement live_placement, std::chrono::milliseconds timeout);
+  membership(std::vector<member_address> addresses, node_index self, membership_record record,
+             placement owners, placement previous, placement live_placement,
+             std::chrono::milliseconds timeout);
   void recompute_live_placement();
 
-  std::vector<member_address> addresses_; // by node_index
+  std::vector<member_address> addresses_; // by node_index: every configured node
   node_index self_;
+  membership_record record_;
+  std::vector<uint8_t> member_; // by node_index
   placement owners_;
+  placement previous_;
   placement live_placement_;
   std::vector<uint8_t> live_;
   std::vector<uint8_t> leaving_;

@@ -81,6 +81,13 @@ struct fault_outcome {
   uint64_t commit_delay_us = 0;
 };
 
+/// What POST /cluster/members did.
+struct members_outcome {
+  int status = 200;   ///< 200, 404 (not a cluster) or 409 (refused: see error)
+  std::string record; ///< the new membership record (JSON) when 200
+  std::string error;  ///< why not, otherwise
+};
+
 class controller_api {
 public:
   virtual ~controller_api() = default;
@@ -107,6 +114,16 @@ public:
   /// them, ring version, slots held, replication queues. nullopt: this node
   /// is not part of a cluster (404).
   virtual std::optional<std::string> cluster_status_json() const { return std::nullopt; }
+
+  /// POST /cluster/members: makes `ids` the cluster's member set (every id
+  /// a configured node; cluster/membership_record.hpp). Slots move in the
+  /// background; /cluster/status shows the progress.
+  virtual members_outcome change_members(const std::vector<std::string>& ids) {
+    (void)ids;
+    return members_outcome{.status = 404,
+                           .error = "this node is not part of a cluster "
+                                    "(lmcc_cluster_members is empty)"};
+  }
 
   /// Applies injected store faults (see store_fault_settings). The default
   /// refuses: only a node started with fault injection on accepts them.

@@ -6,6 +6,9 @@
 #include "gateway/http_reply.hpp"
 #include "gateway/http_routes.hpp"
 
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <fstream>
@@ -249,6 +252,22 @@ void add_admin_routes(route_table& routes, controller_api& controller, node_metr
                           "this node is not part of a cluster (lmcc_cluster_members is empty)"};
     res.status = 200;
     res.set_content(*status, "application/json");
+  });
+
+  // A membership change: {"members": ["n1", "n2", "n3", "n4"]} (README
+  // "Adding and removing nodes").
+  routes.post("/cluster/members", [&controller](const httplib::Request& req,
+                                                httplib::Response& res) {
+    const auto body = nlohmann::json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+    const auto members = body.is_object() ? body.find("members") : body.end();
+    if (!body.is_object() || members == body.end() || !members->is_array() ||
+        !std::all_of(members->begin(), members->end(), [](const auto& m) { return m.is_string(); }))
+      throw request_error{422, R"(expected {"members": ["node id", ...]})"};
+    auto out = controller.change_members(members->get<std::vector<std::string>>());
+    if (out.status != 200)
+      throw request_error{out.status, out.error};
+    res.status = 200;
+    res.set_content(out.record, "application/json");
   });
 
   routes.get("/healthz", [](const httplib::Request&, httplib::Response& res) {

@@ -20,12 +20,26 @@ node_cluster::node_cluster(const node_options& options, node_parts parts)
   if (!secret)
     throw std::runtime_error(secret.error().message);
   options_.cluster.secret = std::move(*secret);
+  // The member set this node last adopted, if any (membership_record.hpp).
+  if (options_.persistence)
+    record_path_ = options_.data_dir + "/lmcc-membership.json";
+  if (!record_path_.empty()) {
+    auto loaded = cluster::load_record(record_path_);
+    if (!loaded)
+      throw std::runtime_error("cluster membership: " + loaded.error().message);
+    record_ = std::move(*loaded);
+    if (record_)
+      spdlog::info("cluster-members-restored node={} epoch={} state={} path={}",
+                   options_.controller.node_id, record_->epoch,
+                   record_->committed ? "committed" : "joint", record_path_);
+  }
   auto table = actors::initial_cluster_table(options_.cluster, options_.controller.node_id,
-                                             options_.controller.slot_count);
+                                             options_.controller.slot_count, record_);
   if (!table)
     throw std::runtime_error("cluster configuration: " + table.error().message);
   // This node's share of the counts: the slots it is the primary of.
   parts_.index->set_share_slots((*table)->owners->slots_of(options_.controller.node_id).primary);
+  placement_ = std::make_shared<actors::placement_cell>((*table)->write_masks());
   board_->publish(std::move(*table));
 }
 
@@ -54,8 +68,7 @@ void node_cluster::add_destinations(actors::directory_config& dc,
     link_counters_.push_back(counters);
     dc.shards.push_back(caf::actor_cast<actors::kv_shard_actor>(links_.back()));
   }
-  dc.placement =
-      std::make_shared<const std::vector<uint64_t>>(cluster::owner_masks(*table->owners));
+  dc.placement = placement_;
   dc.home_destination = table->self;
   dc.cluster = board_;
   // A takeover waits for a draining old home at most as long as a dead
@@ -115,6 +128,21 @@ void node_cluster::start(const actors::kv_shard_actor& shard,
   nc.links = links_;
   nc.board = board_;
   nc.counters = counters_;
+  nc.record = record_;
+  nc.record_path = record_path_;
+  actors::slot_mover_config mc;
+  mc.board = board_;
+  mc.shard = shard;
+  mc.self_id = c.node_id;
+  mc.timeout = c.internal_timeout;
+  mc.drop_grace = 2 * options_.cluster.failure_timeout;
+  mc.counters = move_counters_;
+  mover_ = system.spawn(actors::slot_mover_main, std::move(mc));
+  nc.mover = mover_;
+  nc.on_members_changed = [this](const actors::cluster_table& t) {
+    placement_->store(t.write_masks());
+    parts_.index->write().reshare(t.owners->slots_of(options_.controller.node_id).primary);
+  };
   nc.local = actors::peer_handles{nullptr,
                                   caf::actor_cast<caf::actor>(shard),
                                   caf::actor_cast<caf::actor>(directory),
@@ -220,6 +248,7 @@ void node_cluster::stop() {
   exit(service_);
   exit(forwarder_);
   exit(anti_entropy_);
+  exit(mover_);
   for (auto& l : links_)
     exit(l);
   links_.clear();
@@ -228,17 +257,24 @@ void node_cluster::stop() {
   service_ = nullptr;
   forwarder_ = nullptr;
   anti_entropy_ = nullptr;
+  mover_ = nullptr;
   read_server_.reset();
   read_client_.reset();
 }
 
 namespace {
 
+/// Members (of the current record; standby nodes not counted) this node reaches.
 size_t live_members(const actors::cluster_table& t) {
   size_t n = 0;
   for (size_t i = 0; i < t.peers.size(); ++i)
-    n += t.reachable(static_cast<actors::node_index>(i)) ? 1 : 0;
+    n += t.members[i].member && t.reachable(static_cast<actors::node_index>(i)) ? 1 : 0;
   return n;
+}
+
+size_t member_count(const actors::cluster_table& t) {
+  return static_cast<size_t>(
+      std::count_if(t.members.begin(), t.members.end(), [](const auto& m) { return m.member; }));
 }
 
 } // namespace
@@ -376,7 +412,8 @@ uint64_t node_cluster::update_gauges() {
   auto gauge = [this](std::string_view name, auto v) {
     parts_.metrics.set_gauge(name, static_cast<double>(v));
   };
-  gauge("cluster_members", table->peers.size());
+  gauge("cluster_members", member_count(*table));
+  gauge("cluster_member_epoch", table->record.epoch);
   gauge("cluster_live_members", live_members(*table));
   gauge("cluster_primary_slots", me.primary_slots);
   gauge("cluster_replica_slots", me.replica_slots);
@@ -387,6 +424,35 @@ uint64_t node_cluster::update_gauges() {
   // The entries of the slots this node is the primary of, so that
   // Prometheus' sum() over the nodes is the cluster's count (README).
   return parts_.index->read().share_entries();
+}
+
+bool node_cluster::founding_member() const {
+  if (record_ && record_->epoch > 0)
+    return false;
+  const auto& self = options_.controller.node_id;
+  return std::any_of(options_.cluster.members.begin(), options_.cluster.members.end(),
+                     [&](const auto& m) { return m.id == self && !m.standby; });
+}
+
+gateway::members_outcome node_cluster::change_members(const std::vector<std::string>& ids) {
+  std::string csv;
+  for (const auto& id : ids) {
+    if (id.empty() || id.find(',') != std::string::npos)
+      return gateway::members_outcome{.status = 422, .error = "bad node id \"" + id + "\""};
+    csv += (csv.empty() ? "" : ",") + id;
+  }
+  gateway::members_outcome out;
+  caf::scoped_actor self{parts_.system};
+  self->request(node_, options_.controller.internal_timeout, actors::propose_atom::value, csv)
+      .receive([&](std::string& record) { out.record = std::move(record); },
+               [&](caf::error& e) {
+                 out.status = 409;
+                 // The refusal's reason, without CAF's error wrapping.
+                 const auto& ctx = e.context();
+                 out.error = ctx.match_elements<std::string>() ? ctx.get_as<std::string>(0)
+                                                               : caf::to_string(e);
+               });
+  return out;
 }
 
 std::string node_cluster::status_json() const {
@@ -405,6 +471,8 @@ std::string node_cluster::status_json() const {
          {"live", table->reachable(static_cast<actors::node_index>(i))},
          {"presumed", m.live && !table->reachable(static_cast<actors::node_index>(i))},
          {"self", m.self},
+         // Owns slots under the current record (else a standby or removed node).
+         {"member", m.member},
          {"primary_slots", m.primary_slots},
          {"replica_slots", m.replica_slots}});
   }
@@ -438,7 +506,18 @@ std::string node_cluster::status_json() const {
               {"slots", table->owners->slot_count()},
               {"members", members},
               {"live_members", live_members(*table)},
-              {"all_live", live_members(*table) == table->peers.size()},
+              {"all_live", live_members(*table) == member_count(*table)},
+              {"membership",
+               {{"epoch", table->record.epoch},
+                {"state", table->record.committed ? "committed" : "joint"},
+                {"members", table->record.member_ids()},
+                {"previous", table->record.previous},
+                {"slots_to_copy", move_counters_->slots_to_copy.load()},
+                {"slots_copied", move_counters_->slots_copied.load()},
+                {"entries_copied", move_counters_->entries_copied.load()},
+                {"copy_failures", move_counters_->copy_failures.load()},
+                {"slots_dropped", move_counters_->slots_dropped.load()},
+                {"records_refused", counters_->records_refused.load()}}},
               {"slots_primary", me.primary_slots},
               {"slots_replica", me.replica_slots},
               {"replication", links},

@@ -25,6 +25,7 @@
 #include "actors/cluster_node.hpp"
 #include "actors/cluster_service.hpp"
 #include "actors/directory.hpp"
+#include "actors/slot_mover.hpp"
 #include "apps/lmcc/node_options.hpp"
 #include "gateway/metrics.hpp"
 #include "gateway/peer_read.hpp"
@@ -105,6 +106,11 @@ public:
 
   /// GET /cluster/status.
   std::string status_json() const;
+  /// A member of the cluster's first member set (no stored change, not a
+  /// standby): an empty one of these is an empty cluster's first start.
+  bool founding_member() const;
+  /// POST /cluster/members (the cluster node decides; see cluster_node.hpp).
+  gateway::members_outcome change_members(const std::vector<std::string>& ids);
 
   /// Sends frames of workers homed on member `node` there (credits held).
   void forward(uint16_t node, actors::pushed_msgs msgs);
@@ -124,6 +130,14 @@ private:
   actors::cluster_gate_actor gate_;
   actors::frame_forwarder_actor forwarder_;
   actors::anti_entropy_actor anti_entropy_;
+  actors::slot_mover_actor mover_;
+  std::shared_ptr<actors::slot_move_counters> move_counters_ =
+      std::make_shared<actors::slot_move_counters>();
+  /// The write placement the worker actors split by; swapped on a membership change.
+  actors::placement_table placement_;
+  /// Where the member set is stored (empty without persistence) and what it held at start.
+  std::string record_path_;
+  std::optional<cluster::membership_record> record_;
   std::shared_ptr<actors::anti_entropy_counters> ae_counters_ =
       std::make_shared<actors::anti_entropy_counters>();
   /// When this node started: anti-entropy's seniority (anti_entropy_logic.hpp).

@@ -185,12 +185,16 @@ std::vector<option_spec> make_table() {
     make_option({.key = "lmcc_cluster_members", .flag = "--cluster-members",
                  .value_name = "JSON",
                  .help = "every node of the cluster as {id, host, port} (port: the cluster "
-                         "port); the same list on every node; empty: a single node"},
+                         "port; standby: true for a node known but owning nothing until a "
+                         "membership change adds it); the same list on every node; empty: a "
+                         "single node"},
                 list_kind<record_kind<cluster::member_address>>{.element = {.fields = {
                     field_of("id", &cluster::member_address::id, text_kind{.non_empty = true}),
                     field_of("host", &cluster::member_address::host,
                              text_kind{.non_empty = true}),
-                    field_of("port", &cluster::member_address::port, port_kind)}},
+                    field_of("port", &cluster::member_address::port, port_kind),
+                    field_of("standby", &cluster::member_address::standby, switch_kind{},
+                             /*required=*/false)}},
                     .max_items = 64},
                 member([](auto& o) -> auto& { return o.cluster.members; }),
                 std::vector<cluster::member_address>{}),

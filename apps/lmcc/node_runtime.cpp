@@ -222,7 +222,11 @@ public:
     dc.gate = gate_;
     dc.routes = routes_;
     dc.restored = std::move(state.workers);
-    dc.need_full_sync_all = state.need_full_sync_all;
+    // LMCache's need_full_sync_all: a controller that starts empty asks every
+    // worker for its keys. A node that joins a running cluster (a standby
+    // added later) starts empty too, but its peers hold the index and hand it
+    // the slots and workers it takes: asking them would freeze them for nothing.
+    dc.need_full_sync_all = state.need_full_sync_all && (!cluster_ || cluster_->founding_member());
     directory_ = system_.spawn(actors::directory_main, std::move(dc));
     bridge_ = system_.spawn(actors::request_bridge_main, directory_);
     router_ = system_.spawn(actors::ingest_router_main);
@@ -580,6 +584,12 @@ std::optional<std::string> node_runtime::cluster_status_json() const {
   if (!impl_->cluster_ || !impl_->serving_)
     return std::nullopt;
   return impl_->cluster_->status_json();
+}
+
+gateway::members_outcome node_runtime::change_members(const std::vector<std::string>& ids) {
+  if (!impl_->cluster_ || !impl_->serving_)
+    return controller_api::change_members(ids);
+  return impl_->cluster_->change_members(ids);
 }
 
 gateway::fault_outcome node_runtime::set_store_faults(const gateway::store_fault_settings& s) {

@@ -56,6 +56,7 @@ public:
   std::future<gateway::snapshot_outcome> snapshot(const std::string& dir) override;
   gateway::fault_outcome set_store_faults(const gateway::store_fault_settings& s) override;
   std::optional<std::string> cluster_status_json() const override;
+  gateway::members_outcome change_members(const std::vector<std::string>& ids) override;
 
 private:
   class impl;

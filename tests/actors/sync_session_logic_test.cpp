@@ -39,10 +39,10 @@ session_config config(uint32_t destinations = 1) {
   c.stream_base = base;
   c.timeout_s = 300;
   if (destinations > 1) {
-    auto table = std::make_shared<std::vector<uint64_t>>(64);
+    std::vector<uint64_t> table(64);
     for (uint32_t s = 0; s < 64; ++s)
-      (*table)[s] = uint64_t{1} << (s % destinations);
-    c.placement = table;
+      table[s] = uint64_t{1} << (s % destinations);
+    c.placement = std::make_shared<placement_cell>(std::move(table));
   }
   return c;
 }

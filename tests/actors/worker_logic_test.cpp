@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 
 namespace lmcc::actors {
@@ -52,10 +53,10 @@ worker_config config(uint32_t destinations = 1) {
   c.destinations = destinations;
   c.stream_base = base;
   if (destinations > 1) {
-    auto table = std::make_shared<std::vector<uint64_t>>(64);
+    std::vector<uint64_t> table(64);
     for (uint32_t s = 0; s < 64; ++s)
-      (*table)[s] = uint64_t{1} << (s % destinations);
-    c.placement = table;
+      table[s] = uint64_t{1} << (s % destinations);
+    c.placement = std::make_shared<placement_cell>(std::move(table));
   }
   return c;
 }
@@ -367,6 +368,34 @@ TEST(worker_logic, every_mark_destination_gets_the_watermark_even_without_ops) {
   for (uint32_t d = 0; d < 3; ++d)
     w.on_ack(base + d, 1);
   EXPECT_EQ(out.credits, 1u); // the credit came back once, whole
+}
+
+TEST(worker_logic, ops_and_marks_follow_a_placement_swapped_by_a_membership_change) {
+  recording_outbox out;
+  auto cfg = config(3);
+  cfg.mark_slot = 2; // the uid's slot: destination 2 keeps the marks at first
+  auto cell = cfg.placement;
+  worker_logic w{cfg, out};
+  w.on_push(batch_in_slot(1, 0));
+  std::map<uint32_t, size_t> ops_to;
+  for (const auto& [d, sb] : out.sent)
+    ops_to[d] += sb.ops.size();
+  EXPECT_EQ(ops_to, (std::map<uint32_t, size_t>{{1, 1}, {2, 0}}));
+  // A joint placement: slot 1 goes to destinations 0 and 1, the marks' slot to 0 and 2.
+  std::vector<uint64_t> joint(64);
+  for (uint32_t s = 0; s < 64; ++s)
+    joint[s] = uint64_t{1} << (s % 3);
+  joint[1] = 0b011;
+  joint[2] = 0b101;
+  cell->store(joint);
+  out.sent.clear();
+  w.on_push(batch_in_slot(1, 1));
+  ops_to.clear();
+  for (const auto& [d, sb] : out.sent) {
+    ops_to[d] += sb.ops.size();
+    EXPECT_EQ(sb.mark, (seq_mark{seq_state::tracking, 1})) << d;
+  }
+  EXPECT_EQ(ops_to, (std::map<uint32_t, size_t>{{0, 1}, {1, 1}, {2, 0}}));
 }
 
 TEST(worker_logic, after_a_peer_is_lost_a_gap_in_the_next_batch_asks_for_a_full_sync) {

@@ -17,9 +17,12 @@ class Cluster:
     """N `lmcc node` processes that form one cluster (real processes, loopback)."""
 
     def __init__(self, tmp: Path, n: int = 3, replicas: int = 2, extra: tuple[str, ...] = (),
-                 proxied: bool = False):
+                 proxied: bool = False, standby: frozenset[str] = frozenset()):
         """proxied: every node reaches each peer through its own TcpProxy
-        (tcp_proxy.py), so partition() can cut any pair of nodes."""
+        (tcp_proxy.py), so partition() can cut any pair of nodes. standby: ids
+        configured as standby nodes (known, owning nothing until POST
+        /cluster/members adds them)."""
+        self.standby = standby
         self.tmp = tmp
         tmp.mkdir(parents=True, exist_ok=True)
         self.secret_file = tmp / "cluster.secret"
@@ -27,8 +30,7 @@ class Cluster:
         self.secret_file.chmod(0o600)
         self.cluster_ports = free_ports(n, reserve=True)
         self.ids = [f"n{i + 1}" for i in range(n)]
-        self.members = json.dumps([{"id": i, "host": "127.0.0.1", "port": p}
-                                   for i, p in zip(self.ids, self.cluster_ports)])
+        self.members = json.dumps([self.entry(i, p) for i, p in zip(self.ids, self.cluster_ports)])
         # (from, to) -> the proxy `from` dials to reach `to`.
         self.proxies: dict[tuple[str, str], TcpProxy] = {}
         if proxied:
@@ -47,9 +49,14 @@ class Cluster:
         (placement hashes the ids only); peers' ports are its proxies' if any."""
         if not self.proxies:
             return self.members
-        return json.dumps([{"id": i, "host": "127.0.0.1",
-                            "port": p if i == node_id else self.proxies[(node_id, i)].port}
+        return json.dumps([self.entry(i, p if i == node_id else self.proxies[(node_id, i)].port)
                            for i, p in zip(self.ids, self.cluster_ports)])
+
+    def entry(self, node_id: str, port: int) -> dict:
+        e = {"id": node_id, "host": "127.0.0.1", "port": port}
+        if node_id in self.standby:
+            e["standby"] = True
+        return e
 
     def args(self, node_id: str, replicas: int, secret_file: Path | None = None) -> tuple[str, ...]:
         return ("--node-id", node_id, "--cluster-members", self.members_seen_by(node_id),

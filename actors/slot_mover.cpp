@@ -1,0 +1,187 @@
+// slot_mover: see slot_mover.hpp.
+#include "actors/slot_mover.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace lmcc::actors {
+namespace {
+
+using mover_self = slot_mover_actor::stateful_pointer<slot_mover_state>;
+
+/// The owner to copy `slot` from: a reachable previous owner that keeps the
+/// slot (it saw every write of both placements), else any reachable previous
+/// owner; nullopt when none is reachable now.
+std::optional<node_index> source_of(const cluster_table& t, uint32_t slot) {
+  auto before = t.previous->owner_indices(slot);
+  auto usable = [&](node_index n) {
+    return n != t.self && t.reachable(n) && t.peers[n].handles.service;
+  };
+  for (node_index n : before)
+    if (!t.gained(n, slot) &&
+        std::find(t.owners->owner_indices(slot).begin(), t.owners->owner_indices(slot).end(), n) !=
+            t.owners->owner_indices(slot).end() &&
+        usable(n))
+      return n;
+  for (node_index n : before)
+    if (usable(n))
+      return n;
+  return std::nullopt;
+}
+
+void finish(mover_self self) {
+  auto& st = self->state;
+  // The repairs are in the shard's mailbox ahead of this request: its answer
+  // says they are applied, so a reader that trusts this node finds them.
+  self->request(st.cfg.shard, caf::infinite, marks_atom::value, uint64_t{0})
+      .then([self, epoch = st.epoch, identity = st.identity](std::vector<location_mark>&) {
+        auto& st = self->state;
+        if (st.epoch != epoch || st.identity != identity || !st.queue.empty())
+          return;
+        st.done = true;
+        spdlog::info("slot-move-done node={} epoch={} slots={} entries={}", st.cfg.self_id, epoch,
+                     st.cfg.counters ? st.cfg.counters->slots_copied.load() : 0,
+                     st.cfg.counters ? st.cfg.counters->entries_copied.load() : 0);
+        for (auto& p : st.waiting)
+          p.deliver(true);
+        st.waiting.clear();
+      });
+}
+
+void arm_retry(mover_self self) {
+  auto& st = self->state;
+  if (st.retry_armed)
+    return;
+  st.retry_armed = true;
+  self->delayed_send(self, st.cfg.retry_delay, tick_atom::value);
+}
+
+void pump(mover_self self) {
+  auto& st = self->state;
+  const auto table = st.cfg.board->current();
+  std::deque<uint32_t> later;
+  while (st.in_flight < st.cfg.in_flight && !st.queue.empty()) {
+    const uint32_t slot = st.queue.front();
+    st.queue.pop_front();
+    auto from = source_of(*table, slot);
+    if (!from) {
+      later.push_back(slot);
+      continue;
+    }
+    ++st.in_flight;
+    auto service = caf::actor_cast<cluster_service_actor>(table->peers[*from].handles.service);
+    const std::string peer = table->members[*from].address.id;
+    self->request(service, st.cfg.timeout, repair_atom::value, uint64_t{slot})
+        .then(
+            [self, slot, epoch = st.epoch](std::vector<uint64_t>& flat) {
+              auto& st = self->state;
+              --st.in_flight;
+              if (epoch == st.epoch) {
+                if (st.cfg.counters) {
+                  ++st.cfg.counters->slots_copied;
+                  st.cfg.counters->entries_copied += flat.size() / 2;
+                }
+                self->send(st.cfg.shard, repair_atom::value, uint64_t{slot}, std::move(flat));
+              }
+              pump(self);
+            },
+            [self, slot, peer, epoch = st.epoch](caf::error& e) {
+              auto& st = self->state;
+              --st.in_flight;
+              if (st.cfg.counters)
+                ++st.cfg.counters->copy_failures;
+              spdlog::warn("slot-move-failed node={} slot={} from={} error={}", st.cfg.self_id,
+                           slot, peer, caf::to_string(e));
+              if (epoch == st.epoch)
+                st.queue.push_back(slot);
+              arm_retry(self);
+            });
+  }
+  for (uint32_t slot : later)
+    st.queue.push_back(slot);
+  if (!later.empty())
+    arm_retry(self);
+  else if (st.queue.empty() && st.in_flight == 0 && !st.done)
+    finish(self);
+}
+
+void start(mover_self self, uint64_t epoch, uint64_t identity) {
+  auto& st = self->state;
+  st.epoch = epoch;
+  st.identity = identity;
+  st.queue.clear();
+  st.done = false;
+  const auto table = st.cfg.board->current();
+  if (table->joint())
+    for (uint32_t s = 0; s < table->owners->slot_count(); ++s)
+      if (table->gained(table->self, s))
+        st.queue.push_back(s);
+  if (st.cfg.counters) {
+    st.cfg.counters->epoch = epoch;
+    st.cfg.counters->slots_to_copy = st.queue.size();
+    st.cfg.counters->slots_copied = 0;
+    st.cfg.counters->entries_copied = 0;
+  }
+  spdlog::info("slot-move-start node={} epoch={} slots={}", st.cfg.self_id, epoch, st.queue.size());
+  pump(self);
+}
+
+} // namespace
+
+slot_mover_actor::behavior_type
+slot_mover_main(slot_mover_actor::stateful_pointer<slot_mover_state> self, slot_mover_config cfg) {
+  self->state.cfg = std::move(cfg);
+  return {
+      [self](members_atom, uint64_t epoch, uint64_t identity) -> caf::result<bool> {
+        auto& st = self->state;
+        if (epoch != st.epoch || identity != st.identity)
+          start(self, epoch, identity);
+        if (st.done)
+          return true;
+        auto p = self->make_response_promise<bool>();
+        st.waiting.push_back(p);
+        return p;
+      },
+      [self](retire_atom, uint64_t epoch, uint64_t identity) {
+        auto& st = self->state;
+        self->delayed_send(self, st.cfg.drop_grace, tick_atom::value);
+        // The drop itself runs on that tick, against the table of then: a
+        // newer change in between may have given the slots back.
+        st.retire_pending = slot_mover_state::retirement{
+            epoch, identity, std::chrono::steady_clock::now() + st.cfg.drop_grace};
+      },
+      [self](tick_atom) {
+        auto& st = self->state;
+        st.retry_armed = false;
+        if (st.retire_pending && std::chrono::steady_clock::now() >= st.retire_pending->at) {
+          const uint64_t epoch = st.retire_pending->epoch;
+          const uint64_t identity = st.retire_pending->identity;
+          const auto table = st.cfg.board->current();
+          if (!table->joint() && table->record.epoch == epoch &&
+              table->record.identity() == identity) {
+            uint64_t dropped = 0;
+            for (uint32_t s = 0; s < table->owners->slot_count(); ++s) {
+              auto now = table->owners->owner_indices(s);
+              auto before = table->previous->owner_indices(s);
+              const bool owned = std::find(now.begin(), now.end(), table->self) != now.end();
+              const bool held =
+                  std::find(before.begin(), before.end(), table->self) != before.end();
+              if (held && !owned) {
+                self->send(st.cfg.shard, repair_atom::value, uint64_t{s}, std::vector<uint64_t>{});
+                ++dropped;
+              }
+            }
+            if (st.cfg.counters)
+              st.cfg.counters->slots_dropped += dropped;
+            spdlog::info("slots-dropped node={} epoch={} slots={}", st.cfg.self_id, epoch, dropped);
+            st.retire_pending.reset();
+          } else if (table->record.epoch != epoch || table->record.identity() != identity) {
+            st.retire_pending.reset(); // superseded
+          }
+        }
+        if (!st.done)
+          pump(self);
+      },
+  };
+}
+
+} // namespace lmcc::actors
