@@ -67,7 +67,9 @@ using clock_type = std::chrono::steady_clock;
 
 std::shared_ptr<cluster_table> make_table(const cluster::membership& m,
                                           std::shared_ptr<const cluster::placement> owners,
-                                          const std::vector<peer_handles>& handles) {
+                                          const std::vector<peer_handles>& handles,
+                                          const std::vector<uint8_t>& ready = {},
+                                          bool self_ready = true) {
   auto t = std::make_shared<cluster_table>();
   t->owners = std::move(owners);
   t->previous = std::make_shared<const cluster::placement>(m.previous());
@@ -80,6 +82,7 @@ std::shared_ptr<cluster_table> make_table(const cluster::membership& m,
     t->peers[i].leaving = m.leaving(static_cast<node_index>(i));
     if (i < handles.size())
       t->peers[i].handles = handles[i];
+    t->peers[i].copying = i == m.self() ? !self_ready : i < ready.size() && !ready[i];
   }
   t->members = m.view();
   t->ring_version = m.ring_version();
@@ -93,7 +96,11 @@ void publish(node_self self) {
   for (const auto& p : st.peers)
     handles.push_back(p.handles);
   handles[st.members->self()] = st.cfg.local;
-  auto table = make_table(*st.members, st.owners, handles);
+  auto table = make_table(*st.members, st.owners, handles, st.peer_ready, st.self_ready);
+  table->members_settled = true;
+  for (size_t i = 0; i < st.peers.size(); ++i)
+    if (st.peers[i].handles.node && (!st.greeted[i] || st.ahead[i]))
+      table->members_settled = false;
   // The directory hears of every change of which peers are reachable, not
   // only of ring changes: worker homes follow liveness (it hands off or takes
   // over), and a peer that joined (a presumed-live one, the ring unchanged)
@@ -158,9 +165,12 @@ void adopt(node_self self, const cluster::membership_record& r, std::string_view
       spdlog::error("cluster-members-not-stored node={} epoch={} reason={}", st.cfg.self_id,
                     r.epoch, stored.error().message);
   st.owners = std::make_shared<const cluster::placement>(st.members->owners());
+  std::fill(st.ahead.begin(), st.ahead.end(), uint8_t{0}); // re-learnt from the next greetings
   if (!same_change) {
+    // Everyone copies the slots it gains in this change; a node that missed
+    // the joint phase (it was down) copies them once it hears of the commit.
     std::fill(st.peer_ready.begin(), st.peer_ready.end(), uint8_t{0});
-    st.self_ready = !r.committed ? false : true;
+    st.self_ready = false;
   }
   std::string ids;
   for (const auto& id : r.member_ids())
@@ -177,23 +187,24 @@ void adopt(node_self self, const cluster::membership_record& r, std::string_view
       self->send(caf::actor_cast<cluster_node_actor>(p.handles.node), members_atom::value, text);
   if (!st.cfg.mover)
     return;
-  if (!r.committed) {
+  if (!st.self_ready) {
     self->request(st.cfg.mover, caf::infinite, members_atom::value, r.epoch, r.identity())
         .then([self, epoch = r.epoch, identity = r.identity()](bool) {
           auto& st = self->state;
           const auto& now = st.members->record();
-          if (now.epoch != epoch || now.identity() != identity || now.committed)
+          if (now.epoch != epoch || now.identity() != identity || st.self_ready)
             return;
           st.self_ready = true;
           spdlog::info("cluster-members-ready node={} epoch={}", st.cfg.self_id, epoch);
+          publish(self); // lookups may read this node's gained slots now
           for (const auto& p : st.peers)
             if (p.handles.node)
               greet(self, p.handles.node);
           maybe_commit(self);
         });
-  } else {
-    self->send(st.cfg.mover, retire_atom::value, r.epoch, r.identity());
   }
+  if (r.committed)
+    self->send(st.cfg.mover, retire_atom::value, r.epoch, r.identity());
 }
 
 void lost(node_self self, size_t i, std::string_view why) {
@@ -250,6 +261,11 @@ void joined(node_self self, size_t i, std::vector<caf::actor>& hs, std::string& 
   self->monitor(p.handles.node);
   const auto& id = st.members->address(static_cast<node_index>(i)).id;
   st.members->on_greeting(id, clock_type::now());
+  // Until it greets (with its record) this node cannot tell whether its own
+  // member set is current; greeting first makes it answer at once.
+  st.greeted[i] = 0;
+  st.ahead[i] = 0;
+  greet(self, p.handles.node);
   if (i < st.cfg.links.size() && st.cfg.links[i])
     self->send(st.cfg.links[i], peer_atom::value, p.handles.shard);
   // The peer's copy of the Directory may lack what changed while it was away.
@@ -366,6 +382,8 @@ cluster_node_main(cluster_node_actor::stateful_pointer<cluster_node_state> self,
   st.owners = std::make_shared<const cluster::placement>(st.members->owners());
   st.peers.resize(st.members->size());
   st.peer_ready.assign(st.members->size(), 0);
+  st.greeted.assign(st.members->size(), 0);
+  st.ahead.assign(st.members->size(), 0);
   publish(self);
   // Back during a change (a restart while joint): copy the gained slots again.
   if (st.members->joint() && st.cfg.mover) {
@@ -396,10 +414,18 @@ cluster_node_main(cluster_node_actor::stateful_pointer<cluster_node_state> self,
         if (their_key < my_key) // it lacks our record: send it (again)
           self->send(caf::actor_cast<cluster_node_actor>(st.peers[*i].handles.node),
                      members_atom::value, cluster::to_json(mine));
+        const bool was_settled = st.greeted[*i] && !st.ahead[*i];
+        st.greeted[*i] = 1;
+        st.ahead[*i] = my_key < their_key ? 1 : 0;
+        if (st.ahead[*i]) // ours is older: greet back at once, it answers with its record
+          greet(self, st.peers[*i].handles.node);
+        if (was_settled != (st.greeted[*i] && !st.ahead[*i]))
+          publish(self);
         const bool ready =
             epoch == mine.epoch && identity == mine.identity() && (flags & greet_ready) != 0;
         if (ready != (st.peer_ready[*i] != 0)) {
           st.peer_ready[*i] = ready ? 1 : 0;
+          publish(self); // reads go to it (or no longer) for the slots it gained
           if (ready)
             maybe_commit(self);
         }
@@ -475,9 +501,11 @@ cluster_node_main(cluster_node_actor::stateful_pointer<cluster_node_state> self,
                   [](const auto& a, const auto& b) { return a.id < b.id; });
         if (next.member_ids() == now.member_ids())
           return refuse("that is the current member set");
+        // A node added must be up to copy its slots; a member that is down
+        // may stay (it catches up when it returns, as after any failure).
         for (const auto& m : next.members)
           if (auto n = st.members->index_of(m.id);
-              *n != st.members->self() && !st.members->live(*n))
+              !now.is_member(m.id) && *n != st.members->self() && !st.members->live(*n))
             return refuse("\"" + m.id + "\" is not live: start it before adding it");
         adopt(self, next, "operator");
         return cluster::to_json(st.members->record());

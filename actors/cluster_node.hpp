@@ -139,6 +139,11 @@ struct cluster_node_state {
   std::vector<peer_conn> peers;
   /// Which peers greeted as ready for the current record (by node_index).
   std::vector<uint8_t> peer_ready;
+  /// Which joined peers greeted since they joined, and which of those with a
+  /// newer record than this node's (it is pushed to us; until then our view
+  /// of the member set is stale).
+  std::vector<uint8_t> greeted;
+  std::vector<uint8_t> ahead;
   /// This node copied every slot it gained under the current record.
   bool self_ready = true;
   std::shared_ptr<const cluster_table> last_published;

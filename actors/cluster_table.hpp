@@ -46,6 +46,9 @@ struct peer_entry {
   /// Stopping cleanly: out of the live set, but still answering the handoff
   /// of its workers (worker_homes.hpp) until its connection goes.
   bool leaving = false;
+  /// Still copying the slots it gained in the current membership change (or
+  /// greeting with an older member set): lookups read its slots elsewhere.
+  bool copying = false;
   peer_handles handles;
 };
 
@@ -63,6 +66,10 @@ struct cluster_table {
   std::vector<cluster::membership::member_view> members;
   uint64_t ring_version = 0;
   bool all_live = false;
+  /// Every joined peer greeted since it joined, none with a newer member
+  /// set: this node's view of the member set is current (a node serves
+  /// lookups only then, node_cluster::await_joined).
+  bool members_settled = false;
 
   /// The worker's home as this table's liveness places it.
   node_index home_of(uint64_t worker_uid) const noexcept {
@@ -74,11 +81,20 @@ struct cluster_table {
     return n == self || (peers[n].live && peers[n].handles.node);
   }
   bool joint() const noexcept { return !record.committed; }
-  /// cluster::read_owner() over the peers whose key-read endpoint is known.
+  /// cluster::read_owner() over the peers whose key-read endpoint is known,
+  /// passing over owners still copying slots they gained when another can
+  /// answer.
   node_index read_owner(uint32_t slot) const {
-    return cluster::read_owner(
-        *owners, joint() ? previous.get() : nullptr, self, slot,
-        [this](node_index n) { return peers[n].live && !peers[n].handles.read.empty(); });
+    const cluster::placement* before = joint() ? previous.get() : nullptr;
+    auto reachable = [this](node_index n) {
+      return n == self || (peers[n].live && !peers[n].handles.read.empty());
+    };
+    const node_index me = peers[self].copying ? cluster::no_node : self;
+    const node_index first = cluster::read_owner(
+        *owners, before, me, slot, [&](node_index n) { return reachable(n) && !peers[n].copying; });
+    if (first != cluster::no_node && reachable(first) && !peers[first].copying)
+      return first;
+    return cluster::read_owner(*owners, before, self, slot, reachable);
   }
   /// Where each slot's sub-batches go: its owners, and while joint its
   /// previous owners too (membership::write_mask).

@@ -111,10 +111,11 @@ void start(mover_self self, uint64_t epoch, uint64_t identity) {
   st.queue.clear();
   st.done = false;
   const auto table = st.cfg.board->current();
-  if (table->joint())
-    for (uint32_t s = 0; s < table->owners->slot_count(); ++s)
-      if (table->gained(table->self, s))
-        st.queue.push_back(s);
+  // Joint, or committed while this node was down: either way what it
+  // gained came from before it owned the slot.
+  for (uint32_t s = 0; s < table->owners->slot_count(); ++s)
+    if (table->gained(table->self, s))
+      st.queue.push_back(s);
   if (st.cfg.counters) {
     st.cfg.counters->epoch = epoch;
     st.cfg.counters->slots_to_copy = st.queue.size();

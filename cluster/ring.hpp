@@ -95,6 +95,8 @@ struct ring_options {
 
 /// A member's position in its member_set: its rank among the sorted ids.
 using node_index = uint16_t;
+/// No node (max_members is far below it).
+inline constexpr node_index no_node = 0xffff;
 
 /// The cluster's configured nodes: distinct, non-empty ids, kept sorted so that
 /// every node numbers them the same way whatever order its config lists them in.

@@ -203,9 +203,11 @@ void node_cluster::leave(const actors::directory_actor& directory) {
 }
 
 size_t node_cluster::await_joined() {
+  // Also until every joined peer greeted and none has a newer member set
+  // (a node back from downtime learns of a membership change first).
   auto presumed = [this] {
     const auto table = board_->current();
-    size_t n = 0;
+    size_t n = table->members_settled ? 0 : 1;
     for (size_t i = 0; i < table->peers.size(); ++i)
       if (table->peers[i].live && !table->reachable(static_cast<actors::node_index>(i)))
         ++n;

@@ -167,3 +167,59 @@ def test_adding_a_node_and_removing_one_while_serving(tmp_path, reference):
         for t in twins:
             t.close()
         cluster.stop()
+
+
+def test_a_member_down_during_a_change_copies_its_slots_when_it_returns(tmp_path, reference):
+    """n3 is killed; n1 is removed while n3 is down (the change commits
+    without it); n3 restarts from its older record, hears of the commit, copies
+    the slots it gained from the nodes that held them, and lookups through
+    every node answer completely all along (n3 is read from only once it has
+    its slots)."""
+    cluster = Cluster(tmp_path, n=3).start()
+    n1, n2, n3 = cluster.nodes
+    twins: list[Twin] = []
+    try:
+        rng = random.Random(13)
+        tag = unique("down")
+        twins = [Twin(SimpleNamespace(nodes=[n2]), reference, rng, f"{tag}-{i}", 0)
+                 for i in range(3)]
+        for t in twins:
+            t.register()
+        settle(twins, n2, reference)
+        base = rng.randrange(1, 1 << 40)
+        stored = [[base + p * 10_000 + i for i in range(256 * 8)] for p in range(6)]
+        for i, t in enumerate(twins):
+            t.admit(chunk_hashes(stored[2 * i]) + chunk_hashes(stored[2 * i + 1]))
+        converged_on(cluster.nodes, reference, stored, twins, "before the change")
+        want = [reference.lookup(p) for p in stored]
+
+        n3.kill()
+        wait_until(lambda: not any(m["live"] for m in cluster.status(n2)["members"]
+                                   if m["id"] == "n3"), timeout=10, message="n3 seen down")
+        load = Load([n1, n2], stored, want, twins, [])
+        try:
+            r = n2.post("/cluster/members", {"members": ["n2", "n3"]})
+            assert r.status == 200, r.body
+            wait_until(lambda: committed_everywhere([n1, n2], 1), timeout=30,
+                       message="the removal committed without n3")
+            started = time.monotonic()
+            n3.start(keep_ports=True)
+            load.nodes.append(n3)
+            wait_until(lambda: committed_everywhere([n3], 1)
+                       and membership(n3)["slots_copied"] == membership(n3)["slots_to_copy"] > 0,
+                       timeout=30, message="n3 copied the slots it gained")
+            back_s = time.monotonic() - started
+            wait_until(lambda: load.looked > 200, timeout=30, message="lookups through n3")
+        finally:
+            load.stop()
+        m3 = membership(n3)
+        print(f"n3 back: {m3['slots_copied']} slots, {m3['entries_copied']} entries copied "
+              f"{back_s:.2f}s after its start; {load.looked} lookups, {len(load.failed)} failed, "
+              f"{len(load.partial)} partial")
+        assert load.failed == [] and load.partial == [], (load.failed[:5], load.partial[:5])
+        assert n1.stop() == 0
+        converged_on([n2, n3], reference, stored, twins, "after n1 left")
+    finally:
+        for t in twins:
+            t.close()
+        cluster.stop()
