@@ -144,11 +144,11 @@ slot_mover_main(slot_mover_actor::stateful_pointer<slot_mover_state> self, slot_
       },
       [self](retire_atom, uint64_t epoch, uint64_t identity) {
         auto& st = self->state;
-        self->delayed_send(self, st.cfg.drop_grace, tick_atom::value);
-        // The drop itself runs on that tick, against the table of then: a
-        // newer change in between may have given the slots back.
+        // The drop itself runs on a tick once the grace is over, against the
+        // table of then: a newer change in between may give the slots back.
         st.retire_pending = slot_mover_state::retirement{
             epoch, identity, std::chrono::steady_clock::now() + st.cfg.drop_grace};
+        self->delayed_send(self, st.cfg.drop_grace, tick_atom::value);
       },
       [self](tick_atom) {
         auto& st = self->state;
@@ -178,6 +178,13 @@ slot_mover_main(slot_mover_actor::stateful_pointer<slot_mover_state> self, slot_
           } else if (table->record.epoch != epoch || table->record.identity() != identity) {
             st.retire_pending.reset(); // superseded
           }
+        } else if (st.retire_pending) {
+          // Early (a retry's tick, or the timer a hair before `at`): again later.
+          self->delayed_send(self,
+                             std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 st.retire_pending->at - std::chrono::steady_clock::now()) +
+                                 std::chrono::milliseconds(1),
+                             tick_atom::value);
         }
         if (!st.done)
           pump(self);
