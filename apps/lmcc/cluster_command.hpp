@@ -53,6 +53,9 @@ namespace lmcc::apps {
 /// `lmcc cluster up`'s command line.
 struct cluster_up_options {
   uint32_t nodes = 0;
+  /// Extra nodes started as standby (ids after the members'): known to every
+  /// node, owning nothing until POST /cluster/members adds them.
+  uint32_t standby = 0;
   std::string data_dir;
   std::string host = "127.0.0.1";
   /// Node i (0-based) takes base_port + 10*i .. base_port + 10*i + 4.
@@ -86,6 +89,7 @@ struct planned_node {
   std::filesystem::path data_dir;     // DIR/nI/data
   std::filesystem::path log_path;     // DIR/nI/node.log
   std::filesystem::path restore_from; // SNAPDIR/nI; empty: none
+  bool standby = false;               // configured standby: true
 };
 
 /// The whole cluster as `cluster up` lays it out.

@@ -49,6 +49,12 @@ void add_cluster_up_flags(CLI::App& up_cmd, cluster_up_options& options) {
       ->type_name("N")
       ->check(CLI::Range(1U, 1000U));
   up_cmd
+      .add_option("--standby", options.standby,
+                  "extra nodes (ids after the N members) started as standby: they own "
+                  "nothing until POST /cluster/members adds them (default 0)")
+      ->type_name("K")
+      ->check(CLI::Range(0U, 64U));
+  up_cmd
       .add_option("--data-dir", options.data_dir,
                   "cluster folder: cluster.secret, and nI/lmcc.yaml, nI/data, nI/node.log")
       ->required()
@@ -117,8 +123,9 @@ msg::expected<cluster_plan> plan_cluster(const cluster_up_options& options) {
     return error{"--data-dir must not be empty"};
   if (options.host.empty())
     return error{"--host must not be empty"};
-  const uint64_t last_port =
-      uint64_t{options.base_port} + uint64_t{port_stride} * (options.nodes - 1) + cluster_offset;
+  const uint64_t last_port = uint64_t{options.base_port} +
+                             uint64_t{port_stride} * (options.nodes + options.standby - 1) +
+                             cluster_offset;
   if (options.base_port == 0 || last_port > 65535)
     return error{"--base-port " + std::to_string(options.base_port) + " with --nodes " +
                  std::to_string(options.nodes) + " needs ports up to " + std::to_string(last_port) +
@@ -164,9 +171,10 @@ msg::expected<cluster_plan> plan_cluster(const cluster_up_options& options) {
   plan.replicas = replicas;
   plan.slots = options.slots;
   plan.log_level = options.log_level;
-  for (uint32_t i = 0; i < options.nodes; ++i) {
+  for (uint32_t i = 0; i < options.nodes + options.standby; ++i) {
     planned_node node;
     node.id = node_id(i);
+    node.standby = i >= options.nodes;
     auto base = static_cast<unsigned>(options.base_port) + port_stride * i;
     node.http_port = static_cast<uint16_t>(base + http_offset);
     node.pull_port = static_cast<uint16_t>(base + pull_offset);
@@ -198,10 +206,14 @@ std::string node_config_yaml(const cluster_plan& plan, const planned_node& node)
   out << YAML::Key << "lmcc_node_id" << YAML::Value << node.id;
   out << YAML::Key << "lmcc_data_dir" << YAML::Value << node.data_dir.string();
   out << YAML::Key << "lmcc_cluster_members" << YAML::Value << YAML::BeginSeq;
-  for (const auto& member : plan.nodes)
+  for (const auto& member : plan.nodes) {
     out << YAML::Flow << YAML::BeginMap << YAML::Key << "id" << YAML::Value << member.id
         << YAML::Key << "host" << YAML::Value << plan.host << YAML::Key << "port" << YAML::Value
-        << member.cluster_port << YAML::EndMap;
+        << member.cluster_port;
+    if (member.standby)
+      out << YAML::Key << "standby" << YAML::Value << true;
+    out << YAML::EndMap;
+  }
   out << YAML::EndSeq;
   out << YAML::Key << "lmcc_replicas" << YAML::Value << plan.replicas;
   out << YAML::Key << "lmcc_slots" << YAML::Value << plan.slots;
@@ -312,13 +324,19 @@ std::optional<std::string> config_mismatch(const std::string& yaml_text, const c
       }
       text += as_text(m.value("id", json())) + "@" + as_text(m.value("host", json())) + ":" +
               as_text(m.value("port", json()));
+      if (m.contains("standby") && as_text(m["standby"]) != "false")
+        text += " (standby)";
     }
     return "[" + text + "]";
   };
   json wanted_members = json::array();
-  for (const auto& member : plan.nodes)
-    wanted_members.push_back(
-        {{"id", member.id}, {"host", plan.host}, {"port", std::to_string(member.cluster_port)}});
+  for (const auto& member : plan.nodes) {
+    json entry = {
+        {"id", member.id}, {"host", plan.host}, {"port", std::to_string(member.cluster_port)}};
+    if (member.standby)
+      entry["standby"] = true;
+    wanted_members.push_back(std::move(entry));
+  }
   if (auto why = differs("lmcc_cluster_members", describe_members(field("lmcc_cluster_members")),
                          describe_members(wanted_members)))
     return why;

@@ -219,6 +219,37 @@ TEST(ClusterConfig, TheNodeResolvesItsConfigIntoThePlannedPortsAndPaths) {
   EXPECT_EQ(o.log_level, "info");
 }
 
+TEST(ClusterConfig, StandbyNodesComeAfterTheMembersAndTheNodeReadsThemAsStandby) {
+  auto options = three_nodes();
+  options.standby = 1;
+  auto plan = plan_ok(options);
+  ASSERT_EQ(plan.nodes.size(), 4U);
+  EXPECT_EQ(plan.nodes[3].id, "n4");
+  EXPECT_EQ(plan.nodes[3].http_port, 9030);
+  temp_file file{node_config_yaml(plan, plan.nodes[0])};
+  CLI::App app{"lmcc"};
+  node_config_inputs inputs;
+  auto* node_cmd = app.add_subcommand("node", "a controller node");
+  add_node_flags(*node_cmd, inputs);
+  std::vector<std::string> args = {"lmcc", "node", "--config", file.path()};
+  std::vector<char*> argv;
+  for (auto& arg : args)
+    argv.push_back(arg.data());
+  app.parse(static_cast<int>(argv.size()), argv.data());
+  auto resolved = resolve_node_options(inputs, {});
+  ASSERT_TRUE(resolved.has_value()) << resolved.error().message;
+  const auto& members = resolved->options.cluster.members;
+  ASSERT_EQ(members.size(), 4U);
+  for (const auto& m : members)
+    EXPECT_EQ(m.standby, m.id == "n4") << m.id;
+  // Kept on the next start with the same flags; without --standby the layout differs.
+  EXPECT_EQ(config_mismatch(node_config_yaml(plan, plan.nodes[3]), plan, plan.nodes[3]),
+            std::nullopt);
+  auto without = plan_ok(three_nodes());
+  EXPECT_NE(config_mismatch(node_config_yaml(plan, plan.nodes[0]), without, without.nodes[0]),
+            std::nullopt);
+}
+
 // -- a kept config ------------------------------------------------------------------
 
 TEST(ClusterConfig, ItsOwnConfigMatchesThePlan) {
