@@ -32,11 +32,14 @@ run-node: build
 
 # Seeded fault schedules against a local three-node cluster (tests/chaos/chaos.py):
 # make chaos SEEDS=20 runs seeds 1..20 and appends a report table.
+# CHAOS_FLAGS=--membership adds a standby node that the schedule adds and
+# removes (POST /cluster/members); CHAOS_FLAGS="--nodes 5" runs five nodes.
 SEEDS ?= 10
 CHAOS_DURATION ?= 15
+CHAOS_FLAGS ?=
 chaos: build
 	LMCC_BINARY=$(CURDIR)/$(BUILD_DIR)/lmcc /usr/bin/python3 tests/chaos/chaos.py --seeds 1-$(SEEDS) \
-	  --duration $(CHAOS_DURATION) --report $(BUILD_DIR)/chaos-report.md
+	  --duration $(CHAOS_DURATION) --report $(BUILD_DIR)/chaos-report.md $(CHAOS_FLAGS)
 
 # The checker's negative tests: the nodes run with a deliberate bug
 # (lmcc_planted_bug) and some seed of the short set must fail for each.

@@ -12,17 +12,23 @@ schedule drawn from the seed composes faults while ingest and lookups go on:
   kill -9 (restarted 0.5-3 s later), SIGSTOP/SIGCONT (a frozen node, sockets
   open), SIGTERM + restart (a clean stop), a partition (one node cut from the
   others for 0.5-4 s by the TCP proxies between nodes; its workers stay with
-  it), worker restarts (a re-registration:
-  the worker's cache and seq numbers start over), bursts of malformed frames on
-  a node's PULL and reply sockets. A worker whose node is down reconnects to a
-  live one, as LMCache workers behind a Service do.
+  it), an asymmetric partition (only the connection one node dials to another
+  stops), slow links (every byte to and from one node delayed 20-300 ms for
+  0.5-4 s), worker restarts (a re-registration: the worker's cache and seq
+  numbers start over), duplicated and reordered frames on a worker's PUSH
+  socket (the reference gets the same stream), bursts of malformed frames on
+  a node's PULL and reply sockets; with --membership a standby node is added
+  to the member set and removed again (POST /cluster/members) while the rest
+  goes on. A worker whose node is down reconnects to a live one, as LMCache
+  workers behind a Service do.
 Then every fault is healed, the workers answer the full syncs they were asked
 for, and the invariants are checked:
   1. convergence: within --converge seconds every node's /lookup, P2P and
      registry answers equal the reference's (the reference holds exactly what
      the workers reported), so no acknowledged entry is lost (2) and no entry of
      a re-registered worker's old incarnation survives (3);
-  5. no node crashed except those the schedule killed.
+  5. no node crashed except those the schedule killed, and no node's resident
+     memory (VmRSS, sampled through the run) went past --rss-mib.
 Availability during the faults (lookups answered or failed) is recorded, not
 required (6). The failing seed is printed for replay; each seed writes one row
 of the report: faults, lookups answered / failed during faults, convergence
@@ -32,6 +38,7 @@ Needs python3-zmq and python3-msgpack; runs build/lmcc (or $LMCC_BINARY).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import shutil
@@ -51,7 +58,11 @@ from test_cluster import Twin, answers, settle  # noqa: E402
 from test_durability import commands, full_sync  # noqa: E402
 from test_failover import repoint_all  # noqa: E402
 
-FAULTS = ("kill9", "freeze", "clean_restart", "partition", "worker_restart", "garbage")
+FAULTS = ("kill9", "freeze", "clean_restart", "partition", "worker_restart", "garbage",
+          "asym_partition", "slow_links", "dup_frames", "reorder_frames")
+# Faults that take a node out of the others' reach (at most one at a time, so
+# every slot keeps a live owner with R = 2).
+NODE_FAULTS = ("kill9", "freeze", "clean_restart", "partition", "asym_partition", "slow_links")
 
 # Deliberate bugs the nodes can run with (lmcc_planted_bug), for the checker's
 # negative tests: a run with one of them must fail some seed.
@@ -60,12 +71,19 @@ PLANTED = {"drop_acked_sub_batch": 1, "skip_replica": 2, "forget_watermark": 3}
 
 class Run:
     def __init__(self, seed: int, nodes: int, duration: float, converge: float, tmp: Path,
-                 plant: str | None = None):
+                 plant: str | None = None, membership: bool = False, rss_mib: int = 1024):
         self.seed, self.duration, self.converge = seed, duration, converge
         self.rng = random.Random(seed)
+        self.rss_mib = rss_mib
+        self.rss_peak: dict[str, int] = {}
         extra = ("--lmcc_fault_injection=on", f"--lmcc_planted_bug={PLANTED[plant]}") if plant else ()
+        # With --membership one more node starts as a standby, to be added and removed.
+        self.standby = f"n{nodes + 1}" if membership else None
         # Every node reaches its peers through TCP proxies the schedule can cut.
-        self.cluster = Cluster(tmp / "cluster", n=nodes, proxied=True, extra=extra).start()
+        self.cluster = Cluster(tmp / "cluster", n=nodes + (1 if membership else 0), proxied=True,
+                               extra=extra,
+                               standby=frozenset({self.standby} if membership else ())).start()
+        self.members = [i for i in self.cluster.ids if i != self.standby]
         self.factory = NodeFactory(tmp / "reference")
         self.reference = self.factory()
         tag = unique(f"chaos{seed}")
@@ -76,7 +94,7 @@ class Run:
         self.down: set[int] = set()      # node indices not answering (killed or frozen)
         self.killed: set[int] = set()    # killed by the schedule at some point
         self.cut: set[int] = set()       # cut off from the other nodes (alive for its workers)
-        self.faults: dict[str, int] = {f: 0 for f in FAULTS}
+        self.faults: dict[str, int] = {f: 0 for f in FAULTS + ("member_change",)}
         self.lookups = {"answered": 0, "failed": 0}
         self.full_syncs = 0
         self.lock = threading.Lock()
@@ -113,13 +131,35 @@ class Run:
 
     # -- faults -----------------------------------------------------------------------
 
+    def sample_rss(self):
+        for i, n in enumerate(self.cluster.nodes):
+            try:
+                for line in Path(f"/proc/{n.proc.pid}/status").read_text().splitlines():
+                    if line.startswith("VmRSS:"):
+                        kib = int(line.split()[1])
+                        key = self.cluster.ids[i]
+                        self.rss_peak[key] = max(self.rss_peak.get(key, 0), kib // 1024)
+            except (OSError, AttributeError, ValueError):
+                pass  # not running right now
+
+    def twin_frames(self, t, count: int):
+        """`count` admit batches for each side of twin `t`, not sent yet."""
+        out = []
+        for _ in range(count):
+            keys = chunk_hashes(self.rng.choice(self.prompts))
+            out.append((t.c.ops_message([("admit", k) for k in keys]),
+                        t.r.ops_message([("admit", k) for k in keys])))
+        return out
+
     def fault(self, heal_at: list):
-        kind = self.rng.choice(FAULTS)
+        kinds = FAULTS + (("member_change",) * 2 if self.standby else ())
+        kind = self.rng.choice(kinds)
         candidates = [i for i in range(len(self.cluster.nodes))
                       if i not in self.down and i not in self.cut]
         # Keep a majority up so every slot keeps a live owner (R = 2 survives one).
-        if kind in ("kill9", "freeze", "clean_restart", "partition") and self.down | self.cut:
+        if kind in NODE_FAULTS and self.down | self.cut:
             kind = self.rng.choice(("worker_restart", "garbage"))
+        self.sample_rss()
         self.faults[kind] += 1
         if kind == "kill9":
             i = self.rng.choice(candidates)
@@ -148,6 +188,44 @@ class Run:
             self.cluster.partition({self.cluster.ids[i]})
             self.cut.add(i)
             heal_at.append((time.monotonic() + self.rng.uniform(0.5, 4.0), "heal", i))
+        elif kind == "asym_partition":
+            i = self.rng.choice(candidates)
+            a = self.cluster.ids[i]
+            b = self.rng.choice([x for x in self.cluster.ids if x != a])
+            self.cluster.cut_one_way(a, b)
+            self.cut.add(i)
+            heal_at.append((time.monotonic() + self.rng.uniform(0.5, 4.0), "heal", i))
+        elif kind == "slow_links":
+            i = self.rng.choice(candidates)
+            self.cluster.slow(self.cluster.ids[i], self.rng.uniform(0.02, 0.3))
+            self.cut.add(i)
+            heal_at.append((time.monotonic() + self.rng.uniform(0.5, 4.0), "heal", i))
+        elif kind == "dup_frames":
+            t = self.rng.choice(self.twins)
+            for c, r in self.twin_frames(t, self.rng.randrange(1, 4)):
+                for _ in range(2):
+                    t.c.push(c)
+                    t.r.push(r)
+        elif kind == "reorder_frames":
+            t = self.rng.choice(self.twins)
+            frames = self.twin_frames(t, self.rng.randrange(2, 5))
+            self.rng.shuffle(frames)
+            for c, r in frames:
+                t.c.push(c)
+                t.r.push(r)
+        elif kind == "member_change":
+            # Add the standby, or take it out again; refused (409) while a
+            # change still moves slots, which is the node's rule, not a failure.
+            members = self.members + ([self.standby] if self.standby not in self.members else [])
+            if self.standby in self.members:
+                members.remove(self.standby)
+            node = self.rng.choice(self.live_nodes())
+            try:
+                r = node.post("/cluster/members", {"members": sorted(members)}, timeout=10)
+                if r.status == 200:
+                    self.members = sorted(members)
+            except OSError:
+                pass
         elif kind == "worker_restart":
             t = self.rng.choice(self.twins)
             for side in (t.c, t.r):  # a new worker process: empty cache, seq from 0
@@ -203,11 +281,16 @@ class Run:
         for item in sorted(heal_at):
             self.heal(item)
         self.cluster.wait_joined()
+        self.sample_rss()
         return self.check()
 
     def check(self) -> dict:
         crashed = [f"n{i + 1}" for i, n in enumerate(self.cluster.nodes)
                    if n.proc.poll() is not None]
+        too_big = {k: v for k, v in self.rss_peak.items() if v > self.rss_mib}
+        if too_big:
+            print(f"seed {self.seed}: resident memory past {self.rss_mib} MiB: {too_big}",
+                  file=sys.stderr, flush=True)
         started = time.monotonic()
         deadline = started + self.converge
         same = False
@@ -218,6 +301,9 @@ class Run:
                     full_sync(self.cluster.nodes[0], t.c, f"chaos{self.full_syncs}")
             want = answers(self.reference, self.prompts, self.twins)
             same = all(answers(n, self.prompts, self.twins) == want for n in self.cluster.nodes)
+            if same and self.standby:  # and every node agrees on the member set
+                same = len({json.dumps(n.get("/cluster/status").json()["membership"]["members"])
+                            for n in self.cluster.nodes}) == 1
             if same:
                 break
             time.sleep(0.5)
@@ -240,7 +326,8 @@ class Run:
         return {"seed": self.seed, "faults": dict(self.faults), "lookups": dict(self.lookups),
                 "converged_s": round(time.monotonic() - started, 2) if same else None,
                 "full_syncs": self.full_syncs, "crashed": crashed, "lost": lost,
-                "ok": same and not crashed}
+                "rss_mib": max(self.rss_peak.values(), default=0),
+                "ok": same and not crashed and not too_big}
 
     def close(self):
         for t in self.twins:
@@ -259,7 +346,8 @@ class Run:
 def one(seed: int, args) -> dict:
     tmp = tempfile.mkdtemp(prefix=f"lmcc-chaos-{seed}-")
     result = None
-    run = Run(seed, args.nodes, args.duration, args.converge, Path(tmp), args.plant)
+    run = Run(seed, args.nodes, args.duration, args.converge, Path(tmp), args.plant,
+              args.membership, args.rss_mib)
     try:
         result = run.run()
         return result
@@ -276,7 +364,8 @@ def row(r: dict) -> str:
     return (f"| {r['seed']} | {faults} | {r['lookups']['answered']} / {r['lookups']['failed']} | "
             f"{r['converged_s'] if r['converged_s'] is not None else 'NO'} | "
             f"{r['lost'] if r['lost'] is not None else '?'} | {r['full_syncs']} | "
-            f"{','.join(r['crashed']) or '-'} | {'PASS' if r['ok'] else 'FAIL'} |")
+            f"{','.join(r['crashed']) or '-'} | {r.get('rss_mib', '?')} | "
+            f"{'PASS' if r['ok'] else 'FAIL'} |")
 
 
 def main() -> int:
@@ -291,6 +380,10 @@ def main() -> int:
                     help="run the nodes with this deliberate bug (the checker must catch it)")
     ap.add_argument("--expect-caught", action="store_true",
                     help="with --plant: succeed only if some seed fails (the bug was caught)")
+    ap.add_argument("--membership", action="store_true",
+                    help="start one more node as a standby; the schedule adds and removes it")
+    ap.add_argument("--rss-mib", type=int, default=1024,
+                    help="invariant 5: no node's VmRSS beyond this (MiB)")
     ap.add_argument("--keep-failed", action="store_true",
                     help="keep a failing seed's node logs and data (the path is printed)")
     args = ap.parse_args()
@@ -300,8 +393,8 @@ def main() -> int:
     else:
         seeds = [args.seed if args.seed is not None else 1]
     header = ("| seed | faults | lookups answered / failed during faults | converged (s) | "
-              "entries lost | full syncs asked | crashed | verdict |\n"
-              "|---|---|---|---|---|---|---|---|")
+              "entries lost | full syncs asked | crashed | peak RSS (MiB) | verdict |\n"
+              "|---|---|---|---|---|---|---|---|---|")
     print(header, flush=True)
     failed = []
     harness_failed = []  # the harness broke (not a verdict on the cluster)
@@ -330,8 +423,10 @@ def main() -> int:
               file=sys.stderr)
         return 0 if caught else 1
     for seed in failed:
+        members = " --membership" if args.membership else ""
         print(f"FAILED seed {seed}; replay: /usr/bin/python3 tests/chaos/chaos.py --seed {seed} "
-              f"--nodes {args.nodes} --duration {args.duration}{plant}", file=sys.stderr)
+              f"--nodes {args.nodes} --duration {args.duration}{plant}{members}",
+              file=sys.stderr)
     return 1 if failed else 0
 
 

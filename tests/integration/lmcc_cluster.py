@@ -71,9 +71,22 @@ class Cluster:
             if (a in side) != (b in side):
                 proxy.pause()
 
+    def cut_one_way(self, a: str, b: str) -> None:
+        """An asymmetric partition: the connection `a` dials to `b` stops
+        (both directions of that TCP stream), the one `b` dials to `a` still
+        works; needs proxied=True."""
+        self.proxies[(a, b)].pause()
+
+    def slow(self, node_id: str, seconds: float) -> None:
+        """Every link to and from `node_id` delays each chunk by `seconds`."""
+        for (a, b), proxy in self.proxies.items():
+            if node_id in (a, b):
+                proxy.delay = seconds
+
     def heal(self) -> None:
         for proxy in self.proxies.values():
             proxy.resume()
+            proxy.delay = 0.0
 
     def start(self) -> "Cluster":
         try:

@@ -3,6 +3,7 @@
     proxy = TcpProxy(upstream_port)     # listens on proxy.port (127.0.0.1)
     proxy.pause()                       # a partition: no byte moves either way
     proxy.resume()                      # healed: the held bytes flow again
+    proxy.delay = 0.2                   # every chunk waits 200 ms (in order)
     proxy.close()
 
 pause() models a network that drops every packet: nothing is read from either
@@ -19,6 +20,7 @@ from __future__ import annotations
 import select
 import socket
 import threading
+import time
 
 
 class TcpProxy:
@@ -29,6 +31,9 @@ class TcpProxy:
         self._listener.bind((host, 0))
         self._listener.listen(64)
         self.port = self._listener.getsockname()[1]
+        # Seconds each chunk read waits before it is passed on (a slow link;
+        # order is kept, since one thread pumps each direction).
+        self.delay = 0.0
         self._flowing = threading.Event()
         self._flowing.set()
         self._closed = threading.Event()
@@ -91,6 +96,8 @@ class TcpProxy:
                 data = src.recv(1 << 16)
                 if not data:
                     break
+                if self.delay:
+                    time.sleep(self.delay)
                 dst.sendall(data)
         except (OSError, ValueError):
             pass
