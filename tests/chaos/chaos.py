@@ -71,7 +71,9 @@ PLANTED = {"drop_acked_sub_batch": 1, "skip_replica": 2, "forget_watermark": 3}
 
 class Run:
     def __init__(self, seed: int, nodes: int, duration: float, converge: float, tmp: Path,
-                 plant: str | None = None, membership: bool = False, rss_mib: int = 1024):
+                 plant: str | None = None, membership: bool = False, rss_mib: int = 1024,
+                 faults: tuple[str, ...] = FAULTS):
+        self.kinds = faults
         self.seed, self.duration, self.converge = seed, duration, converge
         self.rng = random.Random(seed)
         self.rss_mib = rss_mib
@@ -152,7 +154,7 @@ class Run:
         return out
 
     def fault(self, heal_at: list):
-        kinds = FAULTS + (("member_change",) * 2 if self.standby else ())
+        kinds = self.kinds + (("member_change",) * 2 if self.standby else ())
         kind = self.rng.choice(kinds)
         candidates = [i for i in range(len(self.cluster.nodes))
                       if i not in self.down and i not in self.cut]
@@ -347,7 +349,7 @@ def one(seed: int, args) -> dict:
     tmp = tempfile.mkdtemp(prefix=f"lmcc-chaos-{seed}-")
     result = None
     run = Run(seed, args.nodes, args.duration, args.converge, Path(tmp), args.plant,
-              args.membership, args.rss_mib)
+              args.membership, args.rss_mib, tuple(args.faults.split(",")))
     try:
         result = run.run()
         return result
@@ -382,11 +384,16 @@ def main() -> int:
                     help="with --plant: succeed only if some seed fails (the bug was caught)")
     ap.add_argument("--membership", action="store_true",
                     help="start one more node as a standby; the schedule adds and removes it")
+    ap.add_argument("--faults", default=",".join(FAULTS),
+                    help="comma-separated fault kinds the schedule draws from (default: all)")
     ap.add_argument("--rss-mib", type=int, default=1024,
                     help="invariant 5: no node's VmRSS beyond this (MiB)")
     ap.add_argument("--keep-failed", action="store_true",
                     help="keep a failing seed's node logs and data (the path is printed)")
     args = ap.parse_args()
+    unknown = set(args.faults.split(",")) - set(FAULTS)
+    if unknown:
+        ap.error(f"unknown fault kind(s) {sorted(unknown)}; known: {', '.join(FAULTS)}")
     if args.seeds:
         a, b = (int(x) for x in args.seeds.split("-"))
         seeds = list(range(a, b + 1))
@@ -424,6 +431,8 @@ def main() -> int:
         return 0 if caught else 1
     for seed in failed:
         members = " --membership" if args.membership else ""
+        if args.faults != ",".join(FAULTS):
+            members += f" --faults {args.faults}"
         print(f"FAILED seed {seed}; replay: /usr/bin/python3 tests/chaos/chaos.py --seed {seed} "
               f"--nodes {args.nodes} --duration {args.duration}{plant}{members}",
               file=sys.stderr)
