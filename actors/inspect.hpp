@@ -91,7 +91,8 @@ namespace lmcc::actors {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, kv_sub_batch& x) {
   return f(caf::meta::type_name("lmcc.sub_batch"), x.stream, x.number, x.holder, x.incarnation,
-           x.drop, x.has_mark, x.mark, x.has_intro, x.intro_worker_uid, x.intro_location, x.ops);
+           x.drop, x.has_mark, x.mark, x.has_durable, x.durable_seq, x.has_intro,
+           x.intro_worker_uid, x.intro_location, x.ops);
 }
 
 template <class Inspector>

@@ -54,6 +54,7 @@ void kv_shard_core::apply(const kv_sub_batch& sb) {
   }
   if (sb.incarnation > meta.incarnation) {
     meta.incarnation = sb.incarnation;
+    meta.durable.reset();
     meta.changed = true;
   }
   // A batch older than one this shard applied for the holder: a stale copy
@@ -87,6 +88,12 @@ void kv_shard_core::apply(const kv_sub_batch& sb) {
     meta.mark = seq_mark{};
     meta.changed = true;
   }
+  // The durable seq only grows within a registration and a seq sequence:
+  // a sub-batch re-sent by a peer's link after a rejoin carries an older one.
+  if (sb.drop || (sb.has_mark && sb.mark.state != seq_state::tracking))
+    meta.durable.reset();
+  else if (sb.has_durable)
+    meta.durable = std::max(meta.durable.value_or(0), sb.durable_seq);
   if (sb.has_mark) {
     // Lost records (a given-up commit) make the holder's watermark unknown
     // until something replaces its entries: a full sync or a drop.
@@ -128,8 +135,17 @@ uint64_t kv_shard_core::repair_slot(uint32_t slot, std::span<const uint64_t> fla
 std::vector<location_mark> kv_shard_core::marks_of(uint64_t worker_uid) const {
   std::vector<location_mark> out;
   for (const auto& [h, meta] : holders_)
-    if (meta.worker_uid == worker_uid)
-      out.push_back(location_mark{meta.location, meta.incarnation, meta.mark});
+    if (meta.worker_uid == worker_uid) {
+      // A node taking the worker over continues from what every owner
+      // acknowledged, not from a mark that may have outrun its batch's ops.
+      seq_mark mark = meta.mark;
+      if (mark.state == seq_state::tracking && meta.durable && *meta.durable < mark.seq) {
+        spdlog::debug("marks-durable-behind uid={} location={} mark={} durable={}", worker_uid,
+                      meta.location, mark.seq, *meta.durable);
+        mark.seq = *meta.durable;
+      }
+      out.push_back(location_mark{meta.location, meta.incarnation, mark});
+    }
   return out;
 }
 

@@ -130,6 +130,8 @@ struct holder_meta {
   bool intro_durable = false;
   /// Changed since the last snapshot round wrote the holder states.
   bool changed = false;
+  /// The sender's durable seq (kv_sub_batch::durable_seq), in memory only.
+  std::optional<uint64_t> durable;
 };
 
 using holder_metas = absl::flat_hash_map<holder_id, holder_meta>;

@@ -126,8 +126,12 @@ persistence::expected<shard_start_state> restore_shard(const persistence::store&
   shard_start_state start;
   start.slot_stamps.assign(slot_count, 0);
   for (const auto& h : dir.holders)
-    start.holders[h.holder] =
-        holder_meta{h.worker_uid, h.location, h.incarnation, h.mark, true, false};
+    start.holders[h.holder] = holder_meta{.worker_uid = h.worker_uid,
+                                          .location = h.location,
+                                          .incarnation = h.incarnation,
+                                          .mark = h.mark,
+                                          .intro_durable = true,
+                                          .changed = false};
   for (const auto& [h, why] : dir.damaged_holders) {
     report.damaged_holders.insert(h);
     report.problems.push_back("holder state " + std::to_string(h) + ": " + why);

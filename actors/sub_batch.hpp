@@ -39,6 +39,14 @@ struct kv_sub_batch {
   /// The holder's seq watermark once applied, when it moves.
   bool has_mark = false;
   seq_mark mark;
+  /// The seq up to which every sub-batch the sender sent for this holder
+  /// was acknowledged by all of its destinations (a cluster's worker actors
+  /// only). A mark can reach one owner while the ops of the same batch for
+  /// another owner die in a killed node's queue; a node that takes the
+  /// worker over trusts only this much (kv_shard_core::marks_of), so such a
+  /// loss shows as a seq gap and a full sync instead of vanishing.
+  bool has_durable = false;
+  uint64_t durable_seq = 0;
   /// Names the holder (its worker and location) for the op log, on the first
   /// sub-batch a sender sends for it.
   bool has_intro = false;

@@ -53,6 +53,11 @@ public:
 
   /// Nothing unacknowledged.
   bool idle() const noexcept { return unacked_ == 0; }
+  /// Every number up to this one is acknowledged on `destination`'s lane.
+  uint64_t acked_up_to(uint32_t destination) const {
+    const auto& lane = lanes_.at(destination);
+    return lane.unacked.empty() ? lane.last_number : lane.unacked.front().number - 1;
+  }
   uint64_t unacked() const noexcept { return unacked_; }
   uint64_t base() const noexcept { return base_; }
   uint32_t destinations() const noexcept { return static_cast<uint32_t>(lanes_.size()); }

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 namespace lmcc::actors {
 
 namespace {
@@ -18,8 +20,10 @@ worker_logic::worker_logic(worker_config cfg, worker_outbox& out)
     auto& loc = locations_[name];
     loc.holder = make_holder_id(cfg_.instance_id, cfg_.worker_id, name);
     loc.intro_sent.assign(cfg_.destinations, false);
-    if (auto it = cfg_.last_seq.find(name); it != cfg_.last_seq.end())
+    if (auto it = cfg_.last_seq.find(name); it != cfg_.last_seq.end()) {
       loc.last_seq = it->second;
+      loc.durable = it->second; // what the takeover trusted
+    }
     if (cfg_.restored) {
       loc.fault_window = fault_window_batches;
       auto e = cfg_.expected_next.find(name);
@@ -140,7 +144,7 @@ void worker_logic::on_batch(const msg::BatchedKVOperationMsg& m, uint64_t credit
 }
 
 void worker_logic::send_ops(location_state& loc, const std::string& name, std::vector<kv_op>&& ops,
-                            std::optional<seq_mark> mark, uint64_t credits) {
+                            std::optional<seq_mark> mark, uint64_t credits, uint64_t also_mark_to) {
   auto make = [&](uint32_t d, std::vector<kv_op>&& part) {
     kv_sub_batch sb;
     sb.holder = loc.holder;
@@ -148,6 +152,10 @@ void worker_logic::send_ops(location_state& loc, const std::string& name, std::v
     if (mark) {
       sb.has_mark = true;
       sb.mark = *mark;
+    }
+    if (loc.durable) {
+      sb.has_durable = true;
+      sb.durable_seq = *loc.durable;
     }
     if (!loc.intro_sent[d]) {
       sb.has_intro = true;
@@ -171,7 +179,7 @@ void worker_logic::send_ops(location_state& loc, const std::string& name, std::v
                          [&](uint32_t d) { split_[d].push_back(op); });
   // The mark destinations keep the watermark (worker_config::mark_mask).
   const uint64_t marks_at = cfg_.mark_slot ? table[*cfg_.mark_slot] : cfg_.mark_mask;
-  const uint64_t mark_to = mark ? (marks_at == 0 ? 1 : marks_at) : 0;
+  const uint64_t mark_to = mark ? (marks_at == 0 ? 1 : marks_at) | also_mark_to : 0;
   uint64_t total = 0;
   uint32_t last_used = cfg_.destinations;
   for (uint32_t d = 0; d < cfg_.destinations; ++d)
@@ -188,6 +196,9 @@ void worker_logic::send_ops(location_state& loc, const std::string& name, std::v
   }
   if (total == 0)
     total = 1;
+  const bool track = mark && mark->state == seq_state::tracking;
+  if (track)
+    loc.unacked.push_back({mark->seq, {}});
   for (uint32_t d = 0; d < cfg_.destinations; ++d) {
     if (split_[d].empty() && !((mark_to >> d) & 1U))
       continue;
@@ -196,7 +207,37 @@ void worker_logic::send_ops(location_state& loc, const std::string& name, std::v
     auto sb = make(d, std::move(split_[d]));
     split_[d] = {};
     out_stream_.stamp(d, sb, share);
+    if (track) {
+      loc.unacked.back().numbers.emplace_back(d, sb.number);
+      loc.behind_mask |= uint64_t{1} << d;
+    }
     out_.send(d, std::move(sb));
+  }
+}
+
+void worker_logic::advance_durable() {
+  for (auto& [name, loc] : locations_) {
+    bool advanced = false;
+    while (!loc.unacked.empty()) {
+      const auto& b = loc.unacked.front();
+      const bool acked = std::all_of(b.numbers.begin(), b.numbers.end(), [&](const auto& dn) {
+        return out_stream_.acked_up_to(dn.first) >= dn.second;
+      });
+      if (!acked)
+        break;
+      if (!loc.durable || b.seq > *loc.durable) {
+        loc.durable = b.seq;
+        advanced = true;
+      }
+      loc.unacked.pop_front();
+    }
+    if (advanced && loc.unacked.empty() && gate_ == gate::open && !retired_ && loc.last_seq) {
+      // Every shard that got one of these batches hears it is durable now (a
+      // takeover may ask any of them), the mark owners always.
+      const uint64_t behind = loc.behind_mask;
+      send_ops(loc, name, {}, seq_mark{seq_state::tracking, *loc.last_seq}, 0, behind);
+      loc.behind_mask = 0;
+    }
   }
 }
 
@@ -250,6 +291,8 @@ std::vector<location_mark> worker_logic::marks() const {
 void worker_logic::on_ack(uint64_t stream, uint64_t up_to) {
   if (uint64_t released = out_stream_.ack(stream, up_to); released > 0)
     out_.give_credits(released);
+  if (cfg_.destinations > 1 && cfg_.placement)
+    advance_durable();
   maybe_go();
 }
 
@@ -269,6 +312,8 @@ msg::FullSyncStartRetMsg worker_logic::on_sync_start(const msg::FullSyncStartMsg
   loc.expect_first.reset(); // the sync rebuilds the location
   loc.batches_since_gap = recent_gap_batches + 1;
   loc.fault_window = 0;
+  loc.durable.reset(); // the sync starts the location's seqs over
+  loc.unacked.clear();
   sync_id_ = m.sync_id;
   sync_location_ = m.location;
   gate_ = gate::draining;

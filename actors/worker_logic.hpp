@@ -34,6 +34,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -220,13 +221,31 @@ private:
     /// surface later than the next batch.
     uint32_t fault_window = 0;
     std::vector<bool> intro_sent; ///< per destination
+    /// Cluster only: the seq up to which every sub-batch of this location
+    /// was acknowledged by all its destinations (kv_sub_batch::durable_seq),
+    /// and the batches still waiting for acks, each with its (destination,
+    /// number) pairs.
+    std::optional<uint64_t> durable;
+    struct unacked_batch {
+      uint64_t seq = 0;
+      std::vector<std::pair<uint32_t, uint64_t>> numbers;
+    };
+    std::deque<unacked_batch> unacked;
+    /// Destinations sent a batch's sub-batch since the last flush: their
+    /// durable seq is behind, and any shard's marks may serve a takeover.
+    uint64_t behind_mask = 0;
   };
 
   location_state& location(const std::string& name);
   void on_batch(const msg::BatchedKVOperationMsg& m, uint64_t credits);
   void send_ops(location_state& loc, const std::string& name, std::vector<kv_op>&& ops,
-                std::optional<seq_mark> mark, uint64_t credits);
+                std::optional<seq_mark> mark, uint64_t credits, uint64_t also_mark_to = 0);
   void drop_all(uint64_t incarnation);
+  /// Moves each location's durable seq past its fully acknowledged batches;
+  /// a location whose last batch just became durable sends its mark
+  /// destinations the new durable seq (a mark-only sub-batch), so that a
+  /// worker gone quiet is not taken for one with a gap.
+  void advance_durable();
   void maybe_go();
 
   worker_config cfg_;

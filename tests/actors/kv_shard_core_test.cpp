@@ -177,6 +177,43 @@ TEST(kv_shard_core, a_batch_older_than_the_holders_mark_is_a_stale_entity_and_is
   EXPECT_TRUE(f.index->read().holds(k[2], h1));
 }
 
+TEST(kv_shard_core, a_takeover_is_handed_the_durable_seq_when_the_mark_outran_it) {
+  shard_fixture f;
+  const auto k = keys_in(2, 2, 64);
+  const uint64_t uid = uid_of(1);
+  // Batch 5's mark reached this owner; the sender had every owner's ack only
+  // up to batch 3 (batch 4 and 5's ops may have died with another node).
+  f.core->apply(sb(1, 1, h1, {{k[0], true}})
+                    .incarnation(5)
+                    .intro(uid, "LocalCPUBackend")
+                    .mark(seq_state::tracking, 5)
+                    .durable(3));
+  f.commit();
+  auto marks = f.core->marks_of(uid);
+  ASSERT_EQ(marks.size(), 1u);
+  EXPECT_EQ(marks[0].mark, (seq_mark{seq_state::tracking, 3}));
+  // The holder's own mark (its log, the fence) keeps the batch's seq.
+  EXPECT_EQ(f.core->holders().at(h1).mark, (seq_mark{seq_state::tracking, 5}));
+  // Once the sender says 5 is everywhere, 5 is handed out.
+  f.core->apply(sb(1, 2, h1).incarnation(5).mark(seq_state::tracking, 5).durable(5));
+  f.commit();
+  EXPECT_EQ(f.core->marks_of(uid)[0].mark, (seq_mark{seq_state::tracking, 5}));
+  // A sender that says nothing of durability (one node, or before any ack):
+  // the mark as it is.
+  const holder_id h2 = holder_of(2);
+  f.core->apply(sb(2, 1, h2, {{k[1], true}})
+                    .incarnation(1)
+                    .intro(uid_of(2), "LocalCPUBackend")
+                    .mark(seq_state::tracking, 9));
+  f.commit();
+  EXPECT_EQ(f.core->marks_of(uid_of(2))[0].mark, (seq_mark{seq_state::tracking, 9}));
+  // A drop forgets the durable seq with the entries.
+  f.core->apply(sb(1, 3, h1).incarnation(5).drop());
+  f.core->apply(sb(1, 4, h1, {{k[0], true}}).incarnation(5).mark(seq_state::tracking, 2));
+  f.commit();
+  EXPECT_EQ(f.core->marks_of(uid)[0].mark, (seq_mark{seq_state::tracking, 2}));
+}
+
 TEST(kv_shard_core, a_full_sync_drops_marks_syncing_and_ends_resynced) {
   shard_fixture f;
   const auto k = keys_in(9, 3, 64);

@@ -44,6 +44,11 @@ struct sb_builder {
     sb.mark = seq_mark{s, seq};
     return *this;
   }
+  sb_builder& durable(uint64_t seq) {
+    sb.has_durable = true;
+    sb.durable_seq = seq;
+    return *this;
+  }
   sb_builder& intro(uint64_t uid, std::string location) {
     sb.has_intro = true;
     sb.intro_worker_uid = uid;

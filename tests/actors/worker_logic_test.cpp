@@ -370,6 +370,55 @@ TEST(worker_logic, every_mark_destination_gets_the_watermark_even_without_ops) {
   EXPECT_EQ(out.credits, 1u); // the credit came back once, whole
 }
 
+TEST(worker_logic, the_durable_seq_moves_only_once_every_destination_acked_the_batch) {
+  recording_outbox out;
+  auto cfg = config(3);
+  cfg.mark_mask = 0b101; // destinations 0 and 2 keep the marks; slot 1 is destination 1's
+  worker_logic w{cfg, out};
+  w.on_push(batch_in_slot(1, 0));
+  ASSERT_EQ(out.sent.size(), 3u);
+  for (const auto& [d, sb] : out.sent)
+    EXPECT_FALSE(sb.has_durable) << d; // nothing acknowledged yet
+  // The mark owners acked, the op's owner not yet: nothing is durable.
+  w.on_ack(base + 0, 1);
+  w.on_ack(base + 2, 1);
+  EXPECT_EQ(out.sent.size(), 3u);
+  w.on_push(batch_in_slot(1, 1));
+  ASSERT_EQ(out.sent.size(), 6u);
+  for (size_t i = 3; i < 6; ++i)
+    EXPECT_FALSE(out.sent[i].second.has_durable) << i;
+  // Batch 0 everywhere: batch 1's acks are still out, so no flush yet.
+  w.on_ack(base + 1, 1);
+  EXPECT_EQ(out.sent.size(), 6u);
+  // Batch 1 everywhere, the worker quiet: the mark owners, and the op's
+  // owner (a takeover may ask any shard), hear that 1 is durable.
+  w.on_ack(base + 0, 2);
+  w.on_ack(base + 2, 2);
+  w.on_ack(base + 1, 2);
+  ASSERT_EQ(out.sent.size(), 9u);
+  std::set<uint32_t> flushed;
+  for (size_t i = 6; i < 9; ++i) {
+    const auto& [d, sb] = out.sent[i];
+    flushed.insert(d);
+    EXPECT_TRUE(sb.ops.empty());
+    EXPECT_TRUE(sb.has_durable);
+    EXPECT_EQ(sb.durable_seq, 1u);
+    EXPECT_EQ(sb.mark, (seq_mark{seq_state::tracking, 1}));
+  }
+  EXPECT_EQ(flushed, (std::set<uint32_t>{0, 1, 2}));
+  // Acks of the flush itself send nothing more.
+  w.on_ack(base + 0, 3);
+  w.on_ack(base + 1, 3);
+  w.on_ack(base + 2, 3);
+  EXPECT_EQ(out.sent.size(), 9u);
+  // The next batch carries it.
+  w.on_push(batch_in_slot(1, 2));
+  for (size_t i = 9; i < out.sent.size(); ++i) {
+    EXPECT_TRUE(out.sent[i].second.has_durable);
+    EXPECT_EQ(out.sent[i].second.durable_seq, 1u);
+  }
+}
+
 TEST(worker_logic, ops_and_marks_follow_a_placement_swapped_by_a_membership_change) {
   recording_outbox out;
   auto cfg = config(3);
