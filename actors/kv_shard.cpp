@@ -192,6 +192,11 @@ kv_shard_actor::behavior_type kv_shard(kv_shard_actor::stateful_pointer<kv_shard
         const uint64_t changed = self->state.core->repair_slot(static_cast<uint32_t>(slot), flat);
         spdlog::info("slot-repaired slot={} entries={} changed={}", slot, flat.size() / 2, changed);
       },
+      [self](repair_atom, uint64_t slot, const std::vector<uint64_t>& flat, bool keep_own) {
+        const uint64_t changed =
+            self->state.core->repair_slot(static_cast<uint32_t>(slot), flat, keep_own);
+        spdlog::debug("slot-copied slot={} entries={} changed={}", slot, flat.size() / 2, changed);
+      },
   };
 }
 

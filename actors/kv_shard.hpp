@@ -51,7 +51,9 @@ using kv_shard_actor =
                      caf::replies_to<marks_atom, uint64_t>::with<std::vector<location_mark>>,
                      // Anti-entropy: make a slot equal another owner's copy
                      // (key, holder, ...); a peer_link ignores it.
-                     caf::reacts_to<repair_atom, uint64_t, std::vector<uint64_t>>>;
+                     caf::reacts_to<repair_atom, uint64_t, std::vector<uint64_t>>,
+                     // a slot copied in by a membership change: nothing of its own removed
+                     caf::reacts_to<repair_atom, uint64_t, std::vector<uint64_t>, bool>>;
 
 /// The shard's latest numbers, readable from any thread (/metrics, stats).
 class shard_monitor {

@@ -108,7 +108,7 @@ void kv_shard_core::apply(const kv_sub_batch& sb) {
     append_record(sb, meta);
 }
 
-uint64_t kv_shard_core::repair_slot(uint32_t slot, std::span<const uint64_t> flat) {
+uint64_t kv_shard_core::repair_slot(uint32_t slot, std::span<const uint64_t> flat, bool keep_own) {
   if (slot >= opts_.slot_count)
     return 0;
   absl::flat_hash_set<std::pair<uint64_t, holder_id>> wanted;
@@ -120,7 +120,7 @@ uint64_t kv_shard_core::repair_slot(uint32_t slot, std::span<const uint64_t> fla
     auto r = index_->read();
     r.for_each_key(slot, [&](uint64_t key, std::span<const holder_id> holders) {
       for (holder_id h : holders)
-        if (!wanted.erase({key, h}))
+        if (!wanted.erase({key, h}) && !keep_own)
           extra.emplace_back(key, h);
     });
   }

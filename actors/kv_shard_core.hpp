@@ -233,7 +233,11 @@ public:
   /// key, holder, ...): another owner's copy (anti-entropy). The slot turns
   /// dirty, so the next snapshot round makes the repair durable (a crash
   /// before it is repaired again). Returns the entries added plus removed.
-  uint64_t repair_slot(uint32_t slot, std::span<const uint64_t> flat);
+  /// With `keep_own`, entries this shard has and `flat` lacks stay (a slot
+  /// copied in while writes already reach this node: a write that raced the
+  /// copy is kept; an evict that raced it leaves an extra entry, which
+  /// anti-entropy removes from the owner that held the slot throughout).
+  uint64_t repair_slot(uint32_t slot, std::span<const uint64_t> flat, bool keep_own = false);
 
   /// The watermarks this shard keeps of one worker's holders (handoff.hpp).
   std::vector<location_mark> marks_of(uint64_t worker_uid) const;

@@ -219,6 +219,7 @@ peer_link_main(peer_link_actor::stateful_pointer<peer_link_state> self, peer_lin
       [](snapshot_atom) { return true; },
       [](marks_atom, uint64_t) { return std::vector<location_mark>{}; },
       [](repair_atom, uint64_t, const std::vector<uint64_t>&) {},
+      [](repair_atom, uint64_t, const std::vector<uint64_t>&, bool) {},
   };
 }
 

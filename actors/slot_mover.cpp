@@ -80,7 +80,9 @@ void pump(mover_self self) {
                   ++st.cfg.counters->slots_copied;
                   st.cfg.counters->entries_copied += flat.size() / 2;
                 }
-                self->send(st.cfg.shard, repair_atom::value, uint64_t{slot}, std::move(flat));
+                // Merged, not replaced: writes already reach this node and one
+                // that raced the copy must not be undone by it.
+                self->send(st.cfg.shard, repair_atom::value, uint64_t{slot}, std::move(flat), true);
               }
               pump(self);
             },

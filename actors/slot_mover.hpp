@@ -5,7 +5,8 @@
 // owners as well as their previous ones; what a new owner lacks is the
 // content from before. The mover copies each slot this node gained from an
 // owner that held it (a live one under both placements first), a few slots at
-// a time, into this node's shard (a repair: the slot's content replaced), and
+// a time, into this node's shard (merged: what the node already got under the
+// joint placement stays, so a write that raced the copy is not undone), and
 // answers the cluster node once every gained slot is in (the node then greets
 // as ready; once every live new member is, the change commits). A write that
 // races a copy is put right by anti-entropy, where a node that gained a slot

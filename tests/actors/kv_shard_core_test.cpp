@@ -177,6 +177,22 @@ TEST(kv_shard_core, a_batch_older_than_the_holders_mark_is_a_stale_entity_and_is
   EXPECT_TRUE(f.index->read().holds(k[2], h1));
 }
 
+TEST(kv_shard_core, a_slot_copied_in_keeps_what_the_shard_already_has) {
+  shard_fixture f;
+  const auto k = keys_in(5, 3, 64);
+  // A write that reached this new owner before the copy of the slot did.
+  f.core->apply(sb(1, 1, h1, {{k[0], true}}).incarnation(1));
+  f.commit();
+  // The copy (taken at the old owner before that write arrived there).
+  const std::vector<uint64_t> copy = {k[1], h1, k[2], h1};
+  EXPECT_EQ(f.core->repair_slot(5, copy, /*keep_own=*/true), 2u);
+  for (uint64_t key : k)
+    EXPECT_TRUE(f.index->read().holds(key, h1)) << key;
+  // Anti-entropy's repair replaces: the entry the copy lacks goes.
+  EXPECT_EQ(f.core->repair_slot(5, copy), 1u);
+  EXPECT_FALSE(f.index->read().holds(k[0], h1));
+}
+
 TEST(kv_shard_core, a_takeover_is_handed_the_durable_seq_when_the_mark_outran_it) {
   shard_fixture f;
   const auto k = keys_in(2, 2, 64);
