@@ -16,6 +16,7 @@ never by sleeping.
 
 from __future__ import annotations
 
+import http.client
 import itertools
 import json
 import os
@@ -250,7 +251,10 @@ class Node:
             return True
         try:
             return self.get("/readyz", timeout=2).status == 200
-        except OSError:
+        except (OSError, http.client.HTTPException):
+            # HTTPException: something else answers on the port picked for this
+            # node (another suite's process took it in between); this node then
+            # fails to bind, exits, and start() retries on fresh ports.
             return False
 
     def stop(self) -> int:
