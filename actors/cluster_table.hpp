@@ -99,18 +99,11 @@ struct cluster_table {
   /// Where each slot's sub-batches go: its owners, and while joint its
   /// previous owners too (membership::write_mask).
   std::vector<uint64_t> write_masks() const {
-    std::vector<uint64_t> masks(owners->slot_count());
-    for (uint32_t s = 0; s < owners->slot_count(); ++s)
-      masks[s] = cluster::owner_mask(*owners, s) |
-                 (joint() ? cluster::owner_mask(*previous, s) : uint64_t{0});
-    return masks;
+    return cluster::write_masks(*owners, joint() ? previous.get() : nullptr);
   }
   /// Did node `n` gain `slot` in the last membership change?
   bool gained(node_index n, uint32_t slot) const noexcept {
-    auto now = owners->owner_indices(slot);
-    auto before = previous->owner_indices(slot);
-    return std::find(now.begin(), now.end(), n) != now.end() &&
-           std::find(before.begin(), before.end(), n) == before.end();
+    return cluster::gained(*owners, *previous, n, slot);
   }
 };
 

@@ -17,10 +17,7 @@ std::optional<node_index> source_of(const cluster_table& t, uint32_t slot) {
     return n != t.self && t.reachable(n) && t.peers[n].handles.service;
   };
   for (node_index n : before)
-    if (!t.gained(n, slot) &&
-        std::find(t.owners->owner_indices(slot).begin(), t.owners->owner_indices(slot).end(), n) !=
-            t.owners->owner_indices(slot).end() &&
-        usable(n))
+    if (cluster::owns(*t.owners, n, slot) && usable(n))
       return n;
   for (node_index n : before)
     if (usable(n))
@@ -163,12 +160,8 @@ slot_mover_main(slot_mover_actor::stateful_pointer<slot_mover_state> self, slot_
               table->record.identity() == identity) {
             uint64_t dropped = 0;
             for (uint32_t s = 0; s < table->owners->slot_count(); ++s) {
-              auto now = table->owners->owner_indices(s);
-              auto before = table->previous->owner_indices(s);
-              const bool owned = std::find(now.begin(), now.end(), table->self) != now.end();
-              const bool held =
-                  std::find(before.begin(), before.end(), table->self) != before.end();
-              if (held && !owned) {
+              if (cluster::owns(*table->previous, table->self, s) &&
+                  !cluster::owns(*table->owners, table->self, s)) {
                 self->send(st.cfg.shard, repair_atom::value, uint64_t{s}, std::vector<uint64_t>{});
                 ++dropped;
               }

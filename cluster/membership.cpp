@@ -20,6 +20,27 @@ std::vector<uint64_t> owner_masks(const placement& owners) {
   return masks;
 }
 
+bool owns(const placement& p, node_index n, uint32_t slot) noexcept {
+  auto list = p.owner_indices(slot);
+  return std::find(list.begin(), list.end(), n) != list.end();
+}
+
+bool gained(const placement& owners, const placement& previous, node_index n,
+            uint32_t slot) noexcept {
+  return owns(owners, n, slot) && !owns(previous, n, slot);
+}
+
+uint64_t write_mask(const placement& owners, const placement* previous, uint32_t slot) noexcept {
+  return owner_mask(owners, slot) | (previous ? owner_mask(*previous, slot) : uint64_t{0});
+}
+
+std::vector<uint64_t> write_masks(const placement& owners, const placement* previous) {
+  std::vector<uint64_t> masks(owners.slot_count());
+  for (uint32_t s = 0; s < owners.slot_count(); ++s)
+    masks[s] = write_mask(owners, previous, s);
+  return masks;
+}
+
 node_index home_of(const placement& owners, uint64_t worker_uid) noexcept {
   const uint32_t slot = slot_of(worker_uid, owners.slot_count());
   const auto list = owners.owner_indices(slot);
@@ -139,22 +160,15 @@ expected<bool> membership::adopt(const membership_record& r) {
 }
 
 bool membership::gained(node_index n, uint32_t slot) const noexcept {
-  auto now = owners_.owner_indices(slot);
-  auto before = previous_.owner_indices(slot);
-  return std::find(now.begin(), now.end(), n) != now.end() &&
-         std::find(before.begin(), before.end(), n) == before.end();
+  return cluster::gained(owners_, previous_, n, slot);
 }
 
 uint64_t membership::write_mask(uint32_t slot) const noexcept {
-  return joint() ? cluster::owner_mask(owners_, slot) | cluster::owner_mask(previous_, slot)
-                 : cluster::owner_mask(owners_, slot);
+  return cluster::write_mask(owners_, joint() ? &previous_ : nullptr, slot);
 }
 
 std::vector<uint64_t> membership::write_masks() const {
-  std::vector<uint64_t> masks(owners_.slot_count());
-  for (uint32_t s = 0; s < owners_.slot_count(); ++s)
-    masks[s] = write_mask(s);
-  return masks;
+  return cluster::write_masks(owners_, joint() ? &previous_ : nullptr);
 }
 
 void membership::recompute_live_placement() {

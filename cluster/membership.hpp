@@ -53,6 +53,16 @@ namespace lmcc::cluster {
 uint64_t owner_mask(const placement& owners, uint32_t slot) noexcept;
 /// Every slot's owner mask, for the worker actors' split.
 std::vector<uint64_t> owner_masks(const placement& owners);
+/// Is member `n` one of `slot`'s owners in `p`?
+bool owns(const placement& p, node_index n, uint32_t slot) noexcept;
+/// Did member `n` gain `slot` going from `previous` to `owners` (a membership
+/// change)? It then copies the slot, never the other way.
+bool gained(const placement& owners, const placement& previous, node_index n,
+            uint32_t slot) noexcept;
+/// Where a sub-batch of `slot` goes: its owners, and during a change
+/// (`previous` not null: the joint placement) its previous owners as well.
+uint64_t write_mask(const placement& owners, const placement* previous, uint32_t slot) noexcept;
+std::vector<uint64_t> write_masks(const placement& owners, const placement* previous);
 /// Where the entity (WorkerActor) of the worker with uid `worker_uid` lives:
 /// the primary of the uid's slot in `live` (a placement over the live members).
 node_index home_of(const placement& owners, uint64_t worker_uid) noexcept;

@@ -189,11 +189,7 @@ TEST(ClusterConfig, PathsThatNeedQuotingSurviveTheRoundTrip) {
 }
 
 /// The node reads the config the way `lmcc node --config FILE` does.
-TEST(ClusterConfig, TheNodeResolvesItsConfigIntoThePlannedPortsAndPaths) {
-  auto plan = plan_ok(three_nodes());
-  const auto& n3 = plan.nodes[2];
-  temp_file file{node_config_yaml(plan, n3)};
-
+auto resolve_config(const temp_file& file) {
   CLI::App app{"lmcc"};
   node_config_inputs inputs;
   auto* node_cmd = app.add_subcommand("node", "a controller node");
@@ -203,8 +199,16 @@ TEST(ClusterConfig, TheNodeResolvesItsConfigIntoThePlannedPortsAndPaths) {
   for (auto& arg : args)
     argv.push_back(arg.data());
   app.parse(static_cast<int>(argv.size()), argv.data());
+  return resolve_node_options(inputs, {});
+}
 
-  auto resolved = resolve_node_options(inputs, {});
+/// The node reads the config the way `lmcc node --config FILE` does.
+TEST(ClusterConfig, TheNodeResolvesItsConfigIntoThePlannedPortsAndPaths) {
+  auto plan = plan_ok(three_nodes());
+  const auto& n3 = plan.nodes[2];
+  temp_file file{node_config_yaml(plan, n3)};
+
+  auto resolved = resolve_config(file);
   ASSERT_TRUE(resolved.has_value()) << resolved.error().message;
   const auto& o = resolved->options;
   EXPECT_EQ(o.http.host, "127.0.0.1");
@@ -227,16 +231,7 @@ TEST(ClusterConfig, StandbyNodesComeAfterTheMembersAndTheNodeReadsThemAsStandby)
   EXPECT_EQ(plan.nodes[3].id, "n4");
   EXPECT_EQ(plan.nodes[3].http_port, 9030);
   temp_file file{node_config_yaml(plan, plan.nodes[0])};
-  CLI::App app{"lmcc"};
-  node_config_inputs inputs;
-  auto* node_cmd = app.add_subcommand("node", "a controller node");
-  add_node_flags(*node_cmd, inputs);
-  std::vector<std::string> args = {"lmcc", "node", "--config", file.path()};
-  std::vector<char*> argv;
-  for (auto& arg : args)
-    argv.push_back(arg.data());
-  app.parse(static_cast<int>(argv.size()), argv.data());
-  auto resolved = resolve_node_options(inputs, {});
+  auto resolved = resolve_config(file);
   ASSERT_TRUE(resolved.has_value()) << resolved.error().message;
   const auto& members = resolved->options.cluster.members;
   ASSERT_EQ(members.size(), 4U);
