@@ -2,77 +2,284 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstring>
+#include <memory>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <system_error>
 
 namespace lmcc::gateway {
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+/// How long a server thread waits for a caller to take its reply.
+constexpr auto reply_write_timeout = std::chrono::seconds{5};
+
+/// Most wake-ups of an accept loop short of file descriptors, per second.
+constexpr int fd_exhausted_backoff_ms = 100;
+
+int millis_left(std::optional<clock::time_point> deadline) {
+  if (!deadline)
+    return -1;
+  const auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - clock::now()).count();
+  return left < 0 ? 0 : static_cast<int>(std::min<int64_t>(left, 1 << 30));
+}
+
+/// Waits until `fd` is ready for `events`; false on timeout, on `stop_fd`
+/// becoming readable (shutdown) or on an error.
+bool wait_ready(int fd, short events, int stop_fd, std::optional<clock::time_point> deadline) {
+  while (true) {
+    pollfd fds[2] = {{fd, events, 0}, {stop_fd, POLLIN, 0}};
+    const int n = ::poll(fds, stop_fd >= 0 ? 2 : 1, millis_left(deadline));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0 || (stop_fd >= 0 && fds[1].revents != 0))
+      return false;
+    return (fds[0].revents & (events | POLLHUP | POLLERR)) != 0;
+  }
+}
+
+/// Reads exactly `len` bytes from a non-blocking socket.
+bool read_exact(int fd, void* buffer, size_t len, int stop_fd,
+                std::optional<clock::time_point> deadline) {
+  auto* at = static_cast<char*>(buffer);
+  while (len > 0) {
+    const ssize_t n = ::recv(fd, at, len, 0);
+    if (n > 0) {
+      at += n;
+      len -= static_cast<size_t>(n);
+    } else if (n == 0) {
+      return false; // the peer closed
+    } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      if (!wait_ready(fd, POLLIN, stop_fd, deadline))
+        return false;
+    } else if (errno != EINTR) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/// Writes all of `len` bytes to a non-blocking socket.
+bool write_all(int fd, const void* buffer, size_t len, int stop_fd, clock::time_point deadline) {
+  const auto* at = static_cast<const char*>(buffer);
+  while (len > 0) {
+    const ssize_t n = ::send(fd, at, len, MSG_NOSIGNAL);
+    if (n >= 0) {
+      at += n;
+      len -= static_cast<size_t>(n);
+    } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      if (!wait_ready(fd, POLLOUT, stop_fd, deadline))
+        return false;
+    } else if (errno != EINTR) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void set_no_delay(int fd) {
+  const int one = 1;
+  (void)::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+struct addrinfo_deleter {
+  void operator()(addrinfo* a) const noexcept { ::freeaddrinfo(a); }
+};
+using addrinfo_ptr = std::unique_ptr<addrinfo, addrinfo_deleter>;
+
+addrinfo_ptr resolve(const char* host, const char* port, int flags) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = flags;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host, port, &hints, &found) != 0)
+    return nullptr;
+  return addrinfo_ptr{found};
+}
+
+} // namespace
 
 // -- server ----------------------------------------------------------------------
 
-peer_read_server::peer_read_server(zmq::context_t& ctx, const std::string& bind_host,
-                                   const std::string& advertised_host, answer_fn answer)
-  : socket_(ctx, zmq::socket_type::router), answer_(std::move(answer)) {
-  socket_.set(zmq::sockopt::linger, 0);
-  socket_.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>((max_keys + 1) * sizeof(uint64_t)));
-  socket_.bind("tcp://" + bind_host + ":*");
-  const std::string bound = socket_.get(zmq::sockopt::last_endpoint);
-  endpoint_ = "tcp://" + advertised_host + bound.substr(bound.rfind(':'));
-  thread_ = std::thread([this] { run(); });
+peer_read_server::peer_read_server(const std::string& bind_host, const std::string& advertised_host,
+                                   answer_fn answer)
+  : answer_(std::move(answer)), stop_event_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+  if (!stop_event_)
+    throw std::system_error(errno, std::generic_category(), "peer read: eventfd");
+  const bool any = bind_host.empty() || bind_host == "*";
+  auto addresses = resolve(any ? nullptr : bind_host.c_str(), "0", AI_PASSIVE);
+  if (!addresses)
+    throw std::system_error(EINVAL, std::generic_category(),
+                            "peer read: cannot resolve bind host '" + bind_host + "'");
+  int error = 0;
+  for (const addrinfo* a = addresses.get(); a != nullptr && !listener_; a = a->ai_next) {
+    unique_fd fd{::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)};
+    const int one = 1;
+    if (fd && ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) == 0 &&
+        ::bind(fd.get(), a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd.get(), 128) == 0)
+      listener_ = std::move(fd);
+    else
+      error = errno;
+  }
+  if (!listener_)
+    throw std::system_error(error, std::generic_category(),
+                            "peer read: cannot listen on '" + bind_host + "'");
+  sockaddr_storage bound{};
+  socklen_t len = sizeof bound;
+  ::getsockname(listener_.get(), reinterpret_cast<sockaddr*>(&bound), &len);
+  const uint16_t port =
+      ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                                        : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  const bool v6 = advertised_host.find(':') != std::string::npos;
+  endpoint_ =
+      "tcp://" + (v6 ? "[" + advertised_host + "]" : advertised_host) + ":" + std::to_string(port);
+  acceptor_ = std::thread([this] { accept_loop(); });
 }
 
 peer_read_server::~peer_read_server() {
-  stop_ = true;
-  if (thread_.joinable())
-    thread_.join();
+  const uint64_t one = 1;
+  (void)::write(stop_event_.get(), &one, sizeof one); // stays readable: every poll wakes
+  if (acceptor_.joinable())
+    acceptor_.join();
 }
 
-void peer_read_server::run() {
-  std::vector<uint64_t> keys;
-  while (!stop_) {
-    zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
-    if (zmq::poll(&item, 1, std::chrono::milliseconds{100}) <= 0)
+void peer_read_server::accept_loop() {
+  while (true) {
+    pollfd fds[2] = {{listener_.get(), POLLIN, 0}, {stop_event_.get(), POLLIN, 0}};
+    const int n = ::poll(fds, 2, 1000);
+    if (fds[1].revents != 0)
+      break;
+    reap(false);
+    if (n <= 0 || (fds[0].revents & POLLIN) == 0)
       continue;
-    zmq::message_t identity;
-    zmq::message_t request;
-    if (!socket_.recv(identity, zmq::recv_flags::dontwait))
-      continue;
-    if (!identity.more() || !socket_.recv(request, zmq::recv_flags::dontwait)) {
-      ++malformed_;
+    unique_fd fd{::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK)};
+    if (!fd) {
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        spdlog::warn("peer-read-accept-failed error={}", std::strerror(errno));
+        pollfd stop{stop_event_.get(), POLLIN, 0};
+        (void)::poll(&stop, 1, fd_exhausted_backoff_ms);
+      }
       continue;
     }
-    while (request.more()) { // extra frames: not ours
-      zmq::message_t extra;
-      if (!socket_.recv(extra, zmq::recv_flags::dontwait))
-        break;
-      request = std::move(extra);
+    if (connections_.size() >= max_connections) {
+      if (refused_++ % 100 == 0)
+        spdlog::warn("peer-read-refused connections={} refused_so_far={}", connections_.size(),
+                     refused_.load());
+      continue;
     }
-    if (request.size() < sizeof(uint64_t) || request.size() % sizeof(uint64_t) != 0 ||
-        request.size() / sizeof(uint64_t) - 1 > max_keys) {
+    set_no_delay(fd.get());
+    auto& c = connections_.emplace_back();
+    c.fd = std::move(fd);
+    ++accepted_;
+    c.thread = std::thread([this, &c] {
+      serve(c);
+      c.fd.reset(); // the caller sees the close now, not at the next reap
+      c.done = true;
+    });
+  }
+  reap(true);
+}
+
+void peer_read_server::reap(bool all) {
+  for (auto it = connections_.begin(); it != connections_.end();) {
+    if (!all && !it->done) {
+      ++it;
+      continue;
+    }
+    it->thread.join(); // at shutdown the stop event ends serve() at its next wait
+    it = connections_.erase(it);
+  }
+}
+
+void peer_read_server::serve(connection& c) {
+  const int fd = c.fd.get();
+  const int stop = stop_event_.get();
+  std::vector<uint64_t> request;
+  std::vector<uint64_t> reply;
+  while (true) {
+    uint64_t words = 0;
+    if (!read_exact(fd, &words, sizeof words, stop, std::nullopt))
+      return; // the caller closed, or shutdown
+    if (words == 0 || words - 1 > max_keys) {
       if (malformed_++ % 100 == 0)
-        spdlog::warn("peer-read-malformed bytes={} dropped_so_far={}", request.size(),
-                     malformed_.load());
-      continue;
+        spdlog::warn("peer-read-malformed words={} dropped_so_far={}", words, malformed_.load());
+      return; // the stream lost its framing: close it
     }
+    request.resize(words);
+    if (!read_exact(fd, request.data(), words * sizeof(uint64_t), stop, std::nullopt))
+      return;
     ++requests_;
-    const size_t words = request.size() / sizeof(uint64_t);
-    keys.resize(words);
-    std::memcpy(keys.data(), request.data(), request.size());
-    auto flat = answer_(std::span<const uint64_t>{keys.data() + 1, words - 1});
-    zmq::message_t reply((flat.size() + 1) * sizeof(uint64_t));
-    auto* out = static_cast<uint64_t*>(reply.data());
-    out[0] = keys[0];
-    if (!flat.empty())
-      std::memcpy(out + 1, flat.data(), flat.size() * sizeof(uint64_t));
-    // A ROUTER drops replies to peers that left; a full peer is not waited for.
-    (void)socket_.send(identity, zmq::send_flags::sndmore | zmq::send_flags::dontwait);
-    (void)socket_.send(reply, zmq::send_flags::dontwait);
+    std::vector<uint64_t> flat;
+    try {
+      flat = answer_(std::span<const uint64_t>{request.data() + 1, words - 1});
+    } catch (const std::exception& e) {
+      spdlog::error("peer-read-answer-failed keys={} error={}", words - 1, e.what());
+      return;
+    }
+    reply.resize(flat.size() + 2);
+    reply[0] = flat.size() + 1;
+    reply[1] = request[0];
+    std::copy(flat.begin(), flat.end(), reply.begin() + 2);
+    if (!write_all(fd, reply.data(), reply.size() * sizeof(uint64_t), stop,
+                   clock::now() + reply_write_timeout))
+      return;
   }
 }
 
 // -- client ----------------------------------------------------------------------
 
-peer_read_client::~peer_read_client() {
+unique_fd peer_read_client::take_idle(const std::string& endpoint) {
   std::lock_guard lock{mutex_};
-  idle_.clear(); // sockets close (linger 0) before the context goes
+  auto& pool = idle_[endpoint];
+  while (!pool.empty()) {
+    unique_fd fd = std::move(pool.back());
+    pool.pop_back();
+    // An idle connection has nothing to read; if it has, the peer closed it
+    // (restarted, stopped) and it is dropped rather than failing a lookup.
+    pollfd p{fd.get(), POLLIN, 0};
+    if (::poll(&p, 1, 0) == 0)
+      return fd;
+  }
+  return unique_fd{};
+}
+
+unique_fd peer_read_client::connect_to(const std::string& endpoint) const {
+  constexpr std::string_view scheme = "tcp://";
+  const size_t colon = endpoint.rfind(':');
+  if (!endpoint.starts_with(scheme) || colon == std::string::npos || colon < scheme.size())
+    return unique_fd{};
+  std::string host = endpoint.substr(scheme.size(), colon - scheme.size());
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  const std::string port = endpoint.substr(colon + 1);
+  auto addresses = resolve(host.c_str(), port.c_str(), 0);
+  const auto deadline = clock::now() + connect_timeout_;
+  for (const addrinfo* a = addresses.get(); a != nullptr; a = a->ai_next) {
+    unique_fd fd{::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)};
+    if (!fd)
+      continue;
+    if (::connect(fd.get(), a->ai_addr, a->ai_addrlen) != 0) {
+      if (errno != EINPROGRESS || !wait_ready(fd.get(), POLLOUT, -1, deadline))
+        continue;
+      int error = 0;
+      socklen_t len = sizeof error;
+      if (::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &error, &len) != 0 || error != 0)
+        continue;
+    }
+    set_no_delay(fd.get());
+    return fd;
+  }
+  return unique_fd{};
 }
 
 std::optional<peer_read_client::call> peer_read_client::send(const std::string& endpoint,
@@ -80,56 +287,41 @@ std::optional<peer_read_client::call> peer_read_client::send(const std::string& 
   call c;
   c.endpoint = endpoint;
   c.id = next_id_.fetch_add(1);
-  {
-    std::lock_guard lock{mutex_};
-    auto& pool = idle_[endpoint];
-    if (!pool.empty()) {
-      c.socket = std::move(pool.back());
-      pool.pop_back();
-    }
+  std::vector<uint64_t> request(keys.size() + 2);
+  request[0] = keys.size() + 1;
+  request[1] = c.id;
+  std::copy(keys.begin(), keys.end(), request.begin() + 2);
+  // A pooled connection first; a fresh one if it turns out broken.
+  for (bool pooled : {true, false}) {
+    c.socket = pooled ? take_idle(endpoint) : connect_to(endpoint);
+    if (!c.socket)
+      continue;
+    if (write_all(c.socket.get(), request.data(), request.size() * sizeof(uint64_t), -1,
+                  clock::now() + connect_timeout_))
+      return c;
   }
-  try {
-    if (!c.socket) {
-      c.socket = zmq::socket_t(ctx_, zmq::socket_type::dealer);
-      c.socket.set(zmq::sockopt::linger, 0);
-      c.socket.connect(endpoint);
-    }
-    zmq::message_t request((keys.size() + 1) * sizeof(uint64_t));
-    auto* out = static_cast<uint64_t*>(request.data());
-    out[0] = c.id;
-    if (!keys.empty())
-      std::memcpy(out + 1, keys.data(), keys.size_bytes());
-    if (!c.socket.send(request, zmq::send_flags::dontwait))
-      return std::nullopt;
-  } catch (const zmq::error_t& e) {
-    spdlog::warn("peer-read-send-failed endpoint={} error={}", endpoint, e.what());
-    return std::nullopt;
-  }
-  return c;
+  return std::nullopt;
 }
 
 std::optional<std::vector<uint64_t>> peer_read_client::wait(call& c,
                                                             std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (true) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    zmq::pollitem_t item{c.socket.handle(), 0, ZMQ_POLLIN, 0};
-    if (left.count() < 0 || zmq::poll(&item, 1, std::max(left, std::chrono::milliseconds{0})) <= 0)
-      return std::nullopt; // the socket is dropped: a late reply must not reach the next call
-    zmq::message_t reply;
-    if (!c.socket.recv(reply, zmq::recv_flags::dontwait))
-      continue;
-    if (reply.size() < sizeof(uint64_t) || reply.size() % sizeof(uint64_t) != 0)
-      continue;
-    const auto* words = static_cast<const uint64_t*>(reply.data());
-    if (words[0] != c.id)
-      continue; // not ours (cannot happen on a socket used by one call at a time)
-    std::vector<uint64_t> flat(words + 1, words + reply.size() / sizeof(uint64_t));
-    std::lock_guard lock{mutex_};
-    idle_[c.endpoint].push_back(std::move(c.socket));
-    return flat;
+  const auto deadline = clock::now() + timeout;
+  uint64_t head[2] = {0, 0};
+  if (!c.socket || !read_exact(c.socket.get(), head, sizeof head, -1, deadline) || head[0] == 0 ||
+      head[0] - 1 > max_reply_words || head[1] != c.id) {
+    c.socket.reset(); // a late or foreign reply must not reach the next call
+    return std::nullopt;
   }
+  std::vector<uint64_t> flat(head[0] - 1);
+  if (!read_exact(c.socket.get(), flat.data(), flat.size() * sizeof(uint64_t), -1, deadline)) {
+    c.socket.reset();
+    return std::nullopt;
+  }
+  std::lock_guard lock{mutex_};
+  auto& pool = idle_[c.endpoint];
+  if (pool.size() < max_idle_per_peer)
+    pool.push_back(std::move(c.socket));
+  return flat;
 }
 
 } // namespace lmcc::gateway

@@ -3,6 +3,8 @@
 // are in cluster_plan.cpp).
 #include "apps/lmcc/cluster_command.hpp"
 
+#include "gateway/unique_fd.hpp"
+
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -47,33 +49,7 @@ std::string errno_text(int error) {
   return std::strerror(error);
 }
 
-/// An owned file descriptor.
-class unique_fd {
-public:
-  explicit unique_fd(int fd = -1) noexcept : fd_(fd) {}
-  unique_fd(unique_fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  unique_fd& operator=(unique_fd&& other) noexcept {
-    if (this != &other) {
-      reset();
-      fd_ = std::exchange(other.fd_, -1);
-    }
-    return *this;
-  }
-  unique_fd(const unique_fd&) = delete;
-  unique_fd& operator=(const unique_fd&) = delete;
-  ~unique_fd() { reset(); }
-
-  int get() const noexcept { return fd_; }
-  explicit operator bool() const noexcept { return fd_ >= 0; }
-  void reset() noexcept {
-    if (fd_ >= 0)
-      ::close(fd_);
-    fd_ = -1;
-  }
-
-private:
-  int fd_;
-};
+using gateway::unique_fd;
 
 void write_all(int fd, std::string_view text, const fs::path& path) {
   while (!text.empty()) {

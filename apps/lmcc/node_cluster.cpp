@@ -116,11 +116,11 @@ void node_cluster::start(const actors::kv_shard_actor& shard,
                                                                      : h;
   const std::string http = http_host + ":" + std::to_string(http_port);
   read_server_ = std::make_unique<gateway::peer_read_server>(
-      parts_.context, options_.zmq.host, me.host,
+      options_.zmq.host, me.host,
       [index = parts_.index](std::span<const uint64_t> keys) {
         return actors::read_holders_flat(*index, keys);
       });
-  read_client_ = std::make_unique<gateway::peer_read_client>(parts_.context);
+  read_client_ = std::make_unique<gateway::peer_read_client>(c.internal_timeout);
   actors::cluster_node_config nc;
   nc.options = options_.cluster;
   nc.self_id = c.node_id;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "gateway/frontend_handler.hpp"
+#include "gateway/unique_fd.hpp"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -49,22 +50,7 @@ constexpr std::string_view too_many_pending_text = "too many pending requests";
 
 // -- small helpers -------------------------------------------------------------
 
-/// Owns a file descriptor (-1: none).
-class unique_fd {
-public:
-  explicit unique_fd(int fd) noexcept : fd_(fd) {}
-  ~unique_fd() {
-    if (fd_ >= 0)
-      ::close(fd_);
-  }
-  unique_fd(const unique_fd&) = delete;
-  unique_fd& operator=(const unique_fd&) = delete;
-
-  int get() const noexcept { return fd_; }
-
-private:
-  int fd_;
-};
+using gateway::unique_fd;
 
 /// An eventfd used as a level-triggered "look at your mailbox" flag that
 /// zmq::poll can wait on next to a ZMQ socket.

@@ -1,9 +1,12 @@
-// peer_read: a lookup's key reads between nodes, over real ZMQ sockets on
+// peer_read: a lookup's key reads between nodes, over real TCP sockets on
 // loopback.
 #include "gateway/peer_read.hpp"
 
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <thread>
 
 namespace lmcc::gateway {
@@ -23,10 +26,9 @@ std::vector<uint64_t> fake_answer(std::span<const uint64_t> keys) {
 }
 
 TEST(peer_read, a_request_gets_the_holders_of_its_keys_in_order) {
-  zmq::context_t ctx;
-  peer_read_server server{ctx, "127.0.0.1", "127.0.0.1", fake_answer};
+  peer_read_server server{"127.0.0.1", "127.0.0.1", fake_answer};
   EXPECT_TRUE(server.endpoint().starts_with("tcp://127.0.0.1:"));
-  peer_read_client client{ctx};
+  peer_read_client client;
   const std::vector<uint64_t> keys{7, 4, 9, 10, 3};
   auto call = client.send(server.endpoint(), keys);
   ASSERT_TRUE(call);
@@ -37,9 +39,8 @@ TEST(peer_read, a_request_gets_the_holders_of_its_keys_in_order) {
 }
 
 TEST(peer_read, concurrent_callers_each_get_their_own_answer) {
-  zmq::context_t ctx;
-  peer_read_server server{ctx, "127.0.0.1", "127.0.0.1", fake_answer};
-  peer_read_client client{ctx};
+  peer_read_server server{"127.0.0.1", "127.0.0.1", fake_answer};
+  peer_read_client client;
   std::vector<std::thread> threads;
   std::atomic<int> right{0};
   for (int t = 0; t < 4; ++t)
@@ -56,34 +57,100 @@ TEST(peer_read, concurrent_callers_each_get_their_own_answer) {
   EXPECT_EQ(right.load(), 200);
 }
 
-TEST(peer_read, a_malformed_request_is_counted_and_the_server_keeps_serving) {
-  zmq::context_t ctx;
-  peer_read_server server{ctx, "127.0.0.1", "127.0.0.1", fake_answer};
-  zmq::socket_t raw{ctx, zmq::socket_type::dealer};
-  raw.set(zmq::sockopt::linger, 0);
-  raw.connect(server.endpoint());
-  raw.send(zmq::buffer(std::string("not a whole number of words")), zmq::send_flags::none);
-  peer_read_client client{ctx};
+/// A raw TCP connection to a server's endpoint ("tcp://127.0.0.1:PORT").
+unique_fd raw_connection(const std::string& endpoint) {
+  unique_fd fd{::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(static_cast<uint16_t>(std::stoi(endpoint.substr(endpoint.rfind(':') + 1))));
+  ::inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+  EXPECT_EQ(::connect(fd.get(), reinterpret_cast<sockaddr*>(&to), sizeof to), 0);
+  return fd;
+}
+
+TEST(peer_read, a_malformed_request_closes_only_its_connection) {
+  peer_read_server server{"127.0.0.1", "127.0.0.1", fake_answer};
+  auto raw = raw_connection(server.endpoint());
+  const uint64_t too_many_words = (uint64_t{1} << 40);
+  ASSERT_EQ(::send(raw.get(), &too_many_words, sizeof too_many_words, 0), 8);
+  // The server closes the bad stream: the raw reader sees end of file.
+  char byte = 0;
+  EXPECT_EQ(::recv(raw.get(), &byte, 1, 0), 0);
+  EXPECT_EQ(server.malformed(), 1u);
+  // Other callers are served as before.
+  peer_read_client client;
   const std::vector<uint64_t> keys{5};
-  // The well-formed request behind it is answered; the bad one was dropped.
   auto call = client.send(server.endpoint(), keys);
   ASSERT_TRUE(call);
   EXPECT_EQ(client.wait(*call, 5s), fake_answer(keys));
-  EXPECT_EQ(server.malformed(), 1u);
 }
 
-TEST(peer_read, an_unreachable_peer_times_out_instead_of_blocking) {
-  zmq::context_t ctx;
-  std::string endpoint;
-  {
-    peer_read_server gone{ctx, "127.0.0.1", "127.0.0.1", fake_answer};
-    endpoint = gone.endpoint();
-  }
-  peer_read_client client{ctx};
-  const std::vector<uint64_t> keys{1, 2};
-  auto call = client.send(endpoint, keys);
+TEST(peer_read, a_caller_that_stops_mid_request_holds_no_one_up) {
+  peer_read_server server{"127.0.0.1", "127.0.0.1", fake_answer};
+  auto raw = raw_connection(server.endpoint());
+  const uint64_t half[2] = {3, 77}; // announces an id and two keys, sends none
+  ASSERT_EQ(::send(raw.get(), half, sizeof half, 0), 16);
+  peer_read_client client;
+  const std::vector<uint64_t> keys{9, 8};
+  auto call = client.send(server.endpoint(), keys);
   ASSERT_TRUE(call);
-  EXPECT_FALSE(client.wait(*call, 200ms)); // returns: a dead peer costs one timeout
+  EXPECT_EQ(client.wait(*call, 5s), fake_answer(keys));
+}
+
+TEST(peer_read, connections_are_reused_between_calls) {
+  peer_read_server server{"127.0.0.1", "127.0.0.1", fake_answer};
+  peer_read_client client;
+  for (uint64_t i = 0; i < 20; ++i) {
+    const std::vector<uint64_t> keys{i};
+    auto call = client.send(server.endpoint(), keys);
+    ASSERT_TRUE(call);
+    ASSERT_EQ(client.wait(*call, 5s), fake_answer(keys));
+  }
+  EXPECT_EQ(server.accepted(), 1u); // one pooled connection served them all
+  const std::vector<uint64_t> keys{1};
+  auto a = client.send(server.endpoint(), keys);
+  auto b = client.send(server.endpoint(), keys); // concurrent: a second connection
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(client.wait(*a, 5s), fake_answer(keys));
+  EXPECT_EQ(client.wait(*b, 5s), fake_answer(keys));
+  EXPECT_EQ(server.requests(), 22u);
+  EXPECT_EQ(server.accepted(), 2u);
+}
+
+TEST(peer_read, a_peer_that_went_away_fails_the_call_instead_of_blocking) {
+  std::string endpoint;
+  peer_read_client client;
+  const std::vector<uint64_t> keys{1, 2};
+  {
+    peer_read_server gone{"127.0.0.1", "127.0.0.1", fake_answer};
+    endpoint = gone.endpoint();
+    auto call = client.send(endpoint, keys); // leaves a pooled connection behind
+    ASSERT_TRUE(call);
+    ASSERT_EQ(client.wait(*call, 5s), fake_answer(keys));
+  }
+  // The pooled connection is closed by the peer and not used; a new one is
+  // refused. Either way the caller learns at once, not after a timeout.
+  const auto t0 = std::chrono::steady_clock::now();
+  auto call = client.send(endpoint, keys);
+  EXPECT_FALSE(call && client.wait(*call, 2s));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s);
+}
+
+TEST(peer_read, a_peer_that_never_answers_times_out) {
+  // A listener that accepts nothing: the request is sent, no reply comes.
+  unique_fd listener{::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+  sockaddr_in at{};
+  at.sin_family = AF_INET;
+  ::inet_pton(AF_INET, "127.0.0.1", &at.sin_addr);
+  ASSERT_EQ(::bind(listener.get(), reinterpret_cast<sockaddr*>(&at), sizeof at), 0);
+  ASSERT_EQ(::listen(listener.get(), 4), 0);
+  socklen_t len = sizeof at;
+  ::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&at), &len);
+  peer_read_client client;
+  const std::vector<uint64_t> keys{1};
+  auto call = client.send("tcp://127.0.0.1:" + std::to_string(ntohs(at.sin_port)), keys);
+  ASSERT_TRUE(call);
+  EXPECT_FALSE(client.wait(*call, 200ms));
 }
 
 } // namespace
