@@ -79,9 +79,12 @@ private:
 worker_actor spawn_worker_actor(directory_self self, const worker_record& rec,
                                 const restored_worker* restored, bool await_takeover) {
   auto& st = self->state;
-  worker_env env{st.cfg.shards, st.cfg.gate, caf::actor_cast<directory_feedback_actor>(self),
+  worker_env env{st.cfg.shards,
+                 st.cfg.gate,
+                 caf::actor_cast<directory_feedback_actor>(self),
                  st.homes ? caf::actor_cast<frame_return_actor>(self) : frame_return_actor{},
-                 std::chrono::duration<double>(st.cfg.options.full_sync_timeout).count()};
+                 std::chrono::duration<double>(st.cfg.options.full_sync_timeout).count(),
+                 st.cfg.durable_flush_delay};
   worker_config wc;
   wc.uid = rec.uid;
   wc.instance_id = rec.instance_id;

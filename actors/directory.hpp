@@ -110,6 +110,9 @@ struct directory_config {
   /// A cluster: how long a takeover waits for the peers' answers before the
   /// worker starts from this node's own marks (worker_homes.hpp).
   std::chrono::milliseconds takeover_timeout{7000};
+  /// A cluster: how long a quiet worker waits before telling its owners its
+  /// last batch is durable (worker_logic::flush_durable).
+  std::chrono::milliseconds durable_flush_delay{50};
   /// A planted bug (chaos-checker tests, lmcc_planted_bug): a takeover starts
   /// the worker without its seq marks. Default: false
   bool planted_forget_marks = false;

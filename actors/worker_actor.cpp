@@ -67,6 +67,13 @@ public:
     else
       give_credits(m.credits);
   }
+  void durable_flush_wanted() override {
+    auto& st = self_->state;
+    if (!st.durable_flush_scheduled) {
+      st.durable_flush_scheduled = true;
+      self_->delayed_send(self_, st.env.durable_flush_delay, flush_atom::value);
+    }
+  }
 
 private:
   uint64_t gap_logged_ms_ = 0;
@@ -95,7 +102,14 @@ void stop_session(worker_self self) {
 
 void answer_drains(worker_self self) {
   auto& st = self->state;
-  if (!st.logic || !st.logic->stream().idle())
+  if (!st.logic)
+    return;
+  // Someone waits for this worker to be settled (a clean stop, a handoff):
+  // its owners hear the durable seq now, not after durable_flush_delay, so a
+  // restart that follows trusts its marks.
+  if (!st.drains.empty() || !st.handoffs.empty())
+    st.logic->flush_durable();
+  if (!st.logic->stream().idle())
     return;
   for (auto& rp : st.drains)
     rp.deliver(true);
@@ -280,6 +294,11 @@ worker_actor::behavior_type worker_main(worker_actor::stateful_pointer<worker_ac
           st.logic->on_push(std::move(m));
       },
       [self](tick_atom) { end_reordering(self); },
+      [self](flush_atom) {
+        self->state.durable_flush_scheduled = false;
+        if (self->state.logic)
+          self->state.logic->flush_durable();
+      },
       [self](sync_start_atom, const msg::Msg& m) {
         const auto* start = std::get_if<msg::FullSyncStartMsg>(&m);
         if (!start)
@@ -357,6 +376,8 @@ worker_actor::behavior_type worker_main(worker_actor::stateful_pointer<worker_ac
         auto rp = self->make_response_promise<bool>();
         auto own = [self, rp]() mutable {
           auto& st = self->state;
+          if (st.logic)
+            st.logic->flush_durable(); // see answer_drains
           if (!st.logic || st.logic->stream().idle())
             rp.deliver(true);
           else

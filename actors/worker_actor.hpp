@@ -46,7 +46,9 @@ using worker_actor =
                      // (worker_logic::check_next_batches).
                      caf::reacts_to<ring_atom>,
                      // The end of the reorder window after a takeover.
-                     caf::reacts_to<tick_atom>>;
+                     caf::reacts_to<tick_atom>,
+                     // worker_logic::flush_durable, durable_flush_delay after it was wanted
+                     caf::reacts_to<flush_atom>>;
 
 /// Frames a worker actor that handed its worker off passes back, for the
 /// directory to send to the worker's new home.
@@ -60,6 +62,8 @@ struct worker_env {
   /// The directory again, for frames that arrive after a handoff (a cluster).
   frame_return_actor returns;
   double full_sync_timeout_s = 300;
+  /// worker_logic::flush_durable runs this long after it is wanted.
+  std::chrono::milliseconds durable_flush_delay{50};
 };
 
 class worker_effects;
@@ -83,6 +87,7 @@ struct worker_actor_state {
   /// closes (takeover_reorder_window).
   pushed_msgs held;
   bool reordering = false;
+  bool durable_flush_scheduled = false;
   /// Handoffs asked for (answered once drained), and whether it was answered.
   std::vector<caf::typed_response_promise<std::vector<location_mark>>> handoffs;
   bool handed_off = false;

@@ -231,13 +231,25 @@ void worker_logic::advance_durable() {
       }
       loc.unacked.pop_front();
     }
-    if (advanced && loc.unacked.empty() && gate_ == gate::open && !retired_ && loc.last_seq) {
-      // Every shard that got one of these batches hears it is durable now (a
-      // takeover may ask any of them), the mark owners always.
-      const uint64_t behind = loc.behind_mask;
-      send_ops(loc, name, {}, seq_mark{seq_state::tracking, *loc.last_seq}, 0, behind);
-      loc.behind_mask = 0;
+    if (advanced && loc.unacked.empty()) {
+      loc.durable_untold = true;
+      out_.durable_flush_wanted();
     }
+  }
+}
+
+void worker_logic::flush_durable() {
+  for (auto& [name, loc] : locations_) {
+    if (!loc.durable_untold || !loc.unacked.empty())
+      continue; // a batch in flight: its acks ask again
+    loc.durable_untold = false;
+    if (gate_ != gate::open || retired_ || !loc.last_seq)
+      continue;
+    // Every shard that got one of these batches hears it is durable now (a
+    // takeover may ask any of them), the mark owners always.
+    const uint64_t behind = loc.behind_mask;
+    send_ops(loc, name, {}, seq_mark{seq_state::tracking, *loc.last_seq}, 0, behind);
+    loc.behind_mask = 0;
   }
 }
 

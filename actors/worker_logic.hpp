@@ -111,6 +111,9 @@ public:
   virtual void session_go() = 0;
   /// A FullSyncBatchMsg or FullSyncEndMsg for the session.
   virtual void session_input(pushed_msg&& m) = 0;
+  /// Call worker_logic::flush_durable() a little later (once per wish:
+  /// wishes while one is scheduled are covered by it).
+  virtual void durable_flush_wanted() = 0;
 };
 
 struct worker_config {
@@ -165,6 +168,14 @@ public:
   msg::FullSyncStartRetMsg on_sync_start(const msg::FullSyncStartMsg& m);
 
   void on_ack(uint64_t stream, uint64_t up_to);
+
+  /// Tells the owners of each location that went quiet since its last batch
+  /// became durable (no batch of it unacknowledged now) that it is durable:
+  /// one mark-only sub-batch to each owner that got a batch since the last
+  /// time. Called after outbox.durable_flush_wanted(), not at once: a worker
+  /// that keeps sending tells them in its next batch, and the flush would
+  /// double the sub-batches of a steady stream.
+  void flush_durable();
 
   /// The session's sync ended (completed: the index acknowledged all of it).
   void on_session_ended(const std::string& sync_id, bool completed);
@@ -234,6 +245,8 @@ private:
     /// Destinations sent a batch's sub-batch since the last flush: their
     /// durable seq is behind, and any shard's marks may serve a takeover.
     uint64_t behind_mask = 0;
+    /// The durable seq moved since the owners in behind_mask were told.
+    bool durable_untold = false;
   };
 
   location_state& location(const std::string& name);
@@ -242,9 +255,9 @@ private:
                 std::optional<seq_mark> mark, uint64_t credits, uint64_t also_mark_to = 0);
   void drop_all(uint64_t incarnation);
   /// Moves each location's durable seq past its fully acknowledged batches;
-  /// a location whose last batch just became durable sends its mark
-  /// destinations the new durable seq (a mark-only sub-batch), so that a
-  /// worker gone quiet is not taken for one with a gap.
+  /// a location whose last batch just became durable asks for a
+  /// flush_durable(), so that a worker gone quiet is not taken for one with
+  /// a gap.
   void advance_durable();
   void maybe_go();
 

@@ -86,6 +86,14 @@ struct cluster_options {
   /// row lives until the reaper's lmcache_worker_timeout. Default: 3600000 ms
   std::chrono::milliseconds tombstone_ttl{3'600'000};
 
+  /// How long after a worker's last batch became durable (acknowledged by
+  /// every owner) its owners are told so, if it sends nothing meanwhile. A
+  /// worker that keeps sending carries the durable seq in its next batch; a
+  /// quiet one gets one mark-only sub-batch per owner, at most once per this
+  /// long. A takeover within it finds an older durable seq, which is safe: at
+  /// worst the worker is asked for a full sync. Default: 50 ms
+  std::chrono::milliseconds durable_flush_delay{50};
+
   bool enabled() const noexcept { return !members.empty(); }
 };
 

@@ -76,6 +76,7 @@ void node_cluster::add_destinations(actors::directory_config& dc,
   // time to notice a peer that cannot answer at all.
   dc.takeover_timeout = cl.replication_timeout + cl.failure_timeout;
   dc.tombstone_ttl = cl.tombstone_ttl;
+  dc.durable_flush_delay = cl.durable_flush_delay;
   // One attempt lasts as long as the failure detector takes to find a node
   // down, so the next one goes to the worker's new home.
   dc.home_request_timeout = cl.failure_timeout + std::chrono::milliseconds(500);
@@ -116,8 +117,7 @@ void node_cluster::start(const actors::kv_shard_actor& shard,
                                                                      : h;
   const std::string http = http_host + ":" + std::to_string(http_port);
   read_server_ = std::make_unique<gateway::peer_read_server>(
-      options_.zmq.host, me.host,
-      [index = parts_.index](std::span<const uint64_t> keys) {
+      options_.zmq.host, me.host, [index = parts_.index](std::span<const uint64_t> keys) {
         return actors::read_holders_flat(*index, keys);
       });
   read_client_ = std::make_unique<gateway::peer_read_client>(c.internal_timeout);

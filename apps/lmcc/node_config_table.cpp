@@ -238,6 +238,12 @@ std::vector<option_spec> make_table() {
                 milliseconds_kind{.min = 10, .max = 600'000},
                 member([](auto& o) -> auto& { return o.cluster.replication_timeout; }),
                 5'000ms),
+    make_option({.key = "lmcc_durable_flush_ms", .value_name = "MS",
+                 .help = "how long after a quiet worker's last batch became durable its "
+                         "owners are told so (a sending worker's next batch tells them)"},
+                milliseconds_kind{.min = 1, .max = 60'000},
+                member([](auto& o) -> auto& { return o.cluster.durable_flush_delay; }),
+                50ms),
     make_option({.key = "lmcc_peer_buffer_ops", .value_name = "N",
                  .help = "ops kept for re-sending to one unreachable peer"},
                 integer_kind<uint64_t>{.min = 1024, .max = int64_t{1} << 34},

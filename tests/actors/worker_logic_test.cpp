@@ -30,6 +30,7 @@ struct recording_outbox : worker_outbox {
   std::vector<session_params> starts;
   int go = 0;
   std::vector<pushed_msg> inputs;
+  int flushes_wanted = 0;
 
   void send(uint32_t d, kv_sub_batch&& sb) override { sent.emplace_back(d, std::move(sb)); }
   void give_credits(uint64_t n) override { credits += n; }
@@ -39,6 +40,7 @@ struct recording_outbox : worker_outbox {
   void session_start(const session_params& p) override { starts.push_back(p); }
   void session_go() override { ++go; }
   void session_input(pushed_msg&& m) override { inputs.push_back(std::move(m)); }
+  void durable_flush_wanted() override { ++flushes_wanted; }
 };
 
 constexpr uint64_t base = 1000;
@@ -46,7 +48,7 @@ constexpr uint64_t base = 1000;
 worker_config config(uint32_t destinations = 1) {
   worker_config c;
   c.uid = worker_uid("A", wire_int{0});
-  c.instance_id = "A";
+  c.instance_id = std::string(1, 'A'); // from a literal, GCC 12 -O2 warns falsely (-Wrestrict)
   c.worker_id = 0;
   c.incarnation = 77;
   c.slot_count = 64;
@@ -390,11 +392,17 @@ TEST(worker_logic, the_durable_seq_moves_only_once_every_destination_acked_the_b
   // Batch 0 everywhere: batch 1's acks are still out, so no flush yet.
   w.on_ack(base + 1, 1);
   EXPECT_EQ(out.sent.size(), 6u);
-  // Batch 1 everywhere, the worker quiet: the mark owners, and the op's
-  // owner (a takeover may ask any shard), hear that 1 is durable.
+  EXPECT_EQ(out.flushes_wanted, 0);
+  // Batch 1 everywhere, the worker quiet: a flush is wanted, not sent at once
+  // (a worker that keeps sending tells the owners in its next batch).
   w.on_ack(base + 0, 2);
   w.on_ack(base + 2, 2);
   w.on_ack(base + 1, 2);
+  EXPECT_EQ(out.flushes_wanted, 1);
+  EXPECT_EQ(out.sent.size(), 6u);
+  // When it runs, the mark owners, and the op's owner (a takeover may ask any
+  // shard), hear that 1 is durable.
+  w.flush_durable();
   ASSERT_EQ(out.sent.size(), 9u);
   std::set<uint32_t> flushed;
   for (size_t i = 6; i < 9; ++i) {
@@ -406,16 +414,47 @@ TEST(worker_logic, the_durable_seq_moves_only_once_every_destination_acked_the_b
     EXPECT_EQ(sb.mark, (seq_mark{seq_state::tracking, 1}));
   }
   EXPECT_EQ(flushed, (std::set<uint32_t>{0, 1, 2}));
-  // Acks of the flush itself send nothing more.
+  // Acks of the flush itself send nothing more, and neither does a second
+  // flush with nothing new to tell.
   w.on_ack(base + 0, 3);
   w.on_ack(base + 1, 3);
   w.on_ack(base + 2, 3);
+  w.flush_durable();
   EXPECT_EQ(out.sent.size(), 9u);
+  EXPECT_EQ(out.flushes_wanted, 1);
   // The next batch carries it.
   w.on_push(batch_in_slot(1, 2));
   for (size_t i = 9; i < out.sent.size(); ++i) {
     EXPECT_TRUE(out.sent[i].second.has_durable);
     EXPECT_EQ(out.sent[i].second.durable_seq, 1u);
+  }
+}
+
+TEST(worker_logic, a_flush_waits_while_a_newer_batch_is_in_flight) {
+  recording_outbox out;
+  auto cfg = config(3);
+  cfg.mark_mask = 0b001;
+  worker_logic w{cfg, out};
+  w.on_push(batch_in_slot(1, 0)); // to destination 1 (ops) and 0 (mark)
+  w.on_ack(base + 0, 1);
+  w.on_ack(base + 1, 1);
+  ASSERT_EQ(out.flushes_wanted, 1);
+  w.on_push(batch_in_slot(1, 1)); // the worker kept sending
+  const size_t sent = out.sent.size();
+  for (size_t i = 2; i < sent; ++i) { // the new batch carries what the flush would
+    EXPECT_TRUE(out.sent[i].second.has_durable) << i;
+    EXPECT_EQ(out.sent[i].second.durable_seq, 0u) << i;
+  }
+  w.flush_durable(); // batch 1 unacknowledged: nothing to tell yet
+  EXPECT_EQ(out.sent.size(), sent);
+  w.on_ack(base + 0, 2);
+  w.on_ack(base + 1, 2);
+  EXPECT_EQ(out.flushes_wanted, 2); // batch 1 durable: asked again
+  w.flush_durable();
+  ASSERT_GT(out.sent.size(), sent);
+  for (size_t i = sent; i < out.sent.size(); ++i) {
+    EXPECT_TRUE(out.sent[i].second.ops.empty()) << i;
+    EXPECT_EQ(out.sent[i].second.durable_seq, 1u) << i;
   }
 }
 
