@@ -17,7 +17,10 @@ schedule drawn from the seed composes faults while ingest and lookups go on:
   0.5-4 s), worker restarts (a re-registration: the worker's cache and seq
   numbers start over), duplicated and reordered frames on a worker's PUSH
   socket (the reference gets the same stream), bursts of malformed frames on
-  a node's PULL and reply sockets; with --membership a standby node is added
+  a node's PULL and reply sockets, a failing disk (every commit of one node
+  fails for 0.3-3 s: POST /admin/faults, shorter than the node's 5 s grace
+  before it gives records up) and a slow disk (each commit of one node takes
+  2-50 ms longer for 0.5-4 s); with --membership a standby node is added
   to the member set and removed again (POST /cluster/members) while the rest
   goes on. A worker whose node is down reconnects to a live one, as LMCache
   workers behind a Service do.
@@ -59,10 +62,12 @@ from test_durability import commands, full_sync  # noqa: E402
 from test_failover import repoint_all  # noqa: E402
 
 FAULTS = ("kill9", "freeze", "clean_restart", "partition", "worker_restart", "garbage",
-          "asym_partition", "slow_links", "dup_frames", "reorder_frames")
-# Faults that take a node out of the others' reach (at most one at a time, so
-# every slot keeps a live owner with R = 2).
-NODE_FAULTS = ("kill9", "freeze", "clean_restart", "partition", "asym_partition", "slow_links")
+          "asym_partition", "slow_links", "dup_frames", "reorder_frames", "disk_errors",
+          "slow_disk")
+# Faults that take a node out of the others' reach or impair it (at most one
+# at a time, so every slot keeps a live, healthy owner with R = 2).
+NODE_FAULTS = ("kill9", "freeze", "clean_restart", "partition", "asym_partition", "slow_links",
+               "disk_errors", "slow_disk")
 
 # Deliberate bugs the nodes can run with (lmcc_planted_bug), for the checker's
 # negative tests: a run with one of them must fail some seed.
@@ -78,7 +83,9 @@ class Run:
         self.rng = random.Random(seed)
         self.rss_mib = rss_mib
         self.rss_peak: dict[str, int] = {}
-        extra = ("--lmcc_fault_injection=on", f"--lmcc_planted_bug={PLANTED[plant]}") if plant else ()
+        # Fault injection on: the disk faults use it (and planted bugs need it).
+        extra = ("--lmcc_fault_injection=on",) + (
+            (f"--lmcc_planted_bug={PLANTED[plant]}",) if plant else ())
         # With --membership one more node starts as a standby, to be added and removed.
         self.standby = f"n{nodes + 1}" if membership else None
         # Every node reaches its peers through TCP proxies the schedule can cut.
@@ -202,6 +209,16 @@ class Run:
             self.cluster.slow(self.cluster.ids[i], self.rng.uniform(0.02, 0.3))
             self.cut.add(i)
             heal_at.append((time.monotonic() + self.rng.uniform(0.5, 4.0), "heal", i))
+        elif kind in ("disk_errors", "slow_disk"):
+            i = self.rng.choice(candidates)
+            body = ({"fail_all_commits": True} if kind == "disk_errors" else
+                    {"commit_delay_us": self.rng.randrange(2_000, 50_000)})
+            r = self.cluster.nodes[i].post("/admin/faults", body, timeout=10)
+            assert r.status == 200, f"n{i + 1} refused {body}: {r}"
+            self.cut.add(i)
+            heal_at.append((time.monotonic() + self.rng.uniform(0.3, 3.0)
+                            if kind == "disk_errors" else
+                            time.monotonic() + self.rng.uniform(0.5, 4.0), "disk", i))
         elif kind == "dup_frames":
             t = self.rng.choice(self.twins)
             for c, r in self.twin_frames(t, self.rng.randrange(1, 4)):
@@ -251,6 +268,13 @@ class Run:
         node = self.cluster.nodes[i]
         if what == "restart":
             node.start(keep_ports=True)
+        elif what == "disk":
+            # A node killed meanwhile came back with a healthy disk.
+            body = {"fail_all_commits": False, "commit_delay_us": 0}
+            r = node.post("/admin/faults", body, timeout=10)
+            assert r.status == 200, f"n{i + 1} refused {body}: {r}"
+            self.cut.discard(i)
+            return
         elif what == "heal":
             self.cluster.heal()
             self.cut.discard(i)
