@@ -108,7 +108,7 @@ void answer_drains(worker_self self) {
   // its owners hear the durable seq now, not after durable_flush_delay, so a
   // restart that follows trusts its marks.
   if (!st.drains.empty() || !st.handoffs.empty())
-    st.logic->flush_durable();
+    st.logic->flush_durable(/*only_if_quiet=*/false);
   if (!st.logic->stream().idle())
     return;
   for (auto& rp : st.drains)
@@ -377,7 +377,7 @@ worker_actor::behavior_type worker_main(worker_actor::stateful_pointer<worker_ac
         auto own = [self, rp]() mutable {
           auto& st = self->state;
           if (st.logic)
-            st.logic->flush_durable(); // see answer_drains
+            st.logic->flush_durable(/*only_if_quiet=*/false); // see answer_drains
           if (!st.logic || st.logic->stream().idle())
             rp.deliver(true);
           else

@@ -197,8 +197,10 @@ void worker_logic::send_ops(location_state& loc, const std::string& name, std::v
   if (total == 0)
     total = 1;
   const bool track = mark && mark->state == seq_state::tracking;
-  if (track)
+  if (track) {
     loc.unacked.push_back({mark->seq, {}});
+    ++loc.tracked_batches;
+  }
   for (uint32_t d = 0; d < cfg_.destinations; ++d) {
     if (split_[d].empty() && !((mark_to >> d) & 1U))
       continue;
@@ -232,16 +234,25 @@ void worker_logic::advance_durable() {
       loc.unacked.pop_front();
     }
     if (advanced && loc.unacked.empty()) {
+      if (!loc.durable_untold) // the quiet period counts from the first wish
+        loc.untold_since_batch = loc.tracked_batches;
       loc.durable_untold = true;
       out_.durable_flush_wanted();
     }
   }
 }
 
-void worker_logic::flush_durable() {
+void worker_logic::flush_durable(bool only_if_quiet) {
   for (auto& [name, loc] : locations_) {
     if (!loc.durable_untold || !loc.unacked.empty())
       continue; // a batch in flight: its acks ask again
+    if (only_if_quiet && loc.tracked_batches != loc.untold_since_batch) {
+      // Still sending (and its owners got the durable seq with the batches
+      // since): ask again, the flush is for a worker that went quiet.
+      loc.untold_since_batch = loc.tracked_batches;
+      out_.durable_flush_wanted();
+      continue;
+    }
     loc.durable_untold = false;
     if (gate_ != gate::open || retired_ || !loc.last_seq)
       continue;

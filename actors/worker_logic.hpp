@@ -169,13 +169,15 @@ public:
 
   void on_ack(uint64_t stream, uint64_t up_to);
 
-  /// Tells the owners of each location that went quiet since its last batch
-  /// became durable (no batch of it unacknowledged now) that it is durable:
-  /// one mark-only sub-batch to each owner that got a batch since the last
-  /// time. Called after outbox.durable_flush_wanted(), not at once: a worker
-  /// that keeps sending tells them in its next batch, and the flush would
-  /// double the sub-batches of a steady stream.
-  void flush_durable();
+  /// Tells the owners of each location whose last batch became durable (no
+  /// batch of it unacknowledged now) that it is durable: one mark-only
+  /// sub-batch to each owner that got a batch since the last time. Called
+  /// after outbox.durable_flush_wanted(), not at once: a worker that keeps
+  /// sending tells them in its next batches, and the flush would double the
+  /// sub-batches of a steady stream. `only_if_quiet`: a location that sent a
+  /// batch since the wish waits for another (false: drains and handoffs,
+  /// which must leave every owner told).
+  void flush_durable(bool only_if_quiet = true);
 
   /// The session's sync ended (completed: the index acknowledged all of it).
   void on_session_ended(const std::string& sync_id, bool completed);
@@ -245,8 +247,11 @@ private:
     /// Destinations sent a batch's sub-batch since the last flush: their
     /// durable seq is behind, and any shard's marks may serve a takeover.
     uint64_t behind_mask = 0;
-    /// The durable seq moved since the owners in behind_mask were told.
+    /// The durable seq moved since the owners in behind_mask were told, and
+    /// the count of tracked batches sent when that was last wished.
     bool durable_untold = false;
+    uint64_t untold_since_batch = 0;
+    uint64_t tracked_batches = 0;
   };
 
   location_state& location(const std::string& name);

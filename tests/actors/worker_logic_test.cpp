@@ -450,12 +450,57 @@ TEST(worker_logic, a_flush_waits_while_a_newer_batch_is_in_flight) {
   w.on_ack(base + 0, 2);
   w.on_ack(base + 1, 2);
   EXPECT_EQ(out.flushes_wanted, 2); // batch 1 durable: asked again
+  w.flush_durable();                // batch 1 went since the first wish: not quiet yet
+  EXPECT_EQ(out.sent.size(), sent);
   w.flush_durable();
   ASSERT_GT(out.sent.size(), sent);
   for (size_t i = sent; i < out.sent.size(); ++i) {
     EXPECT_TRUE(out.sent[i].second.ops.empty()) << i;
     EXPECT_EQ(out.sent[i].second.durable_seq, 1u) << i;
   }
+}
+
+TEST(worker_logic, a_worker_that_keeps_sending_is_not_flushed_until_it_goes_quiet) {
+  recording_outbox out;
+  auto cfg = config(3);
+  cfg.mark_mask = 0b001;
+  worker_logic w{cfg, out};
+  w.on_push(batch_in_slot(1, 0));
+  w.on_ack(base + 0, 1);
+  w.on_ack(base + 1, 1);
+  ASSERT_EQ(out.flushes_wanted, 1);
+  // Batch 1 goes and is acknowledged before the wished flush runs.
+  w.on_push(batch_in_slot(1, 1));
+  w.on_ack(base + 0, 2);
+  w.on_ack(base + 1, 2);
+  const size_t sent = out.sent.size();
+  const int wanted = out.flushes_wanted;
+  w.flush_durable(); // not quiet since the wish: nothing sent, asked again
+  EXPECT_EQ(out.sent.size(), sent);
+  EXPECT_EQ(out.flushes_wanted, wanted + 1);
+  w.flush_durable(); // quiet for a whole wait now
+  ASSERT_GT(out.sent.size(), sent);
+  for (size_t i = sent; i < out.sent.size(); ++i) {
+    EXPECT_TRUE(out.sent[i].second.ops.empty()) << i;
+    EXPECT_EQ(out.sent[i].second.durable_seq, 1u) << i;
+  }
+}
+
+TEST(worker_logic, a_drain_flushes_without_waiting_for_quiet) {
+  recording_outbox out;
+  auto cfg = config(3);
+  cfg.mark_mask = 0b001;
+  worker_logic w{cfg, out};
+  w.on_push(batch_in_slot(1, 0));
+  w.on_ack(base + 0, 1);
+  w.on_ack(base + 1, 1);
+  w.on_push(batch_in_slot(1, 1));
+  w.on_ack(base + 0, 2);
+  w.on_ack(base + 1, 2);
+  const size_t sent = out.sent.size();
+  w.flush_durable(/*only_if_quiet=*/false);
+  ASSERT_GT(out.sent.size(), sent);
+  EXPECT_EQ(out.sent.back().second.durable_seq, 1u);
 }
 
 TEST(worker_logic, ops_and_marks_follow_a_placement_swapped_by_a_membership_change) {
