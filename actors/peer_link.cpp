@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 namespace lmcc::actors {
 namespace {
 
@@ -198,8 +200,12 @@ peer_link_main(peer_link_actor::stateful_pointer<peer_link_state> self, peer_lin
           st.outbox.clear();
           return;
         }
-        if (st.cfg.counters)
+        if (st.cfg.counters) {
           st.cfg.counters->sent_sub_batches += st.outbox.size();
+          st.cfg.counters->sent_messages += 1;
+          st.cfg.counters->sent_mark_only += static_cast<uint64_t>(std::count_if(
+              st.outbox.begin(), st.outbox.end(), [](const auto& sb) { return sb.ops.empty(); }));
+        }
         if (st.outbox.size() == 1)
           self->send(caf::actor_cast<kv_shard_actor>(st.remote), apply_atom::value,
                      std::move(st.outbox.front()));

@@ -48,6 +48,8 @@ struct peer_link_counters {
   std::atomic<uint64_t> queued_sub_batches{0}; ///< unacknowledged by the peer now
   std::atomic<uint64_t> queued_ops{0};
   std::atomic<uint64_t> sent_sub_batches{0};
+  std::atomic<uint64_t> sent_messages{0};  ///< sub-batches per message = the coalescing
+  std::atomic<uint64_t> sent_mark_only{0}; ///< sub-batches without ops (watermarks)
   std::atomic<uint64_t> resent_sub_batches{0};
   std::atomic<uint64_t> timeouts{0};    ///< acknowledged to the sender on timeout
   std::atomic<uint64_t> dropped_ops{0}; ///< beyond peer_buffer_ops

@@ -489,6 +489,8 @@ std::string node_cluster::status_json() const {
                      {"queued_sub_batches", lc->queued_sub_batches.load()},
                      {"queued_ops", lc->queued_ops.load()},
                      {"sent_sub_batches", lc->sent_sub_batches.load()},
+                     {"sent_messages", lc->sent_messages.load()},
+                     {"sent_mark_only_sub_batches", lc->sent_mark_only.load()},
                      {"resent_sub_batches", lc->resent_sub_batches.load()},
                      {"replication_timeouts", lc->timeouts.load()},
                      {"dropped_ops", lc->dropped_ops.load()}});
