@@ -172,6 +172,21 @@ namespace {
 
 using forwarder_self = frame_forwarder_actor::stateful_pointer<frame_forwarder_state>;
 
+void forward_frames(forwarder_self self, uint16_t node, pushed_msgs msgs, bool may_reroute);
+
+/// Sends `msgs` to `node` now, or after the forward in flight to it.
+void enqueue_frames(forwarder_self self, uint16_t node, pushed_msgs msgs) {
+  auto& st = self->state;
+  if (st.busy[node]) {
+    auto& w = st.waiting[node];
+    if (w.empty())
+      ++st.in_flight; // a drain waits for the frames waiting, too
+    w.insert(w.end(), std::make_move_iterator(msgs.begin()), std::make_move_iterator(msgs.end()));
+    return;
+  }
+  forward_frames(self, node, std::move(msgs), true);
+}
+
 /// Sends frames to member `node`'s service; credits come back on its answer.
 /// When `node` is down by now and `may_reroute`, each frame goes to its
 /// worker's home as the table places it now (the home died and was replaced).
@@ -202,7 +217,10 @@ void forward_frames(forwarder_self self, uint16_t node, pushed_msgs msgs, bool m
       by_home[home].push_back(std::move(pm));
     }
     for (auto& [home, part] : by_home)
-      forward_frames(self, home, std::move(part), false);
+      if (self->state.busy[home])
+        enqueue_frames(self, home, std::move(part));
+      else
+        forward_frames(self, home, std::move(part), false);
   };
   if (!reachable) {
     if (may_reroute) {
@@ -217,8 +235,16 @@ void forward_frames(forwarder_self self, uint16_t node, pushed_msgs msgs, bool m
   // that dies with frames in flight loses them, and the gap they leave makes
   // only that worker resync.
   ++st.in_flight;
-  auto done = [self] {
+  st.busy[node] = true;
+  auto done = [self, node] {
     auto& st = self->state;
+    st.busy[node] = false;
+    if (auto it = st.waiting.find(node); it != st.waiting.end()) {
+      auto next = std::move(it->second);
+      st.waiting.erase(it);
+      forward_frames(self, node, std::move(next), true);
+      --st.in_flight; // counted while it waited
+    }
     if (--st.in_flight == 0) {
       for (auto& rp : st.drains)
         rp.deliver(true);
@@ -245,7 +271,7 @@ frame_forwarder_main(frame_forwarder_actor::stateful_pointer<frame_forwarder_sta
   self->state.cfg = std::move(cfg);
   return {
       [self](push_atom, uint16_t node, pushed_msgs& msgs) {
-        forward_frames(self, node, std::move(msgs), true);
+        enqueue_frames(self, node, std::move(msgs));
       },
       [self](drain_atom) -> caf::result<bool> {
         auto& st = self->state;

@@ -21,6 +21,7 @@
 #include "actors/kv_index.hpp"
 #include "actors/type_ids.hpp"
 
+#include <map>
 #include <memory>
 #include <span>
 
@@ -87,7 +88,11 @@ class credit_gate;
 /// services and gives their ingest credits back once the service answered
 /// (when the node is down by then, to the worker's new home; frames a home
 /// cannot take are dropped and counted: the worker's next batch shows a seq
-/// gap and that worker alone full-syncs).
+/// gap and that worker alone full-syncs). One forward per node is in flight
+/// at a time; frames for it that arrive meanwhile wait and go together when
+/// it is answered -- self-clocked batching: an idle link sends at once, a busy
+/// one sends fewer, larger messages (each costs thread wake-ups on both
+/// nodes, bench/RESULTS.md).
 using frame_forwarder_actor =
     caf::typed_actor<caf::reacts_to<push_atom, uint16_t, pushed_msgs>,
                      // Answers once every forward sent so far was answered
@@ -106,6 +111,9 @@ struct frame_forwarder_state {
   frame_forwarder_config cfg;
   uint64_t dropped = 0;
   uint64_t in_flight = 0;
+  /// By node index: a forward to it is in flight, and the frames waiting.
+  std::map<uint16_t, bool> busy;
+  std::map<uint16_t, pushed_msgs> waiting;
   std::vector<caf::typed_response_promise<bool>> drains;
 };
 
