@@ -38,6 +38,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -248,7 +249,11 @@ public:
   /// Writes a checkpoint and its manifest into `dir`, which must not exist;
   /// `dir` appears only once complete. SST files are hard links when `dir` is on
   /// the DB's file system (they are immutable, so the snapshot stays valid).
-  expected<snapshot_info> checkpoint(const std::string& dir);
+  /// `extra_files` (name -> content; plain names, no '/') are written beside
+  /// it and listed in the manifest, so they are verified and restored with it
+  /// (the node's cluster member set: it lives in the data dir, outside RocksDB).
+  expected<snapshot_info> checkpoint(const std::string& dir,
+                                     const std::map<std::string, std::string>& extra_files = {});
 
   /// Checks a snapshot: manifest present and parsable, this format version,
   /// every listed file present with its size and crc32c. The manifest on success.

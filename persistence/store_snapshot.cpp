@@ -18,7 +18,8 @@ namespace fs = std::filesystem;
 
 // -- snapshots ---------------------------------------------------------------------------
 
-expected<snapshot_info> store::checkpoint(const std::string& dir) {
+expected<snapshot_info> store::checkpoint(const std::string& dir,
+                                          const std::map<std::string, std::string>& extra_files) {
   const std::string& path = impl_->options.path;
   rocksdb::DB* db = impl_->db.get();
   auto start = clock_type::now();
@@ -61,6 +62,17 @@ expected<snapshot_info> store::checkpoint(const std::string& dir) {
     snap = take_snapshot(db);
   }
   auto remove_partial = [&] { fs::remove_all(*partial, ec); };
+  for (const auto& [name, content] : extra_files) {
+    if (name.empty() || name.find('/') != std::string::npos || name == snapshot_manifest_name ||
+        fs::exists(fs::path{*partial} / name, ec)) {
+      remove_partial();
+      return fail("bad extra file name '" + name + "'");
+    }
+    if (auto r = files::write_file_synced((fs::path{*partial} / name).string(), content); !r) {
+      remove_partial();
+      return fail(r.error().message);
+    }
+  }
 
   auto count = [&](rocksdb::ColumnFamilyHandle* cf, char prefix, uint64_t& n) {
     return scan(db, cf, snap.get(), prefix_of(prefix), prefix_end(prefix),

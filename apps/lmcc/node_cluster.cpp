@@ -8,6 +8,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 #include <unistd.h>
@@ -21,17 +23,21 @@ node_cluster::node_cluster(const node_options& options, node_parts parts)
     throw std::runtime_error(secret.error().message);
   options_.cluster.secret = std::move(*secret);
   // The member set this node last adopted, if any (membership_record.hpp).
+  // Booting from a snapshot, the one the snapshot carries: the restore puts
+  // that file in place of the data dir's (persistence/store.hpp).
   if (options_.persistence)
-    record_path_ = options_.data_dir + "/lmcc-membership.json";
+    record_path_ = options_.data_dir + "/" + record_file;
   if (!record_path_.empty()) {
-    auto loaded = cluster::load_record(record_path_);
+    const std::string from =
+        options_.restore_from.empty() ? record_path_ : options_.restore_from + "/" + record_file;
+    auto loaded = cluster::load_record(from);
     if (!loaded)
       throw std::runtime_error("cluster membership: " + loaded.error().message);
     record_ = std::move(*loaded);
     if (record_)
       spdlog::info("cluster-members-restored node={} epoch={} state={} path={}",
                    options_.controller.node_id, record_->epoch,
-                   record_->committed ? "committed" : "joint", record_path_);
+                   record_->committed ? "committed" : "joint", from);
   }
   auto table = actors::initial_cluster_table(options_.cluster, options_.controller.node_id,
                                              options_.controller.slot_count, record_);
@@ -280,6 +286,19 @@ size_t member_count(const actors::cluster_table& t) {
 }
 
 } // namespace
+
+std::map<std::string, std::string> node_cluster::snapshot_files() const {
+  std::map<std::string, std::string> files;
+  if (record_path_.empty())
+    return files;
+  std::ifstream in(record_path_);
+  if (!in)
+    return files; // no change stored yet: the configured members
+  std::stringstream text;
+  text << in.rdbuf();
+  files.emplace(record_file, text.str());
+  return files;
+}
 
 std::vector<actors::holder_list> node_cluster::holders(const std::vector<uint64_t>& keys) {
   auto table = board_->current();

@@ -33,6 +33,7 @@
 #include <caf/all.hpp>
 #include <zmq.hpp>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -114,6 +115,13 @@ public:
 
   /// Sends frames of workers homed on member `node` there (credits held).
   void forward(uint16_t node, actors::pushed_msgs msgs);
+
+  /// The stored member set, as the file a snapshot carries beside the store
+  /// (name -> content; empty before any membership change was stored).
+  std::map<std::string, std::string> snapshot_files() const;
+
+  /// The member-set file in a data dir and in a snapshot.
+  static constexpr const char* record_file = "lmcc-membership.json";
 
 private:
   actors::holder_counts counts();

@@ -623,7 +623,9 @@ std::future<gateway::snapshot_outcome> node_runtime::snapshot(const std::string&
     return ready_future(std::move(out));
   }
   auto start = std::chrono::steady_clock::now();
-  auto info = store->checkpoint(dir);
+  // A cluster node's member set lives beside the store: it goes with it.
+  auto info = store->checkpoint(dir, impl_->cluster_ ? impl_->cluster_->snapshot_files()
+                                                     : std::map<std::string, std::string>{});
   if (!info) {
     out.status = 500;
     out.error = info.error().message;

@@ -223,3 +223,68 @@ def test_a_member_down_during_a_change_copies_its_slots_when_it_returns(tmp_path
         for t in twins:
             t.close()
         cluster.stop()
+
+
+def test_a_cluster_snapshot_carries_the_member_set(tmp_path, reference):
+    """n1 is removed; the cluster is snapshotted, every node's data is lost,
+    and each node boots from its part of the snapshot with its original YAML
+    (n1 a member). The member set comes back from the snapshot (epoch 1,
+    n2 and n3), not from the YAML, so the restored nodes place slots as the
+    data they restored was placed: lookups are complete and no worker is
+    asked for a full sync."""
+    import shutil
+    import subprocess
+
+    from conftest import BINARY
+
+    cluster = Cluster(tmp_path, n=3).start()
+    n1, n2, n3 = cluster.nodes
+    twins: list[Twin] = []
+    try:
+        rng = random.Random(14)
+        tag = unique("snapm")
+        twins = [Twin(SimpleNamespace(nodes=[n2, n3]), reference, rng, f"{tag}-{i}", 0)
+                 for i in range(3)]
+        for t in twins:
+            t.register()
+        settle(twins, n2, reference)
+        base = rng.randrange(1, 1 << 40)
+        stored = [[base + p * 10_000 + i for i in range(256 * 4)] for p in range(6)]
+        for i, t in enumerate(twins):
+            t.admit(chunk_hashes(stored[2 * i]) + chunk_hashes(stored[2 * i + 1]))
+        converged_on(cluster.nodes, reference, stored, twins, "before the change")
+
+        r = n2.post("/cluster/members", {"members": ["n2", "n3"]})
+        assert r.status == 200, r.body
+        wait_until(lambda: committed_everywhere(cluster.nodes, 1), timeout=60,
+                   message="the removal committed on every node")
+        wait_until(lambda: membership(n1)["slots_dropped"] > 0, timeout=30,
+                   message="n1 dropped the slots it no longer owns")
+        converged_on([n2, n3], reference, stored, twins, "after the removal")
+
+        out = tmp_path / "snap"
+        r = subprocess.run([str(BINARY), "snapshot", "--cluster",
+                            n2.http_url.removeprefix("http://"), "--out", str(out)],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        for node_id in ("n2", "n3"):
+            assert (out / node_id / "lmcc-membership.json").is_file(), sorted(
+                p.name for p in (out / node_id).iterdir())
+
+        for n in cluster.nodes:
+            assert n.stop() == 0
+            shutil.rmtree(n.workdir / "data")
+        for n, node_id in zip(cluster.nodes, cluster.ids):
+            if (out / node_id).is_dir():
+                n.extra_args = cluster.args(node_id, 2) + ("--restore-from", str(out / node_id))
+            n.start(keep_ports=True)
+        cluster.wait_joined()
+        for n in cluster.nodes:
+            m = membership(n)
+            assert (m["epoch"], m["state"], m["members"]) == (1, "committed", ["n2", "n3"]), m
+        converged_on([n2, n3], reference, stored, twins, "after booting from the snapshot")
+        assert [t for t in twins if commands(t.c)] == [], "a worker was asked for a full sync"
+    finally:
+        for t in twins:
+            t.close()
+        cluster.stop()

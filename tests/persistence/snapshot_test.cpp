@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fcntl.h>
 #include <fstream>
 #include <functional>
+#include <sstream>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -160,6 +162,40 @@ TEST(persistence_snapshot, restore_replaces_an_existing_store) {
   EXPECT_EQ(read_all(**restored), written);
   restored->reset();
   EXPECT_EQ(list_names(tmp.path()), (std::vector<std::string>{"db", "snap"}));
+}
+
+TEST(persistence_snapshot, extra_files_are_verified_and_restored_with_the_store) {
+  temp_dir tmp;
+  const std::string record = R"({"epoch": 3})";
+  {
+    auto s = must_open(tmp.sub("db"));
+    ASSERT_TRUE(s);
+    populate(*s);
+    EXPECT_FALSE(s->checkpoint(tmp.sub("bad1"), {{"a/b", "x"}}));
+    EXPECT_FALSE(s->checkpoint(tmp.sub("bad2"), {{"MANIFEST.lmcc.json", "x"}}));
+    auto info = s->checkpoint(tmp.sub("snap"), {{"lmcc-membership.json", record}});
+    ASSERT_TRUE(info) << info.error().message;
+  }
+  auto verified = store::verify_snapshot(tmp.sub("snap"));
+  ASSERT_TRUE(verified) << verified.error().message;
+  EXPECT_TRUE(std::any_of(verified->files.begin(), verified->files.end(),
+                          [](const auto& f) { return f.name == "lmcc-membership.json"; }));
+  // A changed byte is caught like any other file's.
+  {
+    std::ofstream f(tmp.sub("snap") + "/lmcc-membership.json", std::ios::trunc);
+    f << R"({"epoch": 4})";
+  }
+  EXPECT_FALSE(store::verify_snapshot(tmp.sub("snap")));
+  {
+    std::ofstream f(tmp.sub("snap") + "/lmcc-membership.json", std::ios::trunc);
+    f << record;
+  }
+  auto restored = store::restore(tmp.sub("snap"), options_at(tmp.sub("fresh/db")), "n1");
+  ASSERT_TRUE(restored) << restored.error().message;
+  std::ifstream in(tmp.sub("fresh/db") + "/lmcc-membership.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(text.str(), record);
 }
 
 TEST(persistence_snapshot, restore_refuses_another_nodes_snapshot_and_a_target_in_use) {
