@@ -430,14 +430,33 @@ TEST(worker_logic, the_durable_seq_moves_only_once_every_destination_acked_the_b
   }
 }
 
-TEST(worker_logic, a_flush_waits_while_a_newer_batch_is_in_flight) {
-  recording_outbox out;
+/// Destination 0 keeps the marks, slot 1's ops go to destination 1.
+worker_config durable_config() {
   auto cfg = config(3);
   cfg.mark_mask = 0b001;
-  worker_logic w{cfg, out};
-  w.on_push(batch_in_slot(1, 0)); // to destination 1 (ops) and 0 (mark)
-  w.on_ack(base + 0, 1);
-  w.on_ack(base + 1, 1);
+  return cfg;
+}
+
+/// Batch `seq` (slot 1) sent and acknowledged by both its destinations.
+void send_and_ack(worker_logic& w, uint64_t seq) {
+  w.on_push(batch_in_slot(1, seq));
+  w.on_ack(base + 0, seq + 1);
+  w.on_ack(base + 1, seq + 1);
+}
+
+/// Every sub-batch sent from `from` on is a mark-only flush of `durable`.
+void expect_flush(const recording_outbox& out, size_t from, uint64_t durable) {
+  ASSERT_GT(out.sent.size(), from);
+  for (size_t i = from; i < out.sent.size(); ++i) {
+    EXPECT_TRUE(out.sent[i].second.ops.empty()) << i;
+    EXPECT_EQ(out.sent[i].second.durable_seq, durable) << i;
+  }
+}
+
+TEST(worker_logic, a_flush_waits_while_a_newer_batch_is_in_flight) {
+  recording_outbox out;
+  worker_logic w{durable_config(), out};
+  send_and_ack(w, 0); // to destination 1 (ops) and 0 (mark)
   ASSERT_EQ(out.flushes_wanted, 1);
   w.on_push(batch_in_slot(1, 1)); // the worker kept sending
   const size_t sent = out.sent.size();
@@ -453,50 +472,29 @@ TEST(worker_logic, a_flush_waits_while_a_newer_batch_is_in_flight) {
   w.flush_durable();                // batch 1 went since the first wish: not quiet yet
   EXPECT_EQ(out.sent.size(), sent);
   w.flush_durable();
-  ASSERT_GT(out.sent.size(), sent);
-  for (size_t i = sent; i < out.sent.size(); ++i) {
-    EXPECT_TRUE(out.sent[i].second.ops.empty()) << i;
-    EXPECT_EQ(out.sent[i].second.durable_seq, 1u) << i;
-  }
+  expect_flush(out, sent, 1);
 }
 
 TEST(worker_logic, a_worker_that_keeps_sending_is_not_flushed_until_it_goes_quiet) {
   recording_outbox out;
-  auto cfg = config(3);
-  cfg.mark_mask = 0b001;
-  worker_logic w{cfg, out};
-  w.on_push(batch_in_slot(1, 0));
-  w.on_ack(base + 0, 1);
-  w.on_ack(base + 1, 1);
+  worker_logic w{durable_config(), out};
+  send_and_ack(w, 0);
   ASSERT_EQ(out.flushes_wanted, 1);
-  // Batch 1 goes and is acknowledged before the wished flush runs.
-  w.on_push(batch_in_slot(1, 1));
-  w.on_ack(base + 0, 2);
-  w.on_ack(base + 1, 2);
+  send_and_ack(w, 1); // batch 1 goes and is acknowledged before the wished flush runs
   const size_t sent = out.sent.size();
   const int wanted = out.flushes_wanted;
   w.flush_durable(); // not quiet since the wish: nothing sent, asked again
   EXPECT_EQ(out.sent.size(), sent);
   EXPECT_EQ(out.flushes_wanted, wanted + 1);
   w.flush_durable(); // quiet for a whole wait now
-  ASSERT_GT(out.sent.size(), sent);
-  for (size_t i = sent; i < out.sent.size(); ++i) {
-    EXPECT_TRUE(out.sent[i].second.ops.empty()) << i;
-    EXPECT_EQ(out.sent[i].second.durable_seq, 1u) << i;
-  }
+  expect_flush(out, sent, 1);
 }
 
 TEST(worker_logic, a_drain_flushes_without_waiting_for_quiet) {
   recording_outbox out;
-  auto cfg = config(3);
-  cfg.mark_mask = 0b001;
-  worker_logic w{cfg, out};
-  w.on_push(batch_in_slot(1, 0));
-  w.on_ack(base + 0, 1);
-  w.on_ack(base + 1, 1);
-  w.on_push(batch_in_slot(1, 1));
-  w.on_ack(base + 0, 2);
-  w.on_ack(base + 1, 2);
+  worker_logic w{durable_config(), out};
+  send_and_ack(w, 0);
+  send_and_ack(w, 1);
   const size_t sent = out.sent.size();
   w.flush_durable(/*only_if_quiet=*/false);
   ASSERT_GT(out.sent.size(), sent);

@@ -29,6 +29,22 @@ def committed_everywhere(nodes, epoch: int) -> bool:
                for n in nodes)
 
 
+def seed_twins(twins, nodes, reference, rng, tag, count, prompts, chunks):
+    """Appends `count` twins whose sockets go to `nodes` to `twins` (the caller
+    closes them), registers them and settles through nodes[0]; each admits
+    two of `prompts` stored prompts of `chunks` chunks. Returns (base, stored)."""
+    twins.extend(Twin(SimpleNamespace(nodes=nodes), reference, rng, f"{tag}-{i}", 0)
+                 for i in range(count))
+    for t in twins:
+        t.register()
+    settle(twins, nodes[0], reference)
+    base = rng.randrange(1, 1 << 40)
+    stored = [[base + p * 10_000 + i for i in range(256 * chunks)] for p in range(prompts)]
+    for i, t in enumerate(twins):
+        t.admit(chunk_hashes(stored[2 * i]) + chunk_hashes(stored[2 * i + 1]))
+    return base, stored
+
+
 class Load:
     """Lookups of `stored` through every node in `nodes`, and ingest of `later`,
     until stopped; failed and partial answers are recorded."""
@@ -89,16 +105,8 @@ def test_adding_a_node_and_removing_one_while_serving(tmp_path, reference):
         tag = unique("members")
         # The workers never touch n1 (it is removed and stopped below); n4,
         # a standby at first, forwards what it gets to the workers' homes.
-        twins = [Twin(SimpleNamespace(nodes=[n2, n3, n4]), reference, rng, f"{tag}-{i}", 0)
-                 for i in range(4)]
-        for t in twins:
-            t.register()
-        settle(twins, n2, reference)
-        base = rng.randrange(1, 1 << 40)
-        stored = [[base + p * 10_000 + i for i in range(256 * 4)] for p in range(8)]
+        base, stored = seed_twins(twins, [n2, n3, n4], reference, rng, tag, 4, 8, 4)
         later = [[base + (100 + p) * 10_000 + i for i in range(256 * 2)] for p in range(200)]
-        for i, t in enumerate(twins):
-            t.admit(chunk_hashes(stored[2 * i]) + chunk_hashes(stored[2 * i + 1]))
         converged_on(cluster.nodes, reference, stored, twins, "before the change")
         want = [reference.lookup(p) for p in stored]
 
@@ -181,15 +189,7 @@ def test_a_member_down_during_a_change_copies_its_slots_when_it_returns(tmp_path
     try:
         rng = random.Random(13)
         tag = unique("down")
-        twins = [Twin(SimpleNamespace(nodes=[n2]), reference, rng, f"{tag}-{i}", 0)
-                 for i in range(3)]
-        for t in twins:
-            t.register()
-        settle(twins, n2, reference)
-        base = rng.randrange(1, 1 << 40)
-        stored = [[base + p * 10_000 + i for i in range(256 * 8)] for p in range(6)]
-        for i, t in enumerate(twins):
-            t.admit(chunk_hashes(stored[2 * i]) + chunk_hashes(stored[2 * i + 1]))
+        _, stored = seed_twins(twins, [n2], reference, rng, tag, 3, 6, 8)
         converged_on(cluster.nodes, reference, stored, twins, "before the change")
         want = [reference.lookup(p) for p in stored]
 
@@ -243,15 +243,7 @@ def test_a_cluster_snapshot_carries_the_member_set(tmp_path, reference):
     try:
         rng = random.Random(14)
         tag = unique("snapm")
-        twins = [Twin(SimpleNamespace(nodes=[n2, n3]), reference, rng, f"{tag}-{i}", 0)
-                 for i in range(3)]
-        for t in twins:
-            t.register()
-        settle(twins, n2, reference)
-        base = rng.randrange(1, 1 << 40)
-        stored = [[base + p * 10_000 + i for i in range(256 * 4)] for p in range(6)]
-        for i, t in enumerate(twins):
-            t.admit(chunk_hashes(stored[2 * i]) + chunk_hashes(stored[2 * i + 1]))
+        _, stored = seed_twins(twins, [n2, n3], reference, rng, tag, 3, 6, 4)
         converged_on(cluster.nodes, reference, stored, twins, "before the change")
 
         r = n2.post("/cluster/members", {"members": ["n2", "n3"]})
