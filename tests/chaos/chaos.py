@@ -167,7 +167,10 @@ class Run:
                       if i not in self.down and i not in self.cut]
         # Keep a majority up so every slot keeps a live owner (R = 2 survives one).
         if kind in NODE_FAULTS and self.down | self.cut:
-            kind = self.rng.choice(("worker_restart", "garbage"))
+            # A worker fault instead, of the kinds --faults allows.
+            instead = tuple(k for k in ("worker_restart", "garbage") if k in kinds) or tuple(
+                k for k in kinds if k not in NODE_FAULTS) or ("garbage",)
+            kind = self.rng.choice(instead)
         self.sample_rss()
         self.faults[kind] += 1
         if kind == "kill9":
