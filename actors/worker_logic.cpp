@@ -40,6 +40,7 @@ worker_logic::location_state& worker_logic::location(const std::string& name) {
     // A location first reported after a restart must start at seq 0.
     if (cfg_.restored)
       it->second.expect_first = std::optional<uint64_t>{0};
+    it->second.after_reregistration = reregistered_;
     out_.new_location(name);
   }
   return it->second;
@@ -111,6 +112,27 @@ void worker_logic::on_batch(const msg::BatchedKVOperationMsg& m, uint64_t credit
       resync_asked = true;
       loc.fault_window = 0; // one full sync covers the loss
     }
+  }
+  if (loc.after_reregistration && first == 0 && loc.last_seq) {
+    // A new process starts at seq 0. The batches applied before it since the
+    // re-registration were frames of older processes, read after their
+    // successor registered (they waited in ZMQ's queues, or behind a node
+    // that held ingest back): their cache is gone, so are they.
+    spdlog::warn("worker-stale-frames-dropped instance={} worker={} location={} last_seq={} "
+                 "reason=sent-before-reregistration",
+                 cfg_.instance_id, cfg_.worker_id.to_string(), m.location, *loc.last_seq);
+    drop_location(loc, cfg_.incarnation);
+    forget_durable(loc);
+    loc.last_seq.reset();
+  } else if (loc.last_seq && first < *loc.last_seq) {
+    // The worker's seq went back: a sequence of its own started again. The
+    // owners hear that the watermark restarts, or a cluster's shard would
+    // take the batch for a stale copy of this entity replaying older frames
+    // (kv_shard_options::fence_older_batches) and drop it.
+    forget_durable(loc);
+    const uint64_t every_destination =
+        cfg_.destinations >= 64 ? ~uint64_t{0} : (uint64_t{1} << cfg_.destinations) - 1;
+    send_ops(loc, m.location, {}, seq_mark{}, 0, every_destination);
   }
   std::optional<std::pair<uint64_t, uint64_t>> gap;
   std::optional<uint64_t> last = loc.last_seq;
@@ -364,21 +386,32 @@ void worker_logic::on_session_ended(const std::string& sync_id, bool completed) 
 // -- lifecycle --------------------------------------------------------------------
 
 void worker_logic::drop_all(uint64_t incarnation) {
-  for (auto& [name, loc] : locations_)
-    for (uint32_t d = 0; d < cfg_.destinations; ++d) {
-      kv_sub_batch sb;
-      sb.holder = loc.holder;
-      sb.incarnation = incarnation;
-      sb.drop = true;
-      sb.has_mark = true;
-      sb.mark = seq_mark{};
-      out_stream_.stamp(d, sb, 0);
-      out_.send(d, std::move(sb));
-    }
+  for (const auto& [name, loc] : locations_)
+    drop_location(loc, incarnation);
+}
+
+void worker_logic::drop_location(const location_state& loc, uint64_t incarnation) {
+  for (uint32_t d = 0; d < cfg_.destinations; ++d) {
+    kv_sub_batch sb;
+    sb.holder = loc.holder;
+    sb.incarnation = incarnation;
+    sb.drop = true;
+    sb.has_mark = true;
+    sb.mark = seq_mark{};
+    out_stream_.stamp(d, sb, 0);
+    out_.send(d, std::move(sb));
+  }
+}
+
+void worker_logic::forget_durable(location_state& loc) {
+  loc.durable.reset();
+  loc.unacked.clear();
+  loc.durable_untold = false;
 }
 
 void worker_logic::on_reset(uint64_t incarnation) {
   drop_all(incarnation);
+  reregistered_ = true;
   cfg_.incarnation = incarnation;
   cfg_.restored = false; // a new registration: nothing to continue
   locations_.clear();

@@ -252,6 +252,10 @@ private:
     bool durable_untold = false;
     uint64_t untold_since_batch = 0;
     uint64_t tracked_batches = 0;
+    /// First reported after a re-registration: a batch starting at seq 0
+    /// after others is a newer process's first, and the ones before it were
+    /// an older process's frames read late (worker_logic::on_batch).
+    bool after_reregistration = false;
   };
 
   location_state& location(const std::string& name);
@@ -259,6 +263,11 @@ private:
   void send_ops(location_state& loc, const std::string& name, std::vector<kv_op>&& ops,
                 std::optional<seq_mark> mark, uint64_t credits, uint64_t also_mark_to = 0);
   void drop_all(uint64_t incarnation);
+  /// Drops every entry of one location (a drop sub-batch to every destination).
+  void drop_location(const location_state& loc, uint64_t incarnation);
+  /// The worker's seq started again: the durable seq and the batches waiting
+  /// for acks belong to the sequence before.
+  static void forget_durable(location_state& loc);
   /// Moves each location's durable seq past its fully acknowledged batches;
   /// a location whose last batch just became durable asks for a
   /// flush_durable(), so that a worker gone quiet is not taken for one with
@@ -273,6 +282,7 @@ private:
   gate gate_ = gate::open;
   std::string sync_id_;
   bool retired_ = false;
+  bool reregistered_ = false; ///< on_reset happened
   uint64_t discarded_ = 0;
   std::vector<std::vector<kv_op>> split_; ///< per destination, reused
   std::string sync_location_;             ///< the location the running sync rebuilds
