@@ -174,17 +174,34 @@ using forwarder_self = frame_forwarder_actor::stateful_pointer<frame_forwarder_s
 
 void forward_frames(forwarder_self self, uint16_t node, pushed_msgs msgs, bool may_reroute);
 
-/// Sends `msgs` to `node` now, or after the forward in flight to it.
+/// Sends `msgs` to `node` now, or with the next answer from it (at most
+/// max_wait later).
 void enqueue_frames(forwarder_self self, uint16_t node, pushed_msgs msgs) {
   auto& st = self->state;
-  if (st.busy[node]) {
+  if (st.sent_to[node] > 0) {
     auto& w = st.waiting[node];
     if (w.empty())
       ++st.in_flight; // a drain waits for the frames waiting, too
     w.insert(w.end(), std::make_move_iterator(msgs.begin()), std::make_move_iterator(msgs.end()));
+    if (!st.tick_due[node]) {
+      st.tick_due[node] = true;
+      self->delayed_send(self, st.cfg.max_wait, tick_atom::value, node);
+    }
     return;
   }
   forward_frames(self, node, std::move(msgs), true);
+}
+
+/// Sends the frames waiting for `node`, if any.
+void send_waiting(forwarder_self self, uint16_t node) {
+  auto& st = self->state;
+  auto it = st.waiting.find(node);
+  if (it == st.waiting.end())
+    return;
+  auto next = std::move(it->second);
+  st.waiting.erase(it);
+  forward_frames(self, node, std::move(next), true);
+  --st.in_flight; // counted while it waited
 }
 
 /// Sends frames to member `node`'s service; credits come back on its answer.
@@ -217,7 +234,7 @@ void forward_frames(forwarder_self self, uint16_t node, pushed_msgs msgs, bool m
       by_home[home].push_back(std::move(pm));
     }
     for (auto& [home, part] : by_home)
-      if (self->state.busy[home])
+      if (self->state.sent_to[home] > 0)
         enqueue_frames(self, home, std::move(part));
       else
         forward_frames(self, home, std::move(part), false);
@@ -235,16 +252,11 @@ void forward_frames(forwarder_self self, uint16_t node, pushed_msgs msgs, bool m
   // that dies with frames in flight loses them, and the gap they leave makes
   // only that worker resync.
   ++st.in_flight;
-  st.busy[node] = true;
+  ++st.sent_to[node];
   auto done = [self, node] {
     auto& st = self->state;
-    st.busy[node] = false;
-    if (auto it = st.waiting.find(node); it != st.waiting.end()) {
-      auto next = std::move(it->second);
-      st.waiting.erase(it);
-      forward_frames(self, node, std::move(next), true);
-      --st.in_flight; // counted while it waited
-    }
+    --st.sent_to[node];
+    send_waiting(self, node);
     if (--st.in_flight == 0) {
       for (auto& rp : st.drains)
         rp.deliver(true);
@@ -272,6 +284,10 @@ frame_forwarder_main(frame_forwarder_actor::stateful_pointer<frame_forwarder_sta
   return {
       [self](push_atom, uint16_t node, pushed_msgs& msgs) {
         enqueue_frames(self, node, std::move(msgs));
+      },
+      [self](tick_atom, uint16_t node) {
+        self->state.tick_due[node] = false;
+        send_waiting(self, node);
       },
       [self](drain_atom) -> caf::result<bool> {
         auto& st = self->state;

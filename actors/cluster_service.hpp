@@ -95,6 +95,8 @@ class credit_gate;
 /// nodes, bench/RESULTS.md).
 using frame_forwarder_actor =
     caf::typed_actor<caf::reacts_to<push_atom, uint16_t, pushed_msgs>,
+                     // Frames waiting for a node have waited long enough.
+                     caf::reacts_to<tick_atom, uint16_t>,
                      // Answers once every forward sent so far was answered
                      // (a clean stop: nothing in flight is lost with it).
                      caf::replies_to<drain_atom>::with<bool>>;
@@ -103,6 +105,13 @@ struct frame_forwarder_config {
   std::shared_ptr<cluster_board> board;
   std::shared_ptr<credit_gate> gate;
   std::chrono::milliseconds timeout{10000};
+  /// How long frames wait behind an unanswered forward to their node before
+  /// they go on their own. A forward is answered once the home applied it,
+  /// so while one is in flight the next frames gather into one message
+  /// (self-clocked batching); but a worker stuck at the home (its actor
+  /// moving, its owners unreachable) must not hold every other worker homed
+  /// there until the timeout.
+  std::chrono::milliseconds max_wait{50};
   std::function<void(std::string_view)> count_event;
 };
 
@@ -111,9 +120,11 @@ struct frame_forwarder_state {
   frame_forwarder_config cfg;
   uint64_t dropped = 0;
   uint64_t in_flight = 0;
-  /// By node index: a forward to it is in flight, and the frames waiting.
-  std::map<uint16_t, bool> busy;
+  /// By node index: forwards to it in flight, the frames waiting, and
+  /// whether a tick is due to send them after max_wait.
+  std::map<uint16_t, uint32_t> sent_to;
   std::map<uint16_t, pushed_msgs> waiting;
+  std::map<uint16_t, bool> tick_due;
   std::vector<caf::typed_response_promise<bool>> drains;
 };
 

@@ -113,9 +113,12 @@ void node_cluster::start(const actors::kv_shard_actor& shard,
   };
   sc.uptime_ms = uptime;
   service_ = system.spawn<caf::detached>(actors::cluster_service_main, std::move(sc));
-  forwarder_ =
-      system.spawn(actors::frame_forwarder_main,
-                   actors::frame_forwarder_config{board_, parts_.gate, c.internal_timeout, count});
+  actors::frame_forwarder_config fc;
+  fc.board = board_;
+  fc.gate = parts_.gate;
+  fc.timeout = c.internal_timeout;
+  fc.count_event = count;
+  forwarder_ = system.spawn(actors::frame_forwarder_main, std::move(fc));
   // The address peers and tools reach this node's HTTP API at.
   const auto& h = options_.http.host;
   const std::string http_host = !options_.zmq.advertise_host.empty() ? options_.zmq.advertise_host
