@@ -7,8 +7,14 @@
 // Thread-safety: thread-safe.
 #pragma once
 
+#include <absl/container/flat_hash_map.h>
+
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
 
 namespace lmcc::actors {
 
@@ -24,5 +30,65 @@ inline uint64_t monotonic_ms() {
   return static_cast<uint64_t>(
       duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count());
 }
+
+/// Seconds of the monotonic clock: what interval checks compare (a session's
+/// idle time, a worker's silence), so that the wall clock jumping (an NTP
+/// step, a VM restored) neither reaps every worker nor fails every sync.
+inline double monotonic_s() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+/// The wall clock as one node reads it: the system clock plus an offset that
+/// fault injection moves (`clock_jump_ms` in POST /admin/faults; chaos tests
+/// jump one node's clock). The wall clock serves what is reported (LMCache's
+/// timestamps), registration order (cluster/hlc.hpp is made for jumps) and
+/// deadlines between nodes (corrected by each peer's measured offset,
+/// cluster_table.hpp); never an interval.
+///
+/// Thread-safety: thread-safe.
+class node_clock {
+public:
+  /// Seconds since the Unix epoch, as LMCache's time.time().
+  double wall_s() const noexcept { return wall_now() + static_cast<double>(offset_ms()) / 1000.0; }
+  uint64_t wall_ms() const noexcept { return static_cast<uint64_t>(wall_s() * 1000.0); }
+  /// Moves this node's wall clock by `by` (negative: back), on top of earlier jumps.
+  void jump(std::chrono::milliseconds by) noexcept {
+    offset_ms_.fetch_add(by.count(), std::memory_order_relaxed);
+  }
+  int64_t offset_ms() const noexcept { return offset_ms_.load(std::memory_order_relaxed); }
+
+private:
+  std::atomic<int64_t> offset_ms_{0};
+};
+
+/// Each peer's wall clock minus this node's, in ms, as measured from the
+/// wall time its greetings carry (cluster_node.hpp; minus the one-way
+/// delay). A request forwarded to a peer carries its deadline in that peer's
+/// clock, so clocks that differ or jump (a node_clock jump, an NTP step) do
+/// not make a peer refuse every forwarded request, or apply a late one.
+///
+/// Thread-safety: thread-safe.
+class peer_clock_offsets {
+public:
+  /// Sets `peer`'s offset; true when it moved by more than `noticeable_ms`.
+  bool set(const std::string& peer, int64_t offset_ms, int64_t noticeable_ms = 1000) {
+    std::lock_guard lock{mutex_};
+    auto [it, inserted] = by_peer_.try_emplace(peer, offset_ms);
+    const int64_t before = inserted ? 0 : it->second;
+    it->second = offset_ms;
+    return (before > offset_ms ? before - offset_ms : offset_ms - before) > noticeable_ms;
+  }
+  /// `peer`'s offset; 0 (clocks in step) until it greeted.
+  int64_t of(const std::string& peer) const {
+    std::lock_guard lock{mutex_};
+    auto it = by_peer_.find(peer);
+    return it == by_peer_.end() ? 0 : it->second;
+  }
+
+private:
+  mutable std::mutex mutex_;
+  absl::flat_hash_map<std::string, int64_t> by_peer_;
+};
 
 } // namespace lmcc::actors

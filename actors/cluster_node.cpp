@@ -125,7 +125,8 @@ void greet(node_self self, const caf::actor& peer_node) {
   auto& st = self->state;
   const auto& r = st.members->record();
   self->send(caf::actor_cast<cluster_node_actor>(peer_node), greet_atom::value, st.cfg.self_id,
-             st.members->leaving(), r.epoch, r.identity(), greet_flags(st));
+             st.members->leaving(), r.epoch, r.identity(), greet_flags(st),
+             st.cfg.clock->wall_ms());
 }
 
 void adopt(node_self self, const cluster::membership_record& r, std::string_view source);
@@ -402,8 +403,13 @@ cluster_node_main(cluster_node_actor::stateful_pointer<cluster_node_state> self,
   self->send(self, tick_atom::value);
   return {
       [self](greet_atom, const std::string& peer, bool leaving, uint64_t epoch, uint64_t identity,
-             uint8_t flags) {
+             uint8_t flags, uint64_t peer_wall_ms) {
         auto& st = self->state;
+        const int64_t offset =
+            static_cast<int64_t>(peer_wall_ms) - static_cast<int64_t>(st.cfg.clock->wall_ms());
+        if (st.cfg.peer_clocks->set(peer, offset))
+          spdlog::warn("peer-clock-offset node={} peer={} offset_ms={}", st.cfg.self_id, peer,
+                       offset);
         auto i = st.members->index_of(peer);
         // Only a joined peer counts: before our own join we lack its handles.
         if (!i || !st.peers[*i].handles.node)

@@ -22,6 +22,7 @@
 // Context: CAF actors; one of each per node.
 #pragma once
 
+#include "actors/clock.hpp"
 #include "actors/cluster_table.hpp"
 #include "actors/peer_link.hpp"
 #include "actors/slot_mover.hpp"
@@ -56,7 +57,8 @@ constexpr uint8_t greet_committed = 2;
 
 using cluster_node_actor = caf::typed_actor<
     // (peer id, leaving, its record's epoch, identity, greet_* flags)
-    caf::reacts_to<greet_atom, std::string, bool, uint64_t, uint64_t, uint8_t>,
+    // (id, leaving, epoch, identity, flags, its wall clock in ms)
+    caf::reacts_to<greet_atom, std::string, bool, uint64_t, uint64_t, uint8_t, uint64_t>,
     caf::reacts_to<tick_atom>,
     // A newer membership record (JSON) from a peer.
     caf::reacts_to<members_atom, std::string>,
@@ -121,6 +123,10 @@ struct cluster_node_config {
   /// Called with the new table whenever the member set changes (the runtime
   /// swaps the write placement and the index's share of the counts).
   std::function<void(const cluster_table&)> on_members_changed;
+  /// This node's wall clock (sent in greetings), and where each peer's
+  /// offset from it is kept (the directory's forwarded deadlines use them).
+  std::shared_ptr<const node_clock> clock = std::make_shared<node_clock>();
+  std::shared_ptr<peer_clock_offsets> peer_clocks = std::make_shared<peer_clock_offsets>();
 };
 
 struct cluster_node_state {

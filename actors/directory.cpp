@@ -111,12 +111,18 @@ worker_actor spawn_worker_actor(directory_self self, const worker_record& rec,
 
 namespace {
 
-uint64_t wall_ms() {
-  return static_cast<uint64_t>(wall_now() * 1000.0);
+double wall_s(directory_self self) {
+  return self->state.cfg.clock->wall_s();
+}
+
+uint64_t wall_ms(directory_self self) {
+  return self->state.cfg.clock->wall_ms();
 }
 
 /// How late (wall clock) a node may still apply a request forwarded to it:
-/// covers clock skew between nodes; beyond it the sender stopped waiting.
+/// covers the error of the measured clock offset between nodes (the one-way
+/// delay of a greeting, a jump since the last one); beyond it the sender
+/// stopped waiting.
 constexpr uint64_t home_request_deadline_slack_ms = 1000;
 
 /// Applies a peer's copy of a worker's row; true when it replaced an older
@@ -124,8 +130,8 @@ constexpr uint64_t home_request_deadline_slack_ms = 1000;
 bool apply_row(directory_self self, const persistence::worker_row& row) {
   const auto* rec = self->state.logic->reg().record(row.uid);
   const uint64_t before = rec ? rec->incarnation : 0;
-  return self->state.logic->apply_replica(row, wall_now(), wall_ms()) && before != 0 &&
-         row.incarnation > before;
+  return self->state.logic->apply_replica(row, wall_s(self), wall_ms(self), monotonic_s()) &&
+         before != 0 && row.incarnation > before;
 }
 
 /// The message being handled came from another node's actor (a replica's
@@ -258,6 +264,15 @@ auto deliver_to(caf::response_promise rp, std::optional<std::string> url) {
   };
 }
 
+/// `home`'s wall clock minus this node's (0 when unknown).
+uint64_t home_clock_offset(directory_self self, const directory_actor& home) {
+  auto table = self->state.cfg.cluster->current();
+  for (size_t i = 0; i < table->peers.size() && i < table->members.size(); ++i)
+    if (table->peers[i].handles.directory == caf::actor_cast<caf::actor>(home))
+      return static_cast<uint64_t>(self->state.cfg.peer_clocks->of(table->members[i].address.id));
+  return 0;
+}
+
 /// Asks the worker's home (another node) and delivers its answer to `rp`. A
 /// home that does not answer within one failure-detection period died or
 /// froze before the detector said so; the request is then asked again
@@ -278,8 +293,10 @@ void ask_home(directory_self self, const directory_actor& home, msg::Msg m,
   const auto attempt = may_repeat ? std::min(left, self->state.cfg.home_request_timeout) : left;
   auto again = m; // kept for a retry; requests are small
   // The home refuses it past `expires` + the slack, i.e. by the time this
-  // attempt times out (clocks in step): a retry never meets a late first try.
-  const uint64_t expires = wall_ms() + static_cast<uint64_t>(attempt.count()) -
+  // attempt times out: a retry never meets a late first try. In the home's
+  // clock, as measured from its greetings (clock.hpp).
+  const uint64_t expires = wall_ms(self) + home_clock_offset(self, home) +
+                           static_cast<uint64_t>(attempt.count()) -
                            std::min<uint64_t>(home_request_deadline_slack_ms, attempt.count());
   self->request(home, attempt, request_atom::value, std::move(m), expires)
       .then(deliver_to(rp, url),
@@ -336,11 +353,11 @@ caf::result<msg::Msg> on_request(directory_self self, msg::Msg& m) {
           std::optional<std::string> url;
           if (st.cfg.hooks.heartbeat_url_for)
             url = st.cfg.hooks.heartbeat_url_for(x.ip);
-          auto reply = logic.on_register(x, wall_now(), wall_ms(), url);
+          auto reply = logic.on_register(x, wall_s(self), wall_ms(self), url);
           publish(self);
           return reply;
         } else if constexpr (std::is_same_v<M, msg::HeartbeatMsg>) {
-          auto reply = logic.on_heartbeat(x, wall_now(), wall_ms());
+          auto reply = logic.on_heartbeat(x, wall_s(self), wall_ms(self), monotonic_s());
           publish(self);
           if (st.cfg.cluster)
             if (const auto* rec = logic.reg().find(x.instance_id, x.worker_id))
@@ -448,7 +465,7 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
     self->quit(m.reason);
   });
   st.logic->set_tombstone_ttl(st.cfg.tombstone_ttl);
-  st.logic->restore(st.cfg.restored, st.cfg.need_full_sync_all, wall_ms());
+  st.logic->restore(st.cfg.restored, st.cfg.need_full_sync_all, wall_ms(self), monotonic_s());
   st.cfg.restored.clear();
   st.cfg.restored.shrink_to_fit();
   publish(self);
@@ -467,7 +484,7 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
         }
         if (auto* d = std::get_if<msg::DeRegisterMsg>(&m)) {
           self->state.logic->on_deregister(d->instance_id, d->worker_id, "deregister-msg",
-                                           wall_ms());
+                                           wall_ms(self));
           publish(self);
         } else {
           spdlog::warn("push-unhandled type={}", msg::type_tag_of(m));
@@ -475,11 +492,11 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
       },
       [self](request_atom, msg::Msg& m) { return on_request(self, m); },
       [self](request_atom, msg::Msg& m, uint64_t deadline_ms) -> caf::result<msg::Msg> {
-        if (wall_ms() > deadline_ms + home_request_deadline_slack_ms) {
+        if (wall_ms(self) > deadline_ms + home_request_deadline_slack_ms) {
           // Its sender answered the worker with a timeout long ago; applying
           // it now (a registration above all) would surprise everyone.
           spdlog::warn("forwarded-request-expired type={} late_ms={}", msg::type_tag_of(m),
-                       wall_ms() - deadline_ms);
+                       wall_ms(self) - deadline_ms);
           self->state.cfg.hooks.count_event("forwarded_request_expired");
           return msg::Msg{msg::ErrorMsg{"the request expired before this node could answer it"}};
         }
@@ -487,7 +504,8 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
       },
       [self](stats_atom) { return collect_stats(self); },
       [self](tick_atom) {
-        self->state.logic->reap(wall_now());
+        self->state.logic->reap(monotonic_s(), wall_ms(self));
+        self->state.cfg.hooks.count_event("reaper_passes");
         publish(self);
         auto period = std::chrono::milliseconds{
             static_cast<int64_t>(self->state.cfg.options.health_check_interval_s * 1000.0)};
@@ -538,7 +556,7 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
         adopt_if_home(self, row.uid);
       },
       [self](row_delete_atom, uint64_t uid, uint64_t incarnation) {
-        self->state.logic->remove_replica(uid, incarnation, wall_ms());
+        self->state.logic->remove_replica(uid, incarnation, wall_ms(self));
         publish(self);
       },
       [self](peer_atom, const caf::actor& peer_directory) {
@@ -563,7 +581,7 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
             home.push_back(rec);
           }
         const std::string self_id = table->members[table->self].address.id;
-        auto tombstones = st.logic->tombstones(wall_ms());
+        auto tombstones = st.logic->tombstones(wall_ms(self));
         spdlog::info("directory-sync-sent node={} workers={} tombstones={}", self_id, rows.size(),
                      tombstones.size());
         self->send(peer, row_put_atom::value, self_id, table->ring_version, std::move(rows),
@@ -598,7 +616,7 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
         // that ended while it was away goes, entity included.
         size_t buried = 0;
         for (const auto& t : tombstones)
-          buried += st.logic->apply_tombstone(t, wall_ms()) ? 1 : 0;
+          buried += st.logic->apply_tombstone(t, wall_ms(self)) ? 1 : 0;
         absl::flat_hash_set<uint64_t> listed;
         std::vector<uint64_t> renewed;
         for (const auto& row : rows) {

@@ -17,6 +17,7 @@
 // Context: a CAF actor; one per node.
 #pragma once
 
+#include "actors/clock.hpp"
 #include "actors/cluster_table.hpp"
 #include "actors/control_fanout.hpp"
 #include "actors/controller_options.hpp"
@@ -121,6 +122,10 @@ struct directory_config {
   std::chrono::milliseconds home_request_timeout{2'500};
   /// A cluster: how long deregistrations are remembered (directory_logic).
   std::chrono::milliseconds tombstone_ttl{3'600'000};
+  /// This node's wall clock (fault injection can jump it), and the peers'
+  /// offsets from it (a forwarded request's deadline is in its home's clock).
+  std::shared_ptr<const node_clock> clock = std::make_shared<node_clock>();
+  std::shared_ptr<const peer_clock_offsets> peer_clocks = std::make_shared<peer_clock_offsets>();
   /// LMCache's need_full_sync_all at start: true on a node that starts empty,
   /// false on one that restored its index.
   bool need_full_sync_all = true;

@@ -13,12 +13,13 @@ void directory_logic::persist(uint64_t uid) {
 }
 
 void directory_logic::restore(std::vector<restored_worker>& workers, bool need_full_sync_all,
-                              uint64_t wall_ms) {
+                              uint64_t wall_ms, double mono_s) {
   reg_.set_need_full_sync_all(need_full_sync_all);
   for (auto& rw : workers) {
     clock_.observe(rw.record.registration_order, wall_ms);
     clock_.observe(rw.record.incarnation, wall_ms);
     const uint64_t uid = rw.record.uid;
+    rw.record.heard_at = mono_s;
     reg_.restore_worker(rw.record);
     out_.spawn_worker(*reg_.record(uid), &rw);
     if (!rw.resync_reason.empty()) {
@@ -80,16 +81,17 @@ msg::Msg directory_logic::on_register(const msg::RegisterMsg& m, double now_s, u
   return msg::Msg{std::move(ret)};
 }
 
-msg::Msg directory_logic::on_heartbeat(const msg::HeartbeatMsg& m, double now_s, uint64_t wall_ms) {
+msg::Msg directory_logic::on_heartbeat(const msg::HeartbeatMsg& m, double now_s, uint64_t wall_ms,
+                                       double mono_s) {
   msg::HeartbeatRetMsg ret;
   const auto* known = reg_.find(m.instance_id, m.worker_id);
   const bool first_heartbeat = known && !known->has_heartbeated;
-  if (!reg_.heartbeat(m.instance_id, m.worker_id, now_s)) {
+  if (!reg_.heartbeat(m.instance_id, m.worker_id, now_s, mono_s)) {
     // Recovery path (spec 4.7.2): re-create the registration, ask for a full sync.
     auto r = do_register(m.instance_id, m.worker_id, m.ip, m.port, m.peer_init_url, now_s, wall_ms);
     if (!r.refused.empty())
       return msg::Msg{msg::ErrorMsg{r.refused}};
-    reg_.heartbeat(m.instance_id, m.worker_id, now_s);
+    reg_.heartbeat(m.instance_id, m.worker_id, now_s, mono_s);
     persist(r.uid); // has_heartbeated: the reaper may reap it after a restart too
     ret.commands.emplace_back(msg::FullSyncCommand{"worker_re_registered", std::nullopt});
     return msg::Msg{std::move(ret)};
@@ -125,15 +127,15 @@ bool directory_logic::on_deregister(const std::string& instance_id, const msg::w
   return true;
 }
 
-void directory_logic::reap(double now_s) {
+void directory_logic::reap(double mono_s, uint64_t wall_ms) {
   const double timeout = std::chrono::duration<double>(options_.lmcache_worker_timeout).count();
-  for (const auto& [instance, worker] : reg_.silent_workers(now_s, timeout))
+  for (const auto& [instance, worker] : reg_.silent_workers(mono_s, timeout))
     if (is_home(worker_uid(instance, worker)))
-      on_deregister(instance, worker, "heartbeat-timeout", static_cast<uint64_t>(now_s * 1000.0));
+      on_deregister(instance, worker, "heartbeat-timeout", wall_ms);
 }
 
 bool directory_logic::apply_replica(const persistence::worker_row& row, double now_s,
-                                    uint64_t wall_ms) {
+                                    uint64_t wall_ms, double mono_s) {
   if (auto t = tombstones_.find(row.uid); t != tombstones_.end()) {
     if (row.incarnation <= t->second) {
       spdlog::info("worker-row-refused instance={} worker={} uid={} incarnation={} "
@@ -147,6 +149,7 @@ bool directory_logic::apply_replica(const persistence::worker_row& row, double n
   clock_.observe(row.incarnation, wall_ms);
   auto rec = to_record(row, now_s);
   rec.last_heartbeat_time = row.last_heartbeat_time;
+  rec.heard_at = mono_s;
   bool persist_it = true;
   if (const auto* old = reg_.record(row.uid)) {
     if (row.incarnation < old->incarnation)
@@ -154,6 +157,8 @@ bool directory_logic::apply_replica(const persistence::worker_row& row, double n
     rec.locations = old->locations;
     rec.sync = old->sync;
     rec.missing_batches = old->missing_batches;
+    if (row.last_heartbeat_time == old->last_heartbeat_time)
+      rec.heard_at = old->heard_at; // no newer heartbeat at the home
     if (row.incarnation == old->incarnation)
       rec.resync_reason = old->resync_reason; // a re-registration clears it
     auto before = to_row(*old);

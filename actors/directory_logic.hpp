@@ -59,15 +59,17 @@ class directory_logic {
 public:
   directory_logic(controller_options options, directory_outbox& out);
 
-  /// Takes back the workers of a restart, in registration order.
-  void restore(std::vector<restored_worker>& workers, bool need_full_sync_all, uint64_t wall_ms);
+  /// Takes back the workers of a restart, in registration order. The reaper
+  /// counts their silence from `mono_s` (the node was down, not the workers).
+  void restore(std::vector<restored_worker>& workers, bool need_full_sync_all, uint64_t wall_ms,
+               double mono_s);
 
   /// RegisterMsg (spec 4.7.1); `heartbeat_url` goes into extra_config.
   msg::Msg on_register(const msg::RegisterMsg& m, double now_s, uint64_t wall_ms,
                        const std::optional<std::string>& heartbeat_url);
 
-  /// HeartbeatMsg (spec 4.7.2).
-  msg::Msg on_heartbeat(const msg::HeartbeatMsg& m, double now_s, uint64_t wall_ms);
+  /// HeartbeatMsg (spec 4.7.2), at wall time now_s / wall_ms and monotonic mono_s.
+  msg::Msg on_heartbeat(const msg::HeartbeatMsg& m, double now_s, uint64_t wall_ms, double mono_s);
 
   /// DeRegisterMsg or the reaper; false when the worker was unknown.
   bool on_deregister(const std::string& instance_id, const msg::wire_int& worker_id,
@@ -75,7 +77,8 @@ public:
 
   /// Workers silent past lmcache_worker_timeout are deregistered (in a
   /// cluster, only those whose entity lives on this node: see set_home_filter).
-  void reap(double now_s);
+  /// `mono_s` is the monotonic clock: a wall clock that jumps reaps nobody.
+  void reap(double mono_s, uint64_t wall_ms);
 
   // -- a cluster: the Directory replicated from the workers' home nodes ---------
 
@@ -89,7 +92,8 @@ public:
   /// incarnation this node saw deregistered is refused (false): a node that
   /// was down when it happened restored it from its disk; so is one older than
   /// the registration this node knows.
-  bool apply_replica(const persistence::worker_row& row, double now_s, uint64_t wall_ms);
+  bool apply_replica(const persistence::worker_row& row, double now_s, uint64_t wall_ms,
+                     double mono_s);
 
   /// A deregistration at the worker's home node, of registration `incarnation`.
   void remove_replica(uint64_t uid, uint64_t incarnation, uint64_t wall_ms);

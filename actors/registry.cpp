@@ -142,22 +142,23 @@ std::optional<worker_record> registry::remove(const std::string& instance_id,
   return std::move(node.mapped());
 }
 
-bool registry::heartbeat(const std::string& instance_id, const msg::wire_int& worker_id,
-                         double now) {
+bool registry::heartbeat(const std::string& instance_id, const msg::wire_int& worker_id, double now,
+                         double heard_at) {
   const auto* found = find(instance_id, worker_id);
   if (!found)
     return false;
   auto& rec = records_.at(found->uid);
   rec.last_heartbeat_time = now;
+  rec.heard_at = heard_at;
   rec.has_heartbeated = true;
   return true;
 }
 
 std::vector<std::pair<std::string, msg::wire_int>>
-registry::silent_workers(double now, double timeout_s) const {
+registry::silent_workers(double mono_now, double timeout_s) const {
   std::vector<std::pair<std::string, msg::wire_int>> out;
   for (const auto* rec : all_workers())
-    if (rec->has_heartbeated && now - rec->last_heartbeat_time > timeout_s)
+    if (rec->has_heartbeated && mono_now - rec->heard_at > timeout_s)
       out.emplace_back(rec->instance_id, rec->worker_id);
   return out;
 }

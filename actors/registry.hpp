@@ -17,7 +17,7 @@
 //
 //   registry r;
 //   auto reg = r.register_worker("A", 0, ip, port, peer, now, stamp);
-//   r.heartbeat("A", 0, now);
+//   r.heartbeat("A", 0, now, mono_now);
 //   auto [ask, reason] = r.should_request_full_sync(reg.uid);
 //
 // Context: owned by the directory actor; not thread-safe. Time is passed in.
@@ -50,6 +50,11 @@ struct worker_record {
   std::optional<std::string> peer_init_url;
   double registration_time = 0;
   double last_heartbeat_time = 0;
+  /// When this node last heard of a heartbeat of the worker (its own, or a
+  /// newer last_heartbeat_time in its home's row), in monotonic seconds: the
+  /// reaper's clock. Local to this node, never stored or replicated, so a
+  /// wall clock that jumps, or differs between nodes, reaps nobody.
+  double heard_at = 0;
   bool has_heartbeated = false;
   uint64_t registration_order = 0;
   uint64_t instance_order = 0;
@@ -142,12 +147,15 @@ public:
   std::optional<worker_record> remove(const std::string& instance_id,
                                       const msg::wire_int& worker_id);
 
-  /// Records a heartbeat; false when the worker is unknown.
-  bool heartbeat(const std::string& instance_id, const msg::wire_int& worker_id, double now);
+  /// Records a heartbeat at wall time `now`, heard at monotonic `heard_at`;
+  /// false when the worker is unknown.
+  bool heartbeat(const std::string& instance_id, const msg::wire_int& worker_id, double now,
+                 double heard_at);
 
   /// Workers that heartbeated at least once and then stayed silent longer
-  /// than `timeout_s` (the decisions table: never-heartbeating workers stay).
-  std::vector<std::pair<std::string, msg::wire_int>> silent_workers(double now,
+  /// than `timeout_s` (the decisions table: never-heartbeating workers stay),
+  /// by the monotonic clock (`mono_now` against heard_at).
+  std::vector<std::pair<std::string, msg::wire_int>> silent_workers(double mono_now,
                                                                     double timeout_s) const;
 
   /// Adds `location` to the worker's known locations. False when the worker is

@@ -68,16 +68,18 @@ sync_session_main(sync_session_actor::stateful_pointer<sync_session_state> self,
   return {
       [self, timeout_s](sync_start_atom, const session_params& p) {
         auto& st = self->state;
-        st.logic->start(p, wall_now());
+        st.logic->start(p, monotonic_s());
         if (!st.ticking) {
           st.ticking = true;
           self->delayed_send(self, tick_interval(timeout_s), tick_atom::value);
         }
       },
       [self](go_atom) { self->state.logic->go(); },
-      [self](push_atom, pushed_msg& m) { self->state.logic->on_input(std::move(m), wall_now()); },
+      [self](push_atom, pushed_msg& m) {
+        self->state.logic->on_input(std::move(m), monotonic_s());
+      },
       [self](ack_atom, uint64_t stream, uint64_t up_to) {
-        self->state.logic->on_ack(stream, up_to, wall_now());
+        self->state.logic->on_ack(stream, up_to, monotonic_s());
         answer_drains(self);
       },
       [self](sync_status_atom, const msg::Msg& m) {
@@ -87,7 +89,7 @@ sync_session_main(sync_session_actor::stateful_pointer<sync_session_state> self,
       },
       [self, timeout_s](tick_atom) {
         auto& st = self->state;
-        st.logic->expire(wall_now());
+        st.logic->expire(monotonic_s());
         if (st.logic->phase() != sync_phase::syncing) {
           st.ticking = false;
           return;

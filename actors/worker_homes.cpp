@@ -126,7 +126,7 @@ void finish_takeover(directory_self self, uint64_t uid) {
             auto marks = from_peer ? merge_marks(tk.found) : own;
             if (st.cfg.planted_forget_marks)
               marks.clear(); // planted bug: the worker's seq checks start blind
-            auto plan = takeover_plan(to_row(*rec), marks, wall_now());
+            auto plan = takeover_plan(to_row(*rec), marks, self->state.cfg.clock->wall_s());
             self->send(it->second, handoff_atom::value, marks);
             ++st.homes->taken_over_total;
             std::string sources;

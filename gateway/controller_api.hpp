@@ -70,15 +70,19 @@ struct store_fault_settings {
   std::optional<uint64_t> fail_commits;    ///< the next N commits fail
   std::optional<bool> fail_all_commits;    ///< every commit fails while true
   std::optional<uint64_t> commit_delay_us; ///< a slow disk: delay before each commit
+  /// Moves the node's wall clock by this many ms (negative: back), on top of
+  /// earlier jumps (actors::node_clock): an NTP step, a restored VM.
+  std::optional<int64_t> clock_jump_ms;
 };
 
 /// What /admin/faults answers: the settings now in force.
 struct fault_outcome {
-  int status = 200;  ///< 200, 404 (fault injection off) or 409 (no store)
+  int status = 200;  ///< 200, 404 (fault injection off) or 409 (store faults, no store)
   std::string error; ///< why not, when status != 200
   uint64_t fail_commits = 0;
   bool fail_all_commits = false;
   uint64_t commit_delay_us = 0;
+  int64_t clock_offset_ms = 0; ///< the wall clock's total injected offset
 };
 
 /// What POST /cluster/members did.

@@ -229,8 +229,9 @@ void add_admin_routes(route_table& routes, controller_api& controller, node_metr
                                      {"seconds", out.seconds}});
               });
 
-  // Injected store failures (lmcc node --fault-injection on): crash and chaos
-  // tests make commits fail or slow down, then check what the node does.
+  // Injected faults (lmcc node --fault-injection on): crash and chaos tests
+  // make commits fail or slow down, or jump the node's wall clock, then check
+  // what the node does.
   routes.post("/admin/faults", [&controller](const httplib::Request& req, httplib::Response& res) {
     auto settings = read_faults_body(req.body);
     if (!settings)
@@ -241,7 +242,8 @@ void add_admin_routes(route_table& routes, controller_api& controller, node_metr
     send_json(res, 200,
               reply_json{{"fail_commits", out.fail_commits},
                          {"fail_all_commits", out.fail_all_commits},
-                         {"commit_delay_us", out.commit_delay_us}});
+                         {"commit_delay_us", out.commit_delay_us},
+                         {"clock_offset_ms", out.clock_offset_ms}});
   });
 
   // The cluster as this node sees it (lmcc cluster up waits on it).

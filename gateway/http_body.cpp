@@ -153,7 +153,7 @@ std::optional<int64_t> read_short_integer(const char* text) {
 // -- declared fields ------------------------------------------------------------------------------
 
 /// A field's type in the endpoint's FastAPI model.
-enum class field_type { string, boolean, int_list, position, count };
+enum class field_type { string, boolean, int_list, position, count, signed_count };
 
 /// Why an int list is not a list of wire ints: its first offending item.
 enum class item_problem { none, not_a_number, fraction, out_of_range };
@@ -166,10 +166,11 @@ struct body_field {
 
   bool present = false;
   bool null = false;
-  bool well_typed = false; ///< the declared type (int_list: an array, items aside)
-  std::string text;        ///< string
-  bool flag = false;       ///< boolean
-  uint64_t number = 0;     ///< count
+  bool well_typed = false;   ///< the declared type (int_list: an array, items aside)
+  std::string text;          ///< string
+  bool flag = false;         ///< boolean
+  uint64_t number = 0;       ///< count
+  int64_t signed_number = 0; ///< signed_count
   std::pair<std::string, std::string> position;
   std::vector<msg::wire_int> ints; ///< int_list, up to the first problem
   item_problem problem = item_problem::none;
@@ -322,6 +323,26 @@ void read_field(body_field& f, sj::value& v, size_t max_items) {
       }
     }
     break;
+  case field_type::signed_count:
+    if (type == sj::json_type::number) {
+      sj::number_type kind;
+      check_json(v.get_number_type().get(kind));
+      if (kind == sj::number_type::signed_integer) {
+        check_json(v.get_int64().get(f.signed_number));
+        f.well_typed = true;
+        return;
+      }
+      if (kind == sj::number_type::unsigned_integer) {
+        uint64_t u = 0;
+        check_json(v.get_uint64().get(u));
+        if (u <= static_cast<uint64_t>(INT64_MAX)) {
+          f.signed_number = static_cast<int64_t>(u);
+          f.well_typed = true;
+          return;
+        }
+      }
+    }
+    break;
   }
   skip_value(v, 2);
 }
@@ -382,6 +403,14 @@ std::optional<uint64_t> optional_count(const body_field& f) {
   if (!f.well_typed)
     throw request_error{422, field_label(f) + " must be an integer >= 0"};
   return f.number;
+}
+
+std::optional<int64_t> optional_signed(const body_field& f) {
+  if (!f.present)
+    return std::nullopt;
+  if (!f.well_typed)
+    throw request_error{422, field_label(f) + " must be an integer in [-2^63, 2^63-1]"};
+  return f.signed_number;
 }
 
 std::vector<msg::wire_int> int_list(body_field& f) {
@@ -578,6 +607,7 @@ body_result<store_fault_settings> read_faults_body(std::string_view body) {
         {.name = "fail_commits", .type = field_type::count},
         {.name = "fail_all_commits", .type = field_type::boolean},
         {.name = "commit_delay_us", .type = field_type::count},
+        {.name = "clock_jump_ms", .type = field_type::signed_count},
     };
     read_body(body, fields, 0);
     store_fault_settings out;
@@ -585,6 +615,7 @@ body_result<store_fault_settings> read_faults_body(std::string_view body) {
     if (fields[1].present)
       out.fail_all_commits = optional_bool(fields[1], false);
     out.commit_delay_us = optional_count(fields[2]);
+    out.clock_jump_ms = optional_signed(fields[3]);
     return out;
   });
 }

@@ -77,6 +77,7 @@ void node_cluster::add_destinations(actors::directory_config& dc,
   dc.placement = placement_;
   dc.home_destination = table->self;
   dc.cluster = board_;
+  dc.peer_clocks = peer_clocks_;
   // A takeover waits for a draining old home at most as long as a dead
   // owner's acks take (the replication timeout), plus the failure detector's
   // time to notice a peer that cannot answer at all.
@@ -148,6 +149,8 @@ void node_cluster::start(const actors::kv_shard_actor& shard,
   mc.counters = move_counters_;
   mover_ = system.spawn(actors::slot_mover_main, std::move(mc));
   nc.mover = mover_;
+  nc.clock = parts_.clock;
+  nc.peer_clocks = peer_clocks_;
   nc.on_members_changed = [this](const actors::cluster_table& t) {
     placement_->store(t.write_masks());
     parts_.index->write().reshare(t.owners->slots_of(options_.controller.node_id).primary);
@@ -498,7 +501,10 @@ std::string node_cluster::status_json() const {
          // Owns slots under the current record (else a standby or removed node).
          {"member", m.member},
          {"primary_slots", m.primary_slots},
-         {"replica_slots", m.replica_slots}});
+         {"replica_slots", m.replica_slots},
+         // Its wall clock minus this node's, from its greetings (0 for
+         // this node, and for a peer not heard from).
+         {"clock_offset_ms", m.self ? 0 : peer_clocks_->of(m.address.id)}});
   }
   json links = json::array();
   uint64_t queued = 0;

@@ -50,6 +50,7 @@ public:
     std::shared_ptr<actors::kv_index> index;
     std::shared_ptr<actors::credit_gate> gate;
     std::shared_ptr<actors::route_board> routes;
+    std::shared_ptr<const actors::node_clock> clock;
   };
 
   /// Resolves the secret (file or environment) and checks the membership;
@@ -129,6 +130,9 @@ private:
   node_options options_;
   node_parts parts_;
   std::shared_ptr<actors::cluster_board> board_ = std::make_shared<actors::cluster_board>();
+  /// Each peer's clock offset, measured by cluster_node, read by the directory.
+  std::shared_ptr<actors::peer_clock_offsets> peer_clocks_ =
+      std::make_shared<actors::peer_clock_offsets>();
   std::shared_ptr<actors::cluster_counters> counters_ =
       std::make_shared<actors::cluster_counters>();
   std::vector<actors::peer_link_actor> links_; ///< by node_index; null at self

@@ -107,6 +107,8 @@ public:
   std::shared_ptr<actors::credit_gate> gate_;
   gate_adapter gate_adapter_;
   std::shared_ptr<actors::route_board> routes_ = std::make_shared<actors::route_board>();
+  /// The node's wall clock (POST /admin/faults can jump it).
+  std::shared_ptr<actors::node_clock> clock_ = std::make_shared<actors::node_clock>();
   std::shared_ptr<actors::shard_monitor> shard_monitor_ = std::make_shared<actors::shard_monitor>();
   /// Shared so that actors reach it through weak pointers: a directory still
   /// working through its mailbox while the node stops (a deregistration, the
@@ -191,6 +193,7 @@ public:
       rows_ = system_.spawn<caf::detached>(actors::row_writer_main, state.store);
     actors::directory_config dc;
     dc.options = c;
+    dc.clock = clock_;
     dc.shards = {shard_};
     if (cluster_)
       cluster_->add_destinations(dc, shard_);
@@ -368,8 +371,8 @@ void node_runtime::start() {
   d.started_ = true;
   if (d.options_.cluster.enabled())
     d.cluster_ = std::make_unique<node_cluster>(
-        d.options_,
-        node_cluster::node_parts{d.system_, d.context_, d.metrics_, d.index_, d.gate_, d.routes_});
+        d.options_, node_cluster::node_parts{d.system_, d.context_, d.metrics_, d.index_, d.gate_,
+                                             d.routes_, d.clock_});
   auto state = load_node_state(d.options_, *d.index_);
   const auto entries = state.entries;
   const auto seconds = state.seconds;
@@ -595,9 +598,17 @@ gateway::members_outcome node_runtime::change_members(const std::vector<std::str
 gateway::fault_outcome node_runtime::set_store_faults(const gateway::store_fault_settings& s) {
   if (!impl_->options_.fault_injection)
     return controller_api::set_store_faults(s); // refused
+  auto& clock = *impl_->clock_;
+  if (s.clock_jump_ms) {
+    clock.jump(std::chrono::milliseconds{*s.clock_jump_ms});
+    spdlog::warn("clock-jumped by_ms={} offset_ms={}", *s.clock_jump_ms, clock.offset_ms());
+  }
   auto store = impl_->store_;
-  if (!store)
-    return gateway::fault_outcome{.status = 409, .error = "persistence is off on this node"};
+  if (!store) {
+    if (s.fail_commits || s.fail_all_commits || s.commit_delay_us)
+      return gateway::fault_outcome{.status = 409, .error = "persistence is off on this node"};
+    return gateway::fault_outcome{.clock_offset_ms = clock.offset_ms()};
+  }
   auto& f = store->faults();
   if (s.fail_commits)
     f.fail_commits = *s.fail_commits;
@@ -609,6 +620,9 @@ gateway::fault_outcome node_runtime::set_store_faults(const gateway::store_fault
   out.fail_commits = f.fail_commits.load();
   out.fail_all_commits = f.fail_all_commits.load();
   out.commit_delay_us = f.commit_delay_us.load();
+  out.clock_offset_ms = clock.offset_ms();
+  if (!s.fail_commits && !s.fail_all_commits && !s.commit_delay_us)
+    return out;
   spdlog::warn("store-faults-set fail_commits={} fail_all_commits={} commit_delay_us={}",
                out.fail_commits, out.fail_all_commits, out.commit_delay_us);
   return out;

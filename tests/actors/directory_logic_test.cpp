@@ -137,7 +137,7 @@ TEST(directory_logic, reregistration_keeps_the_position_and_resets_under_a_new_i
 TEST(directory_logic, a_heartbeat_of_an_unknown_worker_reregisters_it_and_asks_for_a_full_sync) {
   recording_outbox out;
   directory_logic d{controller_options{}, out};
-  auto ret = d.on_heartbeat(hb("A", 3), 7.0, wall);
+  auto ret = d.on_heartbeat(hb("A", 3), 7.0, wall, 7.0);
   EXPECT_EQ(commands_of(ret), (std::vector<std::string>{"worker_re_registered"}));
   const uint64_t uid = worker_uid("A", wire_int{3});
   ASSERT_NE(d.reg().record(uid), nullptr);
@@ -149,8 +149,8 @@ TEST(directory_logic, a_heartbeat_of_an_unknown_worker_reregisters_it_and_asks_f
 TEST(directory_logic, a_worker_reregistered_by_its_heartbeat_is_persisted_as_heartbeating) {
   recording_outbox out;
   directory_logic d{controller_options{}, out};
-  d.on_heartbeat(hb("A", 3), 7.0, wall);
-  d.on_heartbeat(hb("A", 3), 8.0, wall);
+  d.on_heartbeat(hb("A", 3), 7.0, wall, 7.0);
+  d.on_heartbeat(hb("A", 3), 8.0, wall, 8.0);
   ASSERT_FALSE(out.rows.empty());
   EXPECT_TRUE(d.reg().find("A", 3)->has_heartbeated);
   EXPECT_TRUE(out.rows.back().has_heartbeated) << "the durable row disagrees with the registry";
@@ -163,13 +163,13 @@ TEST(directory_logic, the_first_heartbeat_persists_the_row_and_requests_follow_t
   const uint64_t uid = worker_uid("A", wire_int{0});
   EXPECT_EQ(out.rows.size(), 1u);
   // A fresh controller asks every worker (LMCache's need_full_sync_all).
-  EXPECT_EQ(commands_of(d.on_heartbeat(hb("A", 0), 2, wall)),
+  EXPECT_EQ(commands_of(d.on_heartbeat(hb("A", 0), 2, wall, 2)),
             (std::vector<std::string>{"controller_restart"}));
   ASSERT_EQ(out.rows.size(), 2u);
   EXPECT_TRUE(out.rows[1].has_heartbeated);
   EXPECT_EQ(out.rows[1].last_heartbeat_time, 2.0);
   d.on_sync_state(uid, sync_phase::syncing, 3);
-  EXPECT_TRUE(commands_of(d.on_heartbeat(hb("A", 0), 3, wall)).empty());
+  EXPECT_TRUE(commands_of(d.on_heartbeat(hb("A", 0), 3, wall, 3)).empty());
   EXPECT_EQ(out.rows.size(), 2u); // later heartbeats are not persisted
   d.on_sync_state(uid, sync_phase::completed, 0);
   msg::FullSyncStatusRetMsg status;
@@ -177,7 +177,7 @@ TEST(directory_logic, the_first_heartbeat_persists_the_row_and_requests_follow_t
   EXPECT_DOUBLE_EQ(status.global_progress, 1.0);
   EXPECT_TRUE(status.can_exit_freeze);
   d.on_sync_state(uid, sync_phase::failed, 0);
-  EXPECT_EQ(commands_of(d.on_heartbeat(hb("A", 0), 4, wall)),
+  EXPECT_EQ(commands_of(d.on_heartbeat(hb("A", 0), 4, wall, 4)),
             (std::vector<std::string>{"sync_failed_retry"}));
 }
 
@@ -185,12 +185,12 @@ TEST(directory_logic, a_resync_reason_is_asked_of_that_worker_alone) {
   recording_outbox out;
   directory_logic d{controller_options{}, out};
   std::vector<restored_worker> none;
-  d.restore(none, false, wall); // a restored node: no controller_restart
+  d.restore(none, false, wall, 0); // a restored node: no controller_restart
   d.on_register(reg("A", 0), 1, wall, std::nullopt);
   d.on_register(reg("A", 1), 1, wall, std::nullopt);
   d.on_resync(worker_uid("A", wire_int{1}), "seq_gap_after_restart");
-  EXPECT_TRUE(commands_of(d.on_heartbeat(hb("A", 0), 2, wall)).empty());
-  EXPECT_EQ(commands_of(d.on_heartbeat(hb("A", 1), 2, wall)),
+  EXPECT_TRUE(commands_of(d.on_heartbeat(hb("A", 0), 2, wall, 2)).empty());
+  EXPECT_EQ(commands_of(d.on_heartbeat(hb("A", 1), 2, wall, 2)),
             (std::vector<std::string>{"seq_gap_after_restart"}));
   EXPECT_EQ(
       std::count(out.events.begin(), out.events.end(), "full_sync_requested_seq_gap_after_restart"),
@@ -227,11 +227,11 @@ TEST(directory_logic, a_deregistered_incarnation_is_refused_and_buried_where_it_
   home.on_register(reg("A", 0), 1, wall, std::nullopt);
   const uint64_t uid = worker_uid("A", wire_int{0});
   const auto row = home_out.rows.back();
-  ASSERT_TRUE(away.apply_replica(row, 1, wall)); // replicated before "away" went down
+  ASSERT_TRUE(away.apply_replica(row, 1, wall, 1)); // replicated before "away" went down
   ASSERT_TRUE(home.on_deregister("A", 0, "DeRegisterMsg", wall + 10));
 
   // "away" comes back and sends its restored row: refused.
-  EXPECT_FALSE(home.apply_replica(row, 2, wall + 20));
+  EXPECT_FALSE(home.apply_replica(row, 2, wall + 20, 2));
   EXPECT_EQ(home.reg().worker_count(), 0u);
   // The home's tombstones, applied at "away", end the stale row there.
   const auto tombs = home.tombstones(wall + 20);
@@ -245,10 +245,10 @@ TEST(directory_logic, a_deregistered_incarnation_is_refused_and_buried_where_it_
   // A later registration of the same worker is a new incarnation: accepted.
   home.on_register(reg("A", 0), 3, wall + 30, std::nullopt);
   EXPECT_GT(home_out.rows.back().incarnation, row.incarnation);
-  EXPECT_TRUE(away.apply_replica(home_out.rows.back(), 3, wall + 30));
+  EXPECT_TRUE(away.apply_replica(home_out.rows.back(), 3, wall + 30, 3));
   EXPECT_EQ(away.reg().worker_count(), 1u);
   // A late copy of the old registration's row does not replace it either.
-  EXPECT_FALSE(away.apply_replica(row, 4, wall + 35));
+  EXPECT_FALSE(away.apply_replica(row, 4, wall + 35, 4));
   EXPECT_EQ(away.reg().record(uid)->incarnation, home_out.rows.back().incarnation);
   // ... and an old tombstone arriving late does not end it.
   EXPECT_FALSE(away.apply_tombstone(tombs[0], wall + 40));
@@ -265,7 +265,7 @@ TEST(directory_logic, tombstones_expire_after_their_ttl) {
   EXPECT_EQ(d.tombstones(wall + 1000).size(), 1u);
   EXPECT_TRUE(d.tombstones(wall + 1001).empty());
   // Forgotten: the row comes back (the home's reaper is the backstop).
-  EXPECT_TRUE(d.apply_replica(row, 2, wall + 1002));
+  EXPECT_TRUE(d.apply_replica(row, 2, wall + 1002, 2));
 }
 
 TEST(directory_logic, the_reaper_removes_silent_workers_that_once_heartbeated) {
@@ -275,13 +275,42 @@ TEST(directory_logic, the_reaper_removes_silent_workers_that_once_heartbeated) {
   directory_logic d{o, out};
   d.on_register(reg("quiet", 0), 0, wall, std::nullopt);
   d.on_register(reg("talker", 0), 0, wall, std::nullopt);
-  d.on_heartbeat(hb("talker", 0), 10, wall);
-  d.reap(39);
+  d.on_heartbeat(hb("talker", 0), 10, wall, 10);
+  d.reap(39, wall);
   EXPECT_TRUE(out.retired.empty());
-  d.reap(41);
+  d.reap(41, wall);
   EXPECT_EQ(out.retired, (std::vector<uint64_t>{worker_uid("talker", wire_int{0})}));
-  d.reap(1e9);
+  d.reap(1e9, wall);
   EXPECT_EQ(out.retired.size(), 1u); // a worker that never heartbeated stays
+}
+
+TEST(directory_logic, the_reaper_counts_silence_on_the_monotonic_clock) {
+  controller_options o;
+  o.lmcache_worker_timeout = std::chrono::milliseconds{30'000};
+  recording_outbox out;
+  directory_logic d{o, out};
+  d.on_register(reg("w", 0), 1000, wall, std::nullopt);
+  d.on_heartbeat(hb("w", 0), 1000, wall, /*mono_s=*/10);
+  // The wall clock jumps an hour ahead, then back: LMCache's timestamps say
+  // so, the silence is counted on the monotonic clock.
+  d.on_heartbeat(hb("w", 0), 1000 + 3600, wall + 3'600'000, 20);
+  EXPECT_EQ(d.reg().find("w", 0)->last_heartbeat_time, 4600);
+  d.reap(45, wall);
+  EXPECT_TRUE(out.retired.empty());
+
+  // A replica hears of heartbeats through its home's rows: a newer
+  // last_heartbeat_time, in whatever clock the home has, is one.
+  recording_outbox home_out, replica_out;
+  directory_logic home{o, home_out};
+  directory_logic replica{o, replica_out};
+  home.on_register(reg("r", 0), 5, wall, std::nullopt);
+  home.on_heartbeat(hb("r", 0), 5, wall, 0);
+  ASSERT_TRUE(replica.apply_replica(home_out.rows.back(), 99'999, wall, 100));
+  ASSERT_TRUE(replica.apply_replica(home_out.rows.back(), 99'999, wall, 120)); // the same row
+  replica.reap(125, wall);
+  EXPECT_TRUE(replica_out.retired.empty());
+  replica.reap(131, wall); // silent since 100, not 120
+  EXPECT_EQ(replica_out.retired, (std::vector<uint64_t>{worker_uid("r", wire_int{0})}));
 }
 
 TEST(directory_logic, locations_enter_the_view_with_their_ranks) {
@@ -322,14 +351,14 @@ TEST(directory_logic, restore_spawns_restored_workers_with_their_plans_and_later
     rec.locations = {"cpu"};
   }
   workers[1].resync_reason = "snapshot_damaged";
-  d.restore(workers, false, wall);
+  d.restore(workers, false, wall, 0);
   EXPECT_TRUE(d.take_changed());
   ASSERT_EQ(out.spawned.size(), 2u);
   EXPECT_TRUE(out.spawned[0].second);
   EXPECT_EQ(out.spawned_plans[1], &workers[1]);
   EXPECT_FALSE(d.reg().need_full_sync_all());
-  EXPECT_TRUE(commands_of(d.on_heartbeat(hb("R", 0), 5, wall)).empty());
-  EXPECT_EQ(commands_of(d.on_heartbeat(hb("R", 1), 5, wall)),
+  EXPECT_TRUE(commands_of(d.on_heartbeat(hb("R", 0), 5, wall, 5)).empty());
+  EXPECT_EQ(commands_of(d.on_heartbeat(hb("R", 1), 5, wall, 5)),
             (std::vector<std::string>{"snapshot_damaged"}));
   // A new registration on this node's slower clock still comes after them.
   d.on_register(reg("R", 2), 5, wall, std::nullopt);

@@ -173,8 +173,8 @@ TEST(registry, reaps_only_workers_that_heartbeated_and_then_went_silent) {
   registry r;
   add(r, "quiet", 0, "h", 0.0); // never heartbeats: LMCache workers' default
   add(r, "talker", 0, "h", 0.0);
-  EXPECT_TRUE(r.heartbeat("talker", 0, 10.0));
-  EXPECT_FALSE(r.heartbeat("stranger", 0, 10.0));
+  EXPECT_TRUE(r.heartbeat("talker", 0, 10.0, 10.0));
+  EXPECT_FALSE(r.heartbeat("stranger", 0, 10.0, 10.0));
   EXPECT_TRUE(r.silent_workers(100.0, 300.0).empty());
   auto silent = r.silent_workers(311.0, 300.0);
   ASSERT_EQ(silent.size(), 1u);

@@ -26,12 +26,20 @@ def test_faults_are_refused_unless_the_node_was_started_for_them(node_factory):
 def test_bad_fault_bodies_are_refused(node_factory):
     node = node_factory("--fault-injection", "on")
     for body in ({"fail_commits": -1}, {"fail_commits": "3"}, {"fail_all_commits": 1},
-                 {"commit_delay_us": 1.5}):
+                 {"commit_delay_us": 1.5}, {"clock_jump_ms": 1.5}, {"clock_jump_ms": "5"},
+                 {"clock_jump_ms": 2 ** 63}):
         r = node.post("/admin/faults", body)
         assert r.status == 422, (body, r)
     r = node.post("/admin/faults", {"fail_commits": 2})
     assert r.status == 200, r
-    assert r.json() == {"fail_commits": 2, "fail_all_commits": False, "commit_delay_us": 0}
+    assert r.json() == {"fail_commits": 2, "fail_all_commits": False, "commit_delay_us": 0,
+                        "clock_offset_ms": 0}
+    # Clock jumps add up (and leave the store's settings alone).
+    node.post("/admin/faults", {"clock_jump_ms": -1500})
+    r = node.post("/admin/faults", {"clock_jump_ms": 500})
+    assert r.status == 200, r
+    assert r.json() == {"fail_commits": 2, "fail_all_commits": False, "commit_delay_us": 0,
+                        "clock_offset_ms": -1000}
 
 
 def test_failing_commits_resync_exactly_the_affected_worker_after_a_restart(node_factory,
