@@ -20,7 +20,11 @@ schedule drawn from the seed composes faults while ingest and lookups go on:
   a node's PULL and reply sockets, a failing disk (every commit of one node
   fails for 0.3-3 s: POST /admin/faults, shorter than the node's 5 s grace
   before it gives records up) and a slow disk (each commit of one node takes
-  2-50 ms longer for 0.5-4 s); with --membership a standby node is added
+  2-50 ms longer for 0.5-4 s), a clock jump (one node's wall clock steps
+  1 s-10 min ahead or back, and back again 1-6 s later: POST /admin/faults;
+  the cluster's reaper runs every second, so a jump past the 300 s worker
+  timeout would reap workers if silence were measured on the wall clock);
+  with --membership a standby node is added
   to the member set and removed again (POST /cluster/members) while the rest
   goes on. A worker whose node is down reconnects to a live one, as LMCache
   workers behind a Service do.
@@ -63,7 +67,7 @@ from test_failover import repoint_all  # noqa: E402
 
 FAULTS = ("kill9", "freeze", "clean_restart", "partition", "worker_restart", "garbage",
           "asym_partition", "slow_links", "dup_frames", "reorder_frames", "disk_errors",
-          "slow_disk")
+          "slow_disk", "clock_jump")
 # Faults that take a node out of the others' reach or impair it (at most one
 # at a time, so every slot keeps a live, healthy owner with R = 2).
 NODE_FAULTS = ("kill9", "freeze", "clean_restart", "partition", "asym_partition", "slow_links",
@@ -83,8 +87,9 @@ class Run:
         self.rng = random.Random(seed)
         self.rss_mib = rss_mib
         self.rss_peak: dict[str, int] = {}
-        # Fault injection on: the disk faults use it (and planted bugs need it).
-        extra = ("--lmcc_fault_injection=on",) + (
+        # Fault injection on: the disk faults and clock jumps use it (and
+        # planted bugs need it). The reaper on, as in production.
+        extra = ("--lmcc_fault_injection=on", "--health-check-interval", "1") + (
             (f"--lmcc_planted_bug={PLANTED[plant]}",) if plant else ())
         # With --membership one more node starts as a standby, to be added and removed.
         self.standby = f"n{nodes + 1}" if membership else None
@@ -222,6 +227,12 @@ class Run:
             heal_at.append((time.monotonic() + self.rng.uniform(0.3, 3.0)
                             if kind == "disk_errors" else
                             time.monotonic() + self.rng.uniform(0.5, 4.0), "disk", i))
+        elif kind == "clock_jump":
+            i = self.rng.choice(candidates)
+            by_ms = self.rng.choice((-1, 1)) * self.rng.randrange(1_000, 600_000)
+            r = self.cluster.nodes[i].post("/admin/faults", {"clock_jump_ms": by_ms}, timeout=10)
+            assert r.status == 200, f"n{i + 1} refused a clock jump: {r}"
+            heal_at.append((time.monotonic() + self.rng.uniform(1.0, 6.0), "clock", i))
         elif kind == "dup_frames":
             t = self.rng.choice(self.twins)
             for c, r in self.twin_frames(t, self.rng.randrange(1, 4)):
@@ -269,6 +280,10 @@ class Run:
     def heal(self, item):
         _, what, i = item
         node = self.cluster.nodes[i]
+        if what == "clock":
+            if i not in self.down:  # else: a restart set it right, or reset_clocks will
+                self.reset_clock(node)
+            return
         if what == "restart":
             node.start(keep_ports=True)
         elif what == "disk":
@@ -285,6 +300,14 @@ class Run:
         else:
             os.kill(node.proc.pid, signal.SIGCONT)
         self.down.discard(i)
+
+    @staticmethod
+    def reset_clock(node):
+        """Steps the node's wall clock back to the system's (NTP set it right)."""
+        offset = node.post("/admin/faults", {"clock_jump_ms": 0}, timeout=10).json()["clock_offset_ms"]
+        if offset:
+            r = node.post("/admin/faults", {"clock_jump_ms": -offset}, timeout=10)
+            assert r.status == 200, r
 
     # -- the run ----------------------------------------------------------------------
 
@@ -309,6 +332,9 @@ class Run:
             time.sleep(0.01)
         for item in sorted(heal_at):
             self.heal(item)
+        if "clock_jump" in self.kinds:
+            for node in self.cluster.nodes:
+                self.reset_clock(node)
         self.cluster.wait_joined()
         self.sample_rss()
         return self.check()
