@@ -34,6 +34,12 @@ for, and the invariants are checked:
      registry answers equal the reference's (the reference holds exactly what
      the workers reported), so no acknowledged entry is lost (2) and no entry of
      a re-registered worker's old incarnation survives (3);
+  4. full syncs follow proofs, and only proofs: every worker a node asked for a
+     full sync (`full-sync-requested` in its log) after the schedule started
+     had a proof logged first (`seq-gap-proven`, `worker-entity-split`, a
+     takeover or restart whose marks ask for one; `sync_failed_retry` retries
+     an earlier ask), and every proof led to that worker being asked unless it
+     re-registered or deregistered since (the nodes' logs, all restarts);
   5. no node crashed except those the schedule killed, and no node's resident
      memory (VmRSS, sampled through the run) went past --rss-mib.
 Availability during the faults (lookups answered or failed) is recorded, not
@@ -45,9 +51,11 @@ Needs python3-zmq and python3-msgpack; runs build/lmcc (or $LMCC_BINARY).
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import sys
@@ -72,6 +80,57 @@ FAULTS = ("kill9", "freeze", "clean_restart", "partition", "worker_restart", "ga
 # at a time, so every slot keeps a live, healthy owner with R = 2).
 NODE_FAULTS = ("kill9", "freeze", "clean_restart", "partition", "asym_partition", "slow_links",
                "disk_errors", "slow_disk")
+
+# -- invariant 4: full syncs follow proofs (from the nodes' logs) -----------------------
+
+LOG_LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3})\] \[\w+\] (\S+) ?(.*)$")
+
+
+def log_events(paths) -> list[tuple[float, str, dict[str, str]]]:
+    """(time, event, key=value fields) of every line of the given node logs, in time order."""
+    out = []
+    for path in paths:
+        for line in Path(path).read_text(errors="replace").splitlines():
+            m = LOG_LINE.match(line)
+            if m:
+                t = datetime.datetime.strptime(m[1], "%Y-%m-%d %H:%M:%S.%f").timestamp()
+                fields = dict(kv.split("=", 1) for kv in m[3].split() if "=" in kv)
+                out.append((t, m[2], fields))
+    out.sort(key=lambda e: e[0])
+    return out
+
+
+def full_sync_audit(events, since: float) -> list[str]:
+    """Invariant 4's violations after wall time `since` (empty: it holds)."""
+    who = {f["uid"]: (f["instance"], f["worker"]) for _, _, f in events
+           if {"uid", "instance", "worker"} <= f.keys()}
+    proofs, asks, resets = [], [], []
+    for t, event, f in events:
+        key = (f.get("instance"), f.get("worker"))
+        if event in ("seq-gap-proven", "full-sync-needed-after-restart") or (
+                event == "worker-taken-over" and f.get("resync", "no") != "no"):
+            proofs.append((t, key))
+        elif event == "worker-entity-split" and f.get("uid") in who:
+            proofs.append((t, who[f["uid"]]))
+        elif event == "full-sync-requested":
+            asks.append((t, key, f.get("reason")))
+        elif event in ("worker-reregistered", "worker-registered", "worker-deregistered"):
+            resets.append((t, key))
+    problems = []
+    for t, key, reason in asks:
+        if t < since:
+            continue
+        retry = reason == "sync_failed_retry" and any(k == key and ta < t for ta, k, _ in asks)
+        if not retry and not any(k == key and tp <= t for tp, k in proofs):
+            problems.append(f"{key[0]}/{key[1]} asked for a full sync ({reason}) with no proof")
+    for tp, key in proofs:
+        if tp < since:
+            continue
+        if not any(k == key and ta >= tp for ta, k, _ in asks) and not any(
+                k == key and tr >= tp for tr, k in resets):
+            problems.append(f"{key[0]}/{key[1]}: a proof at {tp:.3f} never asked it for a full sync")
+    return problems
+
 
 # Deliberate bugs the nodes can run with (lmcc_planted_bug), for the checker's
 # negative tests: a run with one of them must fail some seed.
@@ -315,6 +374,7 @@ class Run:
         for t in self.twins:
             t.register()
         settle(self.twins, SpreadNode(self.cluster), self.reference)
+        self.faults_started = time.time()  # invariant 4 looks at what follows
         heal_at: list = []
         end = time.monotonic() + self.duration
         next_fault = time.monotonic() + self.rng.uniform(0.3, 1.5)
@@ -362,6 +422,9 @@ class Run:
             if same:
                 break
             time.sleep(0.5)
+        audit = self.audit_full_syncs() if same else []
+        for problem in audit[:5]:
+            print(f"seed {self.seed}: invariant 4: {problem}", file=sys.stderr, flush=True)
         lost = 0
         if not same and not crashed:
             want = answers(self.reference, self.prompts, self.twins)
@@ -382,7 +445,23 @@ class Run:
                 "converged_s": round(time.monotonic() - started, 2) if same else None,
                 "full_syncs": self.full_syncs, "crashed": crashed, "lost": lost,
                 "rss_mib": max(self.rss_peak.values(), default=0),
-                "ok": same and not crashed and not too_big}
+                "ok": same and not crashed and not too_big and not audit}
+
+    def audit_full_syncs(self) -> list[str]:
+        """Invariant 4 over every cluster node's logs. A proof logged after the
+        workers last heartbeated asks at their next heartbeat: they heartbeat
+        (and sync when asked) until none is left unasked, for up to 15 s."""
+        deadline = time.monotonic() + 15
+        while True:
+            logs = sorted(self.cluster.tmp.glob("n*/node-*.log"))
+            problems = full_sync_audit(log_events(logs), self.faults_started)
+            if not problems or time.monotonic() > deadline:
+                return problems
+            for t in self.twins:
+                if commands(t.c):
+                    self.full_syncs += 1
+                    full_sync(self.cluster.nodes[0], t.c, f"chaos{self.full_syncs}")
+            time.sleep(0.5)
 
     def close(self):
         for t in self.twins:

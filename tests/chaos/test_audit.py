@@ -1,0 +1,60 @@
+"""The chaos checker's invariant 4 (full syncs follow proofs, and only proofs),
+fed node log lines in the nodes' own formats: it must hold for a proof that was
+answered, and catch an ask without a proof and a proof never answered."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from chaos import full_sync_audit, log_events  # noqa: E402
+
+PROOF = ("[2026-12-02 08:05:58.646] [warning] seq-gap-proven instance=i-1 worker=0 "
+         "location=LocalCPUBackend expected=64 got=41 reason=frames_lost_with_node "
+         "action=full-sync-requested")
+ASK = ("[2026-12-02 08:06:01.100] [info] full-sync-requested instance=i-1 worker=0 "
+       "reason=frames_lost_with_node")
+REREGISTERED = ("[2026-12-02 08:06:00.500] [info] worker-reregistered instance=i-1 worker=0 "
+                "ip=127.0.10.16 port=40239 kv=cleared incarnation=117715682074820608")
+REGISTERED = ("[2026-12-02 08:05:47.138] [info] worker-registered instance=i-2 worker=1 "
+              "ip=127.0.10.14 port=39105 peer_init_url=None uid=17964108840047500700")
+SPLIT = ("[2026-12-02 08:05:59.000] [warning] worker-entity-split uid=17964108840047500700 "
+         "home=n2 action=full-sync-requested")
+ASK_OTHER = ("[2026-12-02 08:06:02.000] [info] full-sync-requested instance=i-2 worker=1 "
+             "reason=entity_split")
+SINCE = 0.0
+
+
+def audit(tmp_path, *lines, since=SINCE):
+    log = tmp_path / "node-1-1.log"
+    log.write_text("\n".join(lines) + "\n")
+    return full_sync_audit(log_events([log]), since)
+
+
+def test_a_proof_answered_by_an_ask_holds(tmp_path):
+    assert audit(tmp_path, PROOF, ASK) == []
+    assert audit(tmp_path, REGISTERED, SPLIT, ASK_OTHER) == []  # the uid names the worker
+
+
+def test_an_ask_without_a_proof_is_caught(tmp_path):
+    problems = audit(tmp_path, ASK)
+    assert len(problems) == 1 and "no proof" in problems[0], problems
+    assert len(audit(tmp_path, REGISTERED, ASK_OTHER)) == 1
+
+
+def test_a_proof_never_answered_is_caught_unless_the_worker_registered_again(tmp_path):
+    problems = audit(tmp_path, PROOF)
+    assert len(problems) == 1 and "never asked" in problems[0], problems
+    assert audit(tmp_path, PROOF, REREGISTERED) == []
+
+
+def test_what_happened_before_the_schedule_is_not_judged(tmp_path):
+    late = log_events([_write(tmp_path, ASK)])[0][0] + 1
+    assert audit(tmp_path, ASK, since=late) == []
+
+
+def _write(tmp_path, line):
+    path = tmp_path / "one.log"
+    path.write_text(line + "\n")
+    return path
