@@ -9,6 +9,8 @@
 
 #include <absl/container/flat_hash_map.h>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -63,32 +65,54 @@ private:
 };
 
 /// Each peer's wall clock minus this node's, in ms, as measured from the
-/// wall time its greetings carry (cluster_node.hpp; minus the one-way
-/// delay). A request forwarded to a peer carries its deadline in that peer's
-/// clock, so clocks that differ or jump (a node_clock jump, an NTP step) do
-/// not make a peer refuse every forwarded request, or apply a late one.
+/// wall time its greetings carry (cluster_node.hpp). A request forwarded to a
+/// peer carries its deadline in that peer's clock, so clocks that differ or
+/// jump (a node_clock jump, an NTP step) do not make a peer refuse every
+/// forwarded request, or apply a late one.
+///
+/// One sample (its wall time at sending minus ours at handling) is the offset
+/// minus the greeting's delay, and a greeting can wait seconds (a node frozen
+/// or starved handles a burst of old ones): the estimate is the largest of the
+/// last `window` samples. A peer's clock stepping ahead counts at once; one
+/// stepping back counts once the window has passed (meanwhile its deadlines
+/// are late, so it applies, rather than refuses, a request a little late).
 ///
 /// Thread-safety: thread-safe.
 class peer_clock_offsets {
 public:
-  /// Sets `peer`'s offset; true when it moved by more than `noticeable_ms`.
-  bool set(const std::string& peer, int64_t offset_ms, int64_t noticeable_ms = 1000) {
+  static constexpr size_t window = 16;
+
+  /// Adds a sample of `peer`'s offset; true when the estimate moved by more
+  /// than `noticeable_ms` (or is first known and that far from 0).
+  bool add_sample(const std::string& peer, int64_t sample_ms, int64_t noticeable_ms = 1000) {
     std::lock_guard lock{mutex_};
-    auto [it, inserted] = by_peer_.try_emplace(peer, offset_ms);
-    const int64_t before = inserted ? 0 : it->second;
-    it->second = offset_ms;
-    return (before > offset_ms ? before - offset_ms : offset_ms - before) > noticeable_ms;
+    auto& p = by_peer_[peer];
+    const int64_t before = p.count == 0 ? 0 : p.estimate;
+    p.samples[p.next] = sample_ms;
+    p.next = (p.next + 1) % window;
+    p.count = std::min(p.count + 1, window);
+    p.estimate = p.samples[0];
+    for (size_t i = 1; i < p.count; ++i)
+      p.estimate = std::max(p.estimate, p.samples[i]);
+    const int64_t moved = p.estimate > before ? p.estimate - before : before - p.estimate;
+    return moved > noticeable_ms;
   }
-  /// `peer`'s offset; 0 (clocks in step) until it greeted.
+  /// `peer`'s estimated offset; 0 (clocks in step) until it greeted.
   int64_t of(const std::string& peer) const {
     std::lock_guard lock{mutex_};
     auto it = by_peer_.find(peer);
-    return it == by_peer_.end() ? 0 : it->second;
+    return it == by_peer_.end() ? 0 : it->second.estimate;
   }
 
 private:
+  struct peer_samples {
+    std::array<int64_t, window> samples{};
+    size_t next = 0;
+    size_t count = 0;
+    int64_t estimate = 0;
+  };
   mutable std::mutex mutex_;
-  absl::flat_hash_map<std::string, int64_t> by_peer_;
+  absl::flat_hash_map<std::string, peer_samples> by_peer_;
 };
 
 } // namespace lmcc::actors

@@ -407,9 +407,9 @@ cluster_node_main(cluster_node_actor::stateful_pointer<cluster_node_state> self,
         auto& st = self->state;
         const int64_t offset =
             static_cast<int64_t>(peer_wall_ms) - static_cast<int64_t>(st.cfg.clock->wall_ms());
-        if (st.cfg.peer_clocks->set(peer, offset))
-          spdlog::warn("peer-clock-offset node={} peer={} offset_ms={}", st.cfg.self_id, peer,
-                       offset);
+        if (st.cfg.peer_clocks->add_sample(peer, offset))
+          spdlog::warn("peer-clock-offset node={} peer={} offset_ms={} sample_ms={}",
+                       st.cfg.self_id, peer, st.cfg.peer_clocks->of(peer), offset);
         auto i = st.members->index_of(peer);
         // Only a joined peer counts: before our own join we lack its handles.
         if (!i || !st.peers[*i].handles.node)

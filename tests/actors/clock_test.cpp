@@ -1,0 +1,50 @@
+// node_clock (injected jumps) and peer_clock_offsets (a peer's offset from
+// greetings whose delays vary): CAF-free, linked with lmcc_actor_logic.
+#include "actors/clock.hpp"
+
+#if defined(CAF_VERSION)
+#error "clock pulls in CAF"
+#endif
+
+#include <gtest/gtest.h>
+
+namespace lmcc::actors {
+namespace {
+
+TEST(node_clock, jumps_add_up_and_move_the_wall_clock_only) {
+  node_clock c;
+  const double before = c.wall_s();
+  c.jump(std::chrono::milliseconds{-600'000});
+  c.jump(std::chrono::milliseconds{100'000});
+  EXPECT_EQ(c.offset_ms(), -500'000);
+  EXPECT_NEAR(c.wall_s(), before - 500.0, 5.0);
+  EXPECT_NEAR(static_cast<double>(c.wall_ms()) / 1000.0, c.wall_s(), 1.0);
+}
+
+TEST(peer_clock_offsets, delayed_greetings_do_not_lower_the_estimate) {
+  peer_clock_offsets p;
+  EXPECT_EQ(p.of("n2"), 0); // unknown: clocks taken as in step
+  EXPECT_FALSE(p.add_sample("n2", -3));
+  EXPECT_EQ(p.of("n2"), -3);
+  // A burst of greetings that waited while this node was frozen.
+  EXPECT_FALSE(p.add_sample("n2", -10'225));
+  EXPECT_FALSE(p.add_sample("n2", -5'000));
+  EXPECT_EQ(p.of("n2"), -3);
+  EXPECT_EQ(p.of("n3"), 0); // per peer
+}
+
+TEST(peer_clock_offsets, a_step_ahead_counts_at_once_a_step_back_after_the_window) {
+  peer_clock_offsets p;
+  p.add_sample("n2", 0);
+  EXPECT_TRUE(p.add_sample("n2", 600'000)); // noticed (and logged by the caller)
+  EXPECT_EQ(p.of("n2"), 600'000);
+  for (size_t i = 0; i + 1 < peer_clock_offsets::window; ++i) {
+    EXPECT_FALSE(p.add_sample("n2", -2));
+    EXPECT_EQ(p.of("n2"), 600'000);
+  }
+  EXPECT_TRUE(p.add_sample("n2", -2)); // the step ahead left the window
+  EXPECT_EQ(p.of("n2"), -2);
+}
+
+} // namespace
+} // namespace lmcc::actors
