@@ -76,11 +76,16 @@ private:
 /// last `window` samples. A peer's clock stepping ahead counts at once; one
 /// stepping back counts once the window has passed (meanwhile its deadlines
 /// are late, so it applies, rather than refuses, a request a little late).
+/// Clocks within `deadband_ms` of each other, or a peer greeted fewer than
+/// `min_samples` times, count as in step (0): NTP keeps clocks that close, and
+/// a first greeting can be one that waited.
 ///
 /// Thread-safety: thread-safe.
 class peer_clock_offsets {
 public:
   static constexpr size_t window = 16;
+  static constexpr size_t min_samples = 4;
+  static constexpr int64_t deadband_ms = 1000;
 
   /// Adds a sample of `peer`'s offset; true when the estimate moved by more
   /// than `noticeable_ms` (or is first known and that far from 0).
@@ -97,11 +102,14 @@ public:
     const int64_t moved = p.estimate > before ? p.estimate - before : before - p.estimate;
     return moved > noticeable_ms;
   }
-  /// `peer`'s estimated offset; 0 (clocks in step) until it greeted.
+  /// `peer`'s estimated offset; 0 while it counts as in step.
   int64_t of(const std::string& peer) const {
     std::lock_guard lock{mutex_};
     auto it = by_peer_.find(peer);
-    return it == by_peer_.end() ? 0 : it->second.estimate;
+    if (it == by_peer_.end() || it->second.count < min_samples)
+      return 0;
+    const int64_t e = it->second.estimate;
+    return e > -deadband_ms && e < deadband_ms ? 0 : e;
   }
 
 private:

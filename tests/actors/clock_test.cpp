@@ -24,18 +24,32 @@ TEST(node_clock, jumps_add_up_and_move_the_wall_clock_only) {
 TEST(peer_clock_offsets, delayed_greetings_do_not_lower_the_estimate) {
   peer_clock_offsets p;
   EXPECT_EQ(p.of("n2"), 0); // unknown: clocks taken as in step
-  EXPECT_FALSE(p.add_sample("n2", -3));
-  EXPECT_EQ(p.of("n2"), -3);
+  EXPECT_TRUE(p.add_sample("n2", 5'000)); // first known, 5 s off: worth a log line
+  EXPECT_FALSE(p.add_sample("n2", 4'999));
+  EXPECT_FALSE(p.add_sample("n2", 4'998));
+  EXPECT_EQ(p.of("n2"), 0); // too few greetings yet
+  EXPECT_FALSE(p.add_sample("n2", 4'990));
+  EXPECT_EQ(p.of("n2"), 5'000);
   // A burst of greetings that waited while this node was frozen.
-  EXPECT_FALSE(p.add_sample("n2", -10'225));
-  EXPECT_FALSE(p.add_sample("n2", -5'000));
-  EXPECT_EQ(p.of("n2"), -3);
+  EXPECT_FALSE(p.add_sample("n2", -5'225));
+  EXPECT_FALSE(p.add_sample("n2", 1'000));
+  EXPECT_EQ(p.of("n2"), 5'000);
   EXPECT_EQ(p.of("n3"), 0); // per peer
+}
+
+TEST(peer_clock_offsets, clocks_within_a_second_count_as_in_step) {
+  peer_clock_offsets p;
+  for (int i = 0; i < 8; ++i)
+    p.add_sample("n2", -900);
+  EXPECT_EQ(p.of("n2"), 0);
+  p.add_sample("n2", 1'200);
+  EXPECT_EQ(p.of("n2"), 1'200);
 }
 
 TEST(peer_clock_offsets, a_step_ahead_counts_at_once_a_step_back_after_the_window) {
   peer_clock_offsets p;
-  p.add_sample("n2", 0);
+  for (size_t i = 0; i < peer_clock_offsets::min_samples; ++i)
+    p.add_sample("n2", 0);
   EXPECT_TRUE(p.add_sample("n2", 600'000)); // noticed (and logged by the caller)
   EXPECT_EQ(p.of("n2"), 600'000);
   for (size_t i = 0; i + 1 < peer_clock_offsets::window; ++i) {
@@ -43,7 +57,7 @@ TEST(peer_clock_offsets, a_step_ahead_counts_at_once_a_step_back_after_the_windo
     EXPECT_EQ(p.of("n2"), 600'000);
   }
   EXPECT_TRUE(p.add_sample("n2", -2)); // the step ahead left the window
-  EXPECT_EQ(p.of("n2"), -2);
+  EXPECT_EQ(p.of("n2"), 0);
 }
 
 } // namespace
