@@ -529,7 +529,10 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
       [self](seq_gap_atom, uint64_t, uint64_t n) { self->state.logic->on_seq_gap(n); },
       [self](resync_atom, uint64_t uid, const std::string& reason) {
         // A full sync owed by the worker moves with its entity: whichever node
-        // is its home when it next heartbeats asks for it.
+        // is its home when it next heartbeats asks for it. Every node hears of
+        // a proof made here, home or not: the home may be dying as it is
+        // told (chaos seed 436: an entity split told to a frozen home was
+        // lost), and the node that proved it may be the next home.
         const bool replica = from_peer(self);
         const bool home = self->state.logic->is_home(uid);
         spdlog::info("worker-resync-owed uid={} reason={} from={} home_here={}", uid, reason,
@@ -539,8 +542,7 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
           return;
         }
         self->state.logic->on_resync(uid, reason);
-        if (home)
-          directory_effects::replicate(self, resync_atom::value, uid, reason);
+        directory_effects::replicate(self, resync_atom::value, uid, reason);
       },
       [self](location_atom, uint64_t uid, const std::string& location) {
         self->state.logic->on_location(uid, location);

@@ -40,8 +40,8 @@ void tell_split_entities(directory_self self, const cluster_table& table, uint64
     h.split_told.insert(uid);
     spdlog::warn("worker-entity-split uid={} home={} action=full-sync-requested", uid,
                  node_id(table, home));
-    self->send(caf::actor_cast<directory_actor>(table.peers[home].handles.directory),
-               resync_atom::value, uid, std::string{"entity_split"});
+    // Through this node's own handler, which tells every peer, the home too.
+    self->send(self, resync_atom::value, uid, std::string{"entity_split"});
   }
 }
 
