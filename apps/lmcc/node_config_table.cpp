@@ -341,8 +341,8 @@ std::vector<option_spec> make_table() {
                 member([](auto& o) -> auto& { return o.controller.shard.commit_failure_grace; }),
                 5'000ms),
     make_option({.key = "lmcc_fault_injection", .flag = "--fault-injection", .value_name = "on|off",
-                 .help = "accept POST /admin/faults (injected store failures, for crash and "
-                         "chaos tests only)"},
+                 .help = "accept POST /admin/faults (injected store failures and clock "
+                         "jumps, for crash and chaos tests only)"},
                 switch_kind{},
                 member([](auto& o) -> auto& { return o.fault_injection; }),
                 false),
