@@ -15,7 +15,6 @@
 #include <chrono>
 #include <cstdint>
 #include <mutex>
-#include <optional>
 #include <string>
 
 namespace lmcc::actors {

@@ -88,11 +88,11 @@ class credit_gate;
 /// services and gives their ingest credits back once the service answered
 /// (when the node is down by then, to the worker's new home; frames a home
 /// cannot take are dropped and counted: the worker's next batch shows a seq
-/// gap and that worker alone full-syncs). One forward per node is in flight
-/// at a time; frames for it that arrive meanwhile wait and go together when
-/// it is answered -- self-clocked batching: an idle link sends at once, a busy
-/// one sends fewer, larger messages (each costs thread wake-ups on both
-/// nodes, bench/RESULTS.md).
+/// gap and that worker alone full-syncs). While a forward to a node is
+/// unanswered, frames for it wait and go together with its answer, or after
+/// frame_forwarder_config::max_wait -- self-clocked batching: an idle link
+/// sends at once, a busy one sends fewer, larger messages (each costs thread
+/// wake-ups on both nodes, bench/RESULTS.md).
 using frame_forwarder_actor =
     caf::typed_actor<caf::reacts_to<push_atom, uint16_t, pushed_msgs>,
                      // Frames waiting for a node have waited long enough.

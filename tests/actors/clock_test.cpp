@@ -23,7 +23,7 @@ TEST(node_clock, jumps_add_up_and_move_the_wall_clock_only) {
 
 TEST(peer_clock_offsets, delayed_greetings_do_not_lower_the_estimate) {
   peer_clock_offsets p;
-  EXPECT_EQ(p.of("n2"), 0); // unknown: clocks taken as in step
+  EXPECT_EQ(p.of("n2"), 0);               // unknown: clocks taken as in step
   EXPECT_TRUE(p.add_sample("n2", 5'000)); // first known, 5 s off: worth a log line
   EXPECT_FALSE(p.add_sample("n2", 4'999));
   EXPECT_FALSE(p.add_sample("n2", 4'998));

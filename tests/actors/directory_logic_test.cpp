@@ -268,11 +268,16 @@ TEST(directory_logic, tombstones_expire_after_their_ttl) {
   EXPECT_TRUE(d.apply_replica(row, 2, wall + 1002, 2));
 }
 
-TEST(directory_logic, the_reaper_removes_silent_workers_that_once_heartbeated) {
+/// Options with a 30 s worker timeout (the reaper tests).
+controller_options reaper_options() {
   controller_options o;
   o.lmcache_worker_timeout = std::chrono::milliseconds{30'000};
+  return o;
+}
+
+TEST(directory_logic, the_reaper_removes_silent_workers_that_once_heartbeated) {
   recording_outbox out;
-  directory_logic d{o, out};
+  directory_logic d{reaper_options(), out};
   d.on_register(reg("quiet", 0), 0, wall, std::nullopt);
   d.on_register(reg("talker", 0), 0, wall, std::nullopt);
   d.on_heartbeat(hb("talker", 0), 10, wall, 10);
@@ -285,14 +290,13 @@ TEST(directory_logic, the_reaper_removes_silent_workers_that_once_heartbeated) {
 }
 
 TEST(directory_logic, the_reaper_counts_silence_on_the_monotonic_clock) {
-  controller_options o;
-  o.lmcache_worker_timeout = std::chrono::milliseconds{30'000};
+  const auto o = reaper_options();
   recording_outbox out;
   directory_logic d{o, out};
   d.on_register(reg("w", 0), 1000, wall, std::nullopt);
   d.on_heartbeat(hb("w", 0), 1000, wall, /*mono_s=*/10);
-  // The wall clock jumps an hour ahead, then back: LMCache's timestamps say
-  // so, the silence is counted on the monotonic clock.
+  // The wall clock jumps an hour ahead: LMCache's timestamps say so, the
+  // silence is counted on the monotonic clock.
   d.on_heartbeat(hb("w", 0), 1000 + 3600, wall + 3'600'000, 20);
   EXPECT_EQ(d.reg().find("w", 0)->last_heartbeat_time, 4600);
   d.reap(45, wall);

@@ -3,6 +3,7 @@
 // completion only once everything is acknowledged, expiry, status, abort and
 // replacement. CAF-free: linked with lmcc_actor_logic only.
 #include "actors/sync_session_logic.hpp"
+#include "worker_test_util.hpp"
 
 #if defined(CAF_VERSION)
 #error "sync_session_logic pulls in CAF"
@@ -14,6 +15,7 @@ namespace lmcc::actors {
 namespace {
 
 using msg::wire_int;
+using worker_test::round_robin_placement;
 
 struct recording_outbox : session_outbox {
   std::vector<std::pair<uint32_t, kv_sub_batch>> sent;
@@ -38,12 +40,8 @@ session_config config(uint32_t destinations = 1) {
   c.destinations = destinations;
   c.stream_base = base;
   c.timeout_s = 300;
-  if (destinations > 1) {
-    std::vector<uint64_t> table(64);
-    for (uint32_t s = 0; s < 64; ++s)
-      table[s] = uint64_t{1} << (s % destinations);
-    c.placement = std::make_shared<placement_cell>(std::move(table));
-  }
+  if (destinations > 1)
+    c.placement = round_robin_placement(destinations);
   return c;
 }
 

@@ -2,7 +2,7 @@
 // after a restore), sub-batches per destination with their credits, the
 // full-sync gate, reset and retire. CAF-free: linked with lmcc_actor_logic.
 #include "actors/worker_logic.hpp"
-#include "shard_test_util.hpp"
+#include "worker_test_util.hpp"
 
 #if defined(CAF_VERSION)
 #error "worker_logic pulls in CAF"
@@ -17,62 +17,7 @@ namespace lmcc::actors {
 namespace {
 
 using msg::wire_int;
-
-struct recording_outbox : worker_outbox {
-  std::vector<std::pair<uint32_t, kv_sub_batch>> sent;
-  uint64_t credits = 0;
-  struct gap {
-    std::string location;
-    uint64_t expected, got;
-    friend bool operator==(const gap&, const gap&) = default;
-  };
-  std::vector<gap> gaps;
-  std::vector<std::string> resyncs, locations;
-  std::vector<session_params> starts;
-  int go = 0;
-  std::vector<pushed_msg> inputs;
-  int flushes_wanted = 0;
-
-  void send(uint32_t d, kv_sub_batch&& sb) override { sent.emplace_back(d, std::move(sb)); }
-  void give_credits(uint64_t n) override { credits += n; }
-  void seq_gap(const std::string& l, uint64_t e, uint64_t g) override { gaps.push_back({l, e, g}); }
-  void request_resync(const std::string& r) override { resyncs.push_back(r); }
-  void new_location(const std::string& l) override { locations.push_back(l); }
-  void session_start(const session_params& p) override { starts.push_back(p); }
-  void session_go() override { ++go; }
-  void session_input(pushed_msg&& m) override { inputs.push_back(std::move(m)); }
-  void durable_flush_wanted() override { ++flushes_wanted; }
-};
-
-constexpr uint64_t base = 1000;
-
-worker_config config(uint32_t destinations = 1) {
-  worker_config c;
-  c.uid = worker_uid("A", wire_int{0});
-  c.instance_id = std::string(1, 'A'); // from a literal, GCC 12 -O2 warns falsely (-Wrestrict)
-  c.worker_id = 0;
-  c.incarnation = 77;
-  c.slot_count = 64;
-  c.destinations = destinations;
-  c.stream_base = base;
-  if (destinations > 1) {
-    std::vector<uint64_t> table(64);
-    for (uint32_t s = 0; s < 64; ++s)
-      table[s] = uint64_t{1} << (s % destinations);
-    c.placement = std::make_shared<placement_cell>(std::move(table));
-  }
-  return c;
-}
-
-/// A batch of `location` with ops on keys 1.. carrying seq first, first+1, ...
-pushed_msg batch(const std::string& location, uint64_t first, size_t n, uint64_t credits = 0) {
-  msg::BatchedKVOperationMsg b{"A", 0, location, {}};
-  for (size_t i = 0; i < n; ++i)
-    b.operations.push_back(msg::KVOpEvent{i % 2 ? msg::OpType::evict : msg::OpType::admit,
-                                          wire_int::from_unsigned(first * 100 + i),
-                                          wire_int::from_unsigned(first + i)});
-  return pushed_msg{msg::Msg{std::move(b)}, credits ? credits : n};
-}
+using namespace worker_test;
 
 pushed_msg sync_batch(std::string sync_id, uint64_t id, std::vector<wire_int> keys) {
   const uint64_t n = keys.size();
@@ -611,92 +556,6 @@ TEST(worker_logic, past_the_fault_window_a_gap_is_only_counted_as_lmcache_does) 
   w.on_push(batch("cpu", seq + 5, 1));
   EXPECT_TRUE(out.resyncs.empty());
   EXPECT_EQ(out.gaps.size(), 1u);
-}
-
-// -- a re-registered worker's frames, through the logic into a cluster shard ---
-
-/// One worker_logic whose sub-batches a fenced shard core (a cluster node's)
-/// applies and acknowledges, as the actors would.
-struct worker_into_shard {
-  test::shard_fixture shard;
-  recording_outbox out;
-  std::unique_ptr<worker_logic> w;
-  size_t applied = 0;
-
-  worker_into_shard() {
-    shard.opts.fence_older_batches = true;
-    shard.core = std::make_unique<kv_shard_core>(shard.opts, shard.index, shard.store);
-    w = std::make_unique<worker_logic>(config(), out);
-  }
-  void push(pushed_msg m) {
-    w->on_push(std::move(m));
-    for (; applied < out.sent.size(); ++applied)
-      shard.core->apply(out.sent[applied].second);
-    for (const auto& [stream, up_to] : shard.commit())
-      w->on_ack(stream, up_to);
-  }
-  bool holds(uint64_t key) const { return shard.index->read().holds(key, cpu()); }
-  static holder_id cpu() { return make_holder_id("A", wire_int{0}, "cpu"); }
-};
-
-TEST(worker_logic, frames_of_the_old_process_read_after_its_reregistration_are_dropped) {
-  worker_into_shard f;
-  f.push(batch("cpu", 0, 10));
-  f.w->on_reset(90);
-  // Frames the old process sent before it died, read only now (they waited
-  // in ZMQ's queue while ingest was held back), then the new process.
-  f.push(batch("cpu", 10, 5));
-  EXPECT_TRUE(f.holds(1000)); // applied: nothing tells them apart yet
-  f.push(batch("cpu", 0, 5));
-  f.push(batch("cpu", 5, 3));
-  EXPECT_FALSE(f.holds(1000));
-  EXPECT_FALSE(f.holds(0 * 100 + 8)); // the old process's first batch went with the reset
-  for (uint64_t key : {0, 2, 4, 500, 502})
-    EXPECT_TRUE(f.holds(key)) << key;
-  EXPECT_EQ(f.shard.index->read().entries(), 5u);
-  EXPECT_EQ(f.shard.core->counters().fenced, 0u);
-  EXPECT_TRUE(f.out.gaps.empty()); // not a discontinuity: a new process
-  EXPECT_EQ(f.shard.core->holders().at(worker_into_shard::cpu()).mark,
-            (seq_mark{seq_state::tracking, 7}));
-  // Two restarts while ingest was held back: the registrations came first,
-  // then both processes' frames. Only the newest process's stay.
-  f.w->on_reset(91);
-  f.push(batch("cpu", 8, 2));
-  f.push(batch("cpu", 0, 5));
-  f.push(batch("cpu", 0, 1));
-  EXPECT_TRUE(f.holds(0));
-  EXPECT_EQ(f.shard.index->read().entries(), 1u);
-  EXPECT_EQ(f.shard.core->counters().fenced, 0u);
-  EXPECT_TRUE(f.out.gaps.empty());
-}
-
-TEST(worker_logic, a_seq_that_goes_back_starts_the_owners_watermark_again) {
-  worker_into_shard f;
-  // Without a re-registration a seq going back to 0 is LMCache's case too:
-  // counted and applied.
-  f.push(batch("cpu", 0, 3));
-  f.push(batch("cpu", 0, 5));
-  EXPECT_TRUE(f.holds(2));
-  EXPECT_EQ(f.out.gaps.size(), 1u);
-  f.out.gaps.clear();
-  // An old process's straggler among the new one's frames (two connections,
-  // fair-queued): counted as LMCache counts it, applied as LMCache applies it.
-  f.push(batch("cpu", 483, 1));
-  f.push(batch("cpu", 5, 3));
-  EXPECT_TRUE(f.holds(48300));
-  for (uint64_t key : {0, 2, 4, 500, 502})
-    EXPECT_TRUE(f.holds(key)) << key; // not taken for a stale entity's
-  EXPECT_EQ(f.shard.core->counters().fenced, 0u);
-  EXPECT_EQ(f.out.gaps.size(), 2u); // to 483 and back
-  EXPECT_EQ(f.shard.core->holders().at(worker_into_shard::cpu()).mark,
-            (seq_mark{seq_state::tracking, 7}));
-  // A stale copy of the entity replaying an older batch is still fenced.
-  f.shard.core->apply(test::sb(base + 9, 1, worker_into_shard::cpu(), {{77, true}})
-                          .incarnation(77)
-                          .mark(seq_state::tracking, 6));
-  f.shard.commit();
-  EXPECT_FALSE(f.holds(77));
-  EXPECT_EQ(f.shard.core->counters().fenced, 1u);
 }
 
 } // namespace
