@@ -40,6 +40,15 @@ worker_logic::location_state& worker_logic::location(const std::string& name) {
     // A location first reported after a restart must start at seq 0.
     if (cfg_.restored)
       it->second.expect_first = std::optional<uint64_t>{0};
+    // So must one after a re-registration (which dropped the holder): a new
+    // process starts at 0. Anything else is an older process's frame read
+    // late, or a process that re-registered and went on counting: either way
+    // the index cannot know what the worker holds, and its successor may send
+    // nothing more that would tell (on_batch).
+    if (reregistered_) {
+      it->second.expect_first = std::optional<uint64_t>{0};
+      it->second.expect_reason = "first_frame_after_reregistration";
+    }
     it->second.after_reregistration = reregistered_;
     out_.new_location(name);
   }

@@ -222,7 +222,8 @@ private:
   struct location_state {
     holder_id holder = 0;
     std::optional<uint64_t> last_seq;
-    /// After a restore: the seq the first op must carry (checked once).
+    /// After a restore or a re-registration: the seq the first op must carry
+    /// (checked once).
     std::optional<std::optional<uint64_t>> expect_first;
     /// Why a mismatch of expect_first asks for a full sync.
     const char* expect_reason = "seq_gap_after_restart";

@@ -50,6 +50,9 @@ TEST(worker_into_shard, frames_of_the_old_process_read_after_its_reregistration_
   // in ZMQ's queue while ingest was held back), then the new process.
   f.push(batch("cpu", 10, 5));
   EXPECT_TRUE(f.holds(1000)); // applied: nothing tells them apart yet
+  // but a frame that does not start at seq 0 after a re-registration asks
+  // for a full sync, in case nothing follows that would tell.
+  EXPECT_EQ(f.out.resyncs, std::vector<std::string>{"first_frame_after_reregistration"});
   f.push(batch("cpu", 0, 5));
   f.push(batch("cpu", 5, 3));
   EXPECT_FALSE(f.holds(1000));
@@ -71,6 +74,32 @@ TEST(worker_into_shard, frames_of_the_old_process_read_after_its_reregistration_
   EXPECT_EQ(f.shard.index->read().entries(), 1u);
   EXPECT_EQ(f.shard.core->counters().fenced, 0u);
   EXPECT_TRUE(f.out.gaps.empty());
+  EXPECT_EQ(f.out.resyncs.size(), 2u);
+}
+
+TEST(worker_into_shard, a_late_frame_of_the_old_process_with_no_successor_frame_asks_a_full_sync) {
+  worker_into_shard f;
+  f.push(batch("cpu", 0, 10));
+  f.push(batch("gpu", 0, 4));
+  f.w->on_reset(90);
+  // The new process sends nothing more on "cpu"; an old frame read late
+  // would stay in the index for good if nothing asked the worker what it holds.
+  f.push(batch("cpu", 10, 5));
+  EXPECT_EQ(f.out.resyncs, std::vector<std::string>{"first_frame_after_reregistration"});
+  // The new process's own first frames start at 0: nothing more is asked.
+  f.push(batch("gpu", 0, 2));
+  f.push(batch("gpu", 2, 2));
+  EXPECT_EQ(f.out.resyncs.size(), 1u);
+  EXPECT_TRUE(f.out.gaps.empty());
+}
+
+TEST(worker_into_shard, a_first_registration_does_not_expect_seq_zero) {
+  // LMCache applies a new worker's first frame whatever its seq; so does lmcc
+  // (the worker may have started before the controller).
+  worker_into_shard f;
+  f.push(batch("cpu", 42, 3));
+  EXPECT_TRUE(f.out.resyncs.empty());
+  EXPECT_TRUE(f.holds(4200));
 }
 
 TEST(worker_into_shard, a_seq_that_goes_back_starts_the_owners_watermark_again) {
