@@ -25,6 +25,34 @@ constexpr auto reply_write_timeout = std::chrono::seconds{5};
 /// Most wake-ups of an accept loop short of file descriptors, per second.
 constexpr int fd_exhausted_backoff_ms = 100;
 
+/// The preface's first word: "lmccrd01" (this wire format, version 1).
+constexpr uint64_t preface_magic = 0x3130647263636d6cULL;
+
+std::string hex_key(const peer_read_key& key) {
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string out;
+  for (uint64_t word : key)
+    for (int shift = 60; shift >= 0; shift -= 4)
+      out += digits[(word >> shift) & 0xf];
+  return out;
+}
+
+/// "tcp://host:port#<32 hex>" -> the key; nullopt without a well-formed one.
+std::optional<peer_read_key> key_of(std::string_view endpoint) {
+  const size_t hash = endpoint.rfind('#');
+  if (hash == std::string_view::npos || endpoint.size() - hash - 1 != 32)
+    return std::nullopt;
+  peer_read_key key{0, 0};
+  for (size_t i = 0; i < 32; ++i) {
+    const char c = endpoint[hash + 1 + i];
+    const int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (v < 0)
+      return std::nullopt;
+    key[i / 16] = key[i / 16] << 4 | static_cast<uint64_t>(v);
+  }
+  return key;
+}
+
 int millis_left(std::optional<clock::time_point> deadline) {
   if (!deadline)
     return -1;
@@ -112,8 +140,8 @@ addrinfo_ptr resolve(const char* host, const char* port, int flags) {
 // -- server ----------------------------------------------------------------------
 
 peer_read_server::peer_read_server(const std::string& bind_host, const std::string& advertised_host,
-                                   answer_fn answer)
-  : answer_(std::move(answer)), stop_event_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+                                   peer_read_key key, answer_fn answer)
+  : key_(key), answer_(std::move(answer)), stop_event_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
   if (!stop_event_)
     throw std::system_error(errno, std::generic_category(), "peer read: eventfd");
   const bool any = bind_host.empty() || bind_host == "*";
@@ -144,6 +172,10 @@ peer_read_server::peer_read_server(const std::string& bind_host, const std::stri
   endpoint_ =
       "tcp://" + (v6 ? "[" + advertised_host + "]" : advertised_host) + ":" + std::to_string(port);
   acceptor_ = std::thread([this] { accept_loop(); });
+}
+
+std::string peer_read_server::access_endpoint() const {
+  return endpoint_ + "#" + hex_key(key_);
 }
 
 peer_read_server::~peer_read_server() {
@@ -201,9 +233,28 @@ void peer_read_server::reap(bool all) {
   }
 }
 
+bool peer_read_server::admitted(int fd, int stop) {
+  uint64_t preface[3] = {0, 0, 0};
+  const bool read = read_exact(fd, preface, sizeof preface, stop, clock::now() + preface_timeout);
+  // Every word compared, so the time taken tells nothing about the key.
+  const uint64_t diff =
+      (preface[0] ^ preface_magic) | (preface[1] ^ key_[0]) | (preface[2] ^ key_[1]);
+  if (read && diff == 0)
+    return true;
+  if (unauthorized_++ % 100 == 0)
+    spdlog::warn("peer-read-unauthorized reason={} refused_so_far={}",
+                 !read                         ? "no-preface"
+                 : preface[0] != preface_magic ? "not-a-peer-read-client"
+                                               : "wrong-key",
+                 unauthorized_.load());
+  return false;
+}
+
 void peer_read_server::serve(connection& c) {
   const int fd = c.fd.get();
   const int stop = stop_event_.get();
+  if (!admitted(fd, stop))
+    return;
   std::vector<uint64_t> request;
   std::vector<uint64_t> reply;
   while (true) {
@@ -253,8 +304,9 @@ unique_fd peer_read_client::take_idle(const std::string& endpoint) {
   return unique_fd{};
 }
 
-unique_fd peer_read_client::connect_to(const std::string& endpoint) const {
+unique_fd peer_read_client::connect_to(const std::string& access) const {
   constexpr std::string_view scheme = "tcp://";
+  const std::string endpoint = access.substr(0, access.rfind('#'));
   const size_t colon = endpoint.rfind(':');
   if (!endpoint.starts_with(scheme) || colon == std::string::npos || colon < scheme.size())
     return unique_fd{};
@@ -277,6 +329,11 @@ unique_fd peer_read_client::connect_to(const std::string& endpoint) const {
         continue;
     }
     set_no_delay(fd.get());
+    if (auto key = key_of(access)) {
+      const uint64_t preface[3] = {preface_magic, (*key)[0], (*key)[1]};
+      if (!write_all(fd.get(), preface, sizeof preface, -1, deadline))
+        continue;
+    }
     return fd;
   }
   return unique_fd{};

@@ -12,19 +12,28 @@
 // local lookup does (actors/lookup_reader.hpp), and writes back: two wake-ups.
 //
 // Wire format (little-endian uint64 words, one frame each way):
+//   preface: [magic, key word 0, key word 1]   once, first on each connection
 //   request: [words, request id, key, key, ...]             words = 1 + keys
 //   reply:   [words, request id, n0, holders of key 0..., n1, ...]
+// The server's access key is 128 random bits made at each start; peers get it
+// with the endpoint ("tcp://host:port#<32 hex digits>", access_endpoint()) in
+// the cluster handshake (actors/cluster_node.hpp), which only a node proving
+// the cluster secret completes. A connection whose preface is not the magic
+// and the key within preface_timeout is counted (unauthorized()), logged
+// (rate-limited) and closed before it can read anything: reaching the port is
+// not enough to read the index. (The key, like everything between nodes,
+// crosses in clear: use CAF's TLS and a private network where links can be
+// sniffed.) The magic also names this wire format's version.
 // A request frame longer than max_keys (or empty) is counted, logged
 // (rate-limited) and its connection closed: a stream that lost its framing
 // cannot be resynchronised, and the caller of a bad frame times out. The
-// endpoint ("tcp://host:port") is handed to peers in the cluster handshake
-// (actors/cluster_node.hpp), so it needs no port of its own in the config: it
-// binds an ephemeral port on the node's host.
+// server needs no port of its own in the config: it binds an ephemeral port
+// on the node's host, and the handshake tells peers which.
 //
-//   peer_read_server server{"127.0.0.1", "127.0.0.1", answer};
+//   peer_read_server server{"127.0.0.1", "127.0.0.1", random_key, answer};
 //   peer_read_client client;
-//   auto call = client.send(server.endpoint(), keys);  // nullopt: not connected
-//   auto flat = client.wait(*call, 2s);                 // nullopt on timeout
+//   auto call = client.send(server.access_endpoint(), keys); // nullopt: not connected
+//   auto flat = client.wait(*call, 2s);                       // nullopt on timeout
 //
 // Threads: the server has one accept thread and one thread per connection (at
 // most max_connections; a caller holds one connection per call in flight and
@@ -33,6 +42,7 @@
 
 #include "gateway/unique_fd.hpp"
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -48,6 +58,9 @@
 
 namespace lmcc::gateway {
 
+/// What a reader presents before its first request.
+using peer_read_key = std::array<uint64_t, 2>;
+
 class peer_read_server {
 public:
   /// Flat holders of `keys` (count, holders..., per key). Called concurrently.
@@ -60,18 +73,27 @@ public:
   /// (counted in refused()). Callers keep few open: see the client.
   static constexpr size_t max_connections = 512;
 
+  /// How long a new connection may take to present the key.
+  static constexpr std::chrono::seconds preface_timeout{5};
+
   /// Listens on bind_host ("0.0.0.0", "*" or an address) at an ephemeral
-  /// port; endpoint() names it with `advertised_host`. Throws
-  /// std::system_error when it cannot bind.
+  /// port; endpoint() names it with `advertised_host`. Readers must present
+  /// `key` (make it random, fresh at every start). Throws std::system_error
+  /// when it cannot bind.
   peer_read_server(const std::string& bind_host, const std::string& advertised_host,
-                   answer_fn answer);
+                   peer_read_key key, answer_fn answer);
   ~peer_read_server();
   peer_read_server(const peer_read_server&) = delete;
   peer_read_server& operator=(const peer_read_server&) = delete;
 
+  /// "tcp://host:port": where it listens (safe to log).
   const std::string& endpoint() const noexcept { return endpoint_; }
+  /// endpoint() + "#" + the key in hex: what a peer needs to read. Hand it
+  /// only to nodes that proved the cluster secret.
+  std::string access_endpoint() const;
   uint64_t requests() const noexcept { return requests_.load(); }
   uint64_t malformed() const noexcept { return malformed_.load(); }
+  uint64_t unauthorized() const noexcept { return unauthorized_.load(); }
   uint64_t refused() const noexcept { return refused_.load(); }
   uint64_t accepted() const noexcept { return accepted_.load(); }
 
@@ -86,12 +108,16 @@ private:
   void serve(connection& c);
   void reap(bool all);
 
+  bool admitted(int fd, int stop);
+
+  peer_read_key key_;
   answer_fn answer_;
   unique_fd listener_;
   unique_fd stop_event_; // eventfd: wakes every poll at shutdown
   std::string endpoint_;
   std::atomic<uint64_t> requests_{0};
   std::atomic<uint64_t> malformed_{0};
+  std::atomic<uint64_t> unauthorized_{0};
   std::atomic<uint64_t> refused_{0};
   std::atomic<uint64_t> accepted_{0};
   std::list<connection> connections_; // the accept thread's alone
@@ -119,7 +145,8 @@ public:
     unique_fd socket;
   };
 
-  /// Sends the request; nullopt if the peer could not be reached.
+  /// Sends the request to `endpoint` (a server's access_endpoint(); without
+  /// "#key" no preface is sent); nullopt if the peer could not be reached.
   std::optional<call> send(const std::string& endpoint, std::span<const uint64_t> keys);
 
   /// The reply's flat holders (without the id), or nullopt after `timeout`

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -126,8 +127,13 @@ void node_cluster::start(const actors::kv_shard_actor& shard,
                                 : (h == "0.0.0.0" || h == "::")      ? me.host
                                                                      : h;
   const std::string http = http_host + ":" + std::to_string(http_port);
+  // A fresh key at every start: a peer learns it in the handshake, so a
+  // reader must have proved the cluster secret since this process began.
+  std::random_device entropy;
+  auto word = [&entropy] { return uint64_t{entropy()} << 32 | entropy(); };
   read_server_ = std::make_unique<gateway::peer_read_server>(
-      options_.zmq.host, me.host, [index = parts_.index](std::span<const uint64_t> keys) {
+      options_.zmq.host, me.host, gateway::peer_read_key{word(), word()},
+      [index = parts_.index](std::span<const uint64_t> keys) {
         return actors::read_holders_flat(*index, keys);
       });
   read_client_ = std::make_unique<gateway::peer_read_client>(c.internal_timeout);
@@ -160,7 +166,7 @@ void node_cluster::start(const actors::kv_shard_actor& shard,
                                   caf::actor_cast<caf::actor>(directory),
                                   caf::actor_cast<caf::actor>(service_),
                                   http,
-                                  read_server_->endpoint()};
+                                  read_server_->access_endpoint()};
   node_ = system.spawn(actors::cluster_node_main, std::move(nc));
   // Peers get the node's handles from the gate, once they proved the secret.
   std::vector<caf::actor> handles{
@@ -168,7 +174,7 @@ void node_cluster::start(const actors::kv_shard_actor& shard,
       caf::actor_cast<caf::actor>(directory), caf::actor_cast<caf::actor>(service_)};
   gate_ = system.spawn(actors::cluster_gate_main,
                        actors::gate_config{c.node_id, options_.cluster.secret, handles, http,
-                                           read_server_->endpoint(), counters_});
+                                           read_server_->access_endpoint(), counters_});
   if (options_.cluster.anti_entropy_interval.count() > 0) {
     actors::anti_entropy_config ac;
     ac.board = board_;
@@ -447,6 +453,7 @@ uint64_t node_cluster::update_gauges() {
   gauge("cluster_replication_lag_sub_batches", queued);
   gauge("cluster_replication_timeouts", timeouts);
   gauge("cluster_joins_refused", counters_->joins_refused.load());
+  gauge("cluster_peer_reads_refused", read_server_ ? read_server_->unauthorized() : 0);
   gauge("cluster_peers_lost", counters_->peers_lost.load());
   // The entries of the slots this node is the primary of, so that
   // Prometheus' sum() over the nodes is the cluster's count (README).
@@ -556,6 +563,7 @@ std::string node_cluster::status_json() const {
               {"replication_lag_sub_batches", queued},
               {"ingest_inflight_ops", parts_.gate->in_flight()},
               {"joins_refused", counters_->joins_refused.load()},
+              {"peer_reads_refused", read_server_ ? read_server_->unauthorized() : 0},
               {"joins_failed", counters_->joins_failed.load()},
               {"peers_lost", counters_->peers_lost.load()},
               {"anti_entropy",

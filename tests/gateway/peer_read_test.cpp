@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
+#include <cerrno>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <thread>
@@ -13,6 +14,8 @@ namespace lmcc::gateway {
 namespace {
 
 using namespace std::chrono_literals;
+
+constexpr peer_read_key test_key{0x0123456789abcdefULL, 0xfedcba9876543210ULL};
 
 /// Key k is held by holders 1..(k % 4): a pattern the test can recompute.
 std::vector<uint64_t> fake_answer(std::span<const uint64_t> keys) {
@@ -26,11 +29,11 @@ std::vector<uint64_t> fake_answer(std::span<const uint64_t> keys) {
 }
 
 TEST(peer_read, a_request_gets_the_holders_of_its_keys_in_order) {
-  peer_read_server server{"127.0.0.1", "127.0.0.1", fake_answer};
+  peer_read_server server{"127.0.0.1", "127.0.0.1", test_key, fake_answer};
   EXPECT_TRUE(server.endpoint().starts_with("tcp://127.0.0.1:"));
   peer_read_client client;
   const std::vector<uint64_t> keys{7, 4, 9, 10, 3};
-  auto call = client.send(server.endpoint(), keys);
+  auto call = client.send(server.access_endpoint(), keys);
   ASSERT_TRUE(call);
   auto flat = client.wait(*call, 5s);
   ASSERT_TRUE(flat);
@@ -39,7 +42,7 @@ TEST(peer_read, a_request_gets_the_holders_of_its_keys_in_order) {
 }
 
 TEST(peer_read, concurrent_callers_each_get_their_own_answer) {
-  peer_read_server server{"127.0.0.1", "127.0.0.1", fake_answer};
+  peer_read_server server{"127.0.0.1", "127.0.0.1", test_key, fake_answer};
   peer_read_client client;
   std::vector<std::thread> threads;
   std::atomic<int> right{0};
@@ -47,7 +50,7 @@ TEST(peer_read, concurrent_callers_each_get_their_own_answer) {
     threads.emplace_back([&, t] {
       for (uint64_t i = 0; i < 50; ++i) {
         const std::vector<uint64_t> keys{i * 10 + static_cast<uint64_t>(t), i + 1};
-        auto call = client.send(server.endpoint(), keys);
+        auto call = client.send(server.access_endpoint(), keys);
         if (call && client.wait(*call, 5s) == fake_answer(keys))
           ++right;
       }
@@ -68,9 +71,62 @@ unique_fd raw_connection(const std::string& endpoint) {
   return fd;
 }
 
-TEST(peer_read, a_malformed_request_closes_only_its_connection) {
-  peer_read_server server{"127.0.0.1", "127.0.0.1", fake_answer};
+/// The preface a reader sends first: "lmccrd01" and the key (peer_read.hpp).
+void send_preface(int fd, peer_read_key key) {
+  const uint64_t preface[3] = {0x3130647263636d6cULL, key[0], key[1]};
+  ASSERT_EQ(::send(fd, preface, sizeof preface, 0), 24);
+}
+
+/// Whether the server closed `fd` rather than answering: end of file, or a
+/// reset when it closed with bytes of ours unread.
+bool closed_by_server(int fd) {
+  char byte = 0;
+  const ssize_t n = ::recv(fd, &byte, 1, 0);
+  return n == 0 || (n < 0 && errno == ECONNRESET);
+}
+
+TEST(peer_read, the_endpoint_handed_to_peers_carries_the_key_and_the_plain_one_does_not) {
+  peer_read_server server{"127.0.0.1", "127.0.0.1", test_key, fake_answer};
+  EXPECT_EQ(server.access_endpoint(), server.endpoint() + "#0123456789abcdeffedcba9876543210");
+  EXPECT_EQ(server.endpoint().find('#'), std::string::npos);
+}
+
+TEST(peer_read, a_reader_without_the_key_reads_nothing) {
+  peer_read_server server{"127.0.0.1", "127.0.0.1", test_key, fake_answer};
+  const uint64_t request[3] = {2, 7, 42}; // a well-formed request, no preface
+  {
+    auto raw = raw_connection(server.endpoint());
+    ASSERT_EQ(::send(raw.get(), request, sizeof request, 0), 24);
+    EXPECT_TRUE(closed_by_server(raw.get()));
+  }
+  {
+    auto raw = raw_connection(server.endpoint());
+    send_preface(raw.get(), peer_read_key{test_key[0], test_key[1] ^ 1}); // one bit off
+    ASSERT_EQ(::send(raw.get(), request, sizeof request, 0), 24);
+    EXPECT_TRUE(closed_by_server(raw.get()));
+  }
+  // The client given the plain endpoint sends no preface: refused too.
+  peer_read_client client;
+  const std::vector<uint64_t> keys{42};
+  auto call = client.send(server.endpoint(), keys);
+  EXPECT_FALSE(call && client.wait(*call, 5s));
+  EXPECT_EQ(server.unauthorized(), 3u);
+  EXPECT_EQ(server.requests(), 0u);
+  // With the key, the same request is answered.
   auto raw = raw_connection(server.endpoint());
+  send_preface(raw.get(), test_key);
+  ASSERT_EQ(::send(raw.get(), request, sizeof request, 0), 24);
+  uint64_t reply[3] = {0, 0, 0};
+  ASSERT_EQ(::recv(raw.get(), reply, sizeof reply, MSG_WAITALL), 24);
+  EXPECT_EQ(reply[1], 7u);                   // the request id
+  EXPECT_EQ(reply[2], fake_answer(keys)[0]); // 42 % 4 holders
+  EXPECT_EQ(server.requests(), 1u);
+}
+
+TEST(peer_read, a_malformed_request_closes_only_its_connection) {
+  peer_read_server server{"127.0.0.1", "127.0.0.1", test_key, fake_answer};
+  auto raw = raw_connection(server.endpoint());
+  send_preface(raw.get(), test_key);
   const uint64_t too_many_words = (uint64_t{1} << 40);
   ASSERT_EQ(::send(raw.get(), &too_many_words, sizeof too_many_words, 0), 8);
   // The server closes the bad stream: the raw reader sees end of file.
@@ -80,36 +136,37 @@ TEST(peer_read, a_malformed_request_closes_only_its_connection) {
   // Other callers are served as before.
   peer_read_client client;
   const std::vector<uint64_t> keys{5};
-  auto call = client.send(server.endpoint(), keys);
+  auto call = client.send(server.access_endpoint(), keys);
   ASSERT_TRUE(call);
   EXPECT_EQ(client.wait(*call, 5s), fake_answer(keys));
 }
 
 TEST(peer_read, a_caller_that_stops_mid_request_holds_no_one_up) {
-  peer_read_server server{"127.0.0.1", "127.0.0.1", fake_answer};
+  peer_read_server server{"127.0.0.1", "127.0.0.1", test_key, fake_answer};
   auto raw = raw_connection(server.endpoint());
+  send_preface(raw.get(), test_key);
   const uint64_t half[2] = {3, 77}; // announces an id and two keys, sends none
   ASSERT_EQ(::send(raw.get(), half, sizeof half, 0), 16);
   peer_read_client client;
   const std::vector<uint64_t> keys{9, 8};
-  auto call = client.send(server.endpoint(), keys);
+  auto call = client.send(server.access_endpoint(), keys);
   ASSERT_TRUE(call);
   EXPECT_EQ(client.wait(*call, 5s), fake_answer(keys));
 }
 
 TEST(peer_read, connections_are_reused_between_calls) {
-  peer_read_server server{"127.0.0.1", "127.0.0.1", fake_answer};
+  peer_read_server server{"127.0.0.1", "127.0.0.1", test_key, fake_answer};
   peer_read_client client;
   for (uint64_t i = 0; i < 20; ++i) {
     const std::vector<uint64_t> keys{i};
-    auto call = client.send(server.endpoint(), keys);
+    auto call = client.send(server.access_endpoint(), keys);
     ASSERT_TRUE(call);
     ASSERT_EQ(client.wait(*call, 5s), fake_answer(keys));
   }
   EXPECT_EQ(server.accepted(), 1u); // one pooled connection served them all
   const std::vector<uint64_t> keys{1};
-  auto a = client.send(server.endpoint(), keys);
-  auto b = client.send(server.endpoint(), keys); // concurrent: a second connection
+  auto a = client.send(server.access_endpoint(), keys);
+  auto b = client.send(server.access_endpoint(), keys); // concurrent: a second connection
   ASSERT_TRUE(a && b);
   EXPECT_EQ(client.wait(*a, 5s), fake_answer(keys));
   EXPECT_EQ(client.wait(*b, 5s), fake_answer(keys));
@@ -122,8 +179,8 @@ TEST(peer_read, a_peer_that_went_away_fails_the_call_instead_of_blocking) {
   peer_read_client client;
   const std::vector<uint64_t> keys{1, 2};
   {
-    peer_read_server gone{"127.0.0.1", "127.0.0.1", fake_answer};
-    endpoint = gone.endpoint();
+    peer_read_server gone{"127.0.0.1", "127.0.0.1", test_key, fake_answer};
+    endpoint = gone.access_endpoint();
     auto call = client.send(endpoint, keys); // leaves a pooled connection behind
     ASSERT_TRUE(call);
     ASSERT_EQ(client.wait(*call, 5s), fake_answer(keys));
