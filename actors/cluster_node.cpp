@@ -17,14 +17,26 @@ cluster_gate_actor::behavior_type
 cluster_gate_main(cluster_gate_actor::stateful_pointer<gate_state> self, gate_config cfg) {
   self->state.cfg = std::move(cfg);
   return {
-      [self](hello_atom, const std::string& client, uint64_t client_nonce) -> uint64_t {
+      [self](hello_atom, const std::string& client, uint64_t client_nonce,
+             uint32_t version) -> caf::result<uint64_t, uint32_t> {
         auto& st = self->state;
+        if (version != st.cfg.protocol_version) {
+          if (st.cfg.counters)
+            ++st.cfg.counters->joins_refused;
+          spdlog::error("cluster-join-refused node={} peer={} reason=protocol-version "
+                        "peer_version={} version={}",
+                        st.cfg.self_id, client, version, st.cfg.protocol_version);
+          return caf::make_error(caf::sec::runtime_error,
+                                 "refused: cluster protocol version " + std::to_string(version) +
+                                     " is not this node's " +
+                                     std::to_string(st.cfg.protocol_version));
+        }
         // At most one open handshake per client id; a bound on what strangers hold.
         if (st.open.size() >= 1024 && !st.open.count(client))
           st.open.erase(st.open.begin());
         const uint64_t server_nonce = st.rng();
         st.open[client] = {client_nonce, server_nonce};
-        return server_nonce;
+        return {server_nonce, st.cfg.protocol_version};
       },
       [self](join_atom, const std::string& client, uint64_t client_nonce, const std::string& mac)
           -> caf::result<std::string, std::vector<caf::actor>, std::string, std::string> {
@@ -293,16 +305,32 @@ void connect(node_self self, size_t i) {
                              const std::set<std::string>& ifs) {
             auto& st = self->state;
             if (!ptr || !self->system().assignable<cluster_gate_actor>(ifs)) {
+              // Before versions were exchanged (an lmcc of 2026-12-01 or
+              // older), or not an lmcc gate at all.
+              spdlog::error("cluster-peer-refused node={} peer={} reason=protocol-version "
+                            "detail=its-gate-predates-versioned-handshakes version={}",
+                            st.cfg.self_id, st.members->address(static_cast<node_index>(i)).id,
+                            st.cfg.protocol_version);
               failed(self, i, caf::make_error(caf::sec::unexpected_actor_messaging_interface));
               return;
             }
             auto gate = caf::actor_cast<cluster_gate_actor>(ptr);
             const uint64_t client_nonce = st.rng();
-            self->request(gate, timeout, hello_atom::value, st.cfg.self_id, client_nonce)
+            self->request(gate, timeout, hello_atom::value, st.cfg.self_id, client_nonce,
+                          st.cfg.protocol_version)
                 .then(
-                    [self, i, gate, timeout, client_nonce](uint64_t server_nonce) {
+                    [self, i, gate, timeout, client_nonce](uint64_t server_nonce,
+                                                           uint32_t version) {
                       auto& st = self->state;
                       const auto& peer_id = st.members->address(static_cast<node_index>(i)).id;
+                      if (version != st.cfg.protocol_version) {
+                        spdlog::error(
+                            "cluster-peer-refused node={} peer={} reason=protocol-version "
+                            "peer_version={} version={}",
+                            st.cfg.self_id, peer_id, version, st.cfg.protocol_version);
+                        failed(self, i, caf::make_error(caf::sec::runtime_error));
+                        return;
+                      }
                       auto mac = cluster::handshake_mac(
                           st.cfg.options.secret, cluster::handshake_role::join, st.cfg.self_id,
                           peer_id, client_nonce, server_nonce);

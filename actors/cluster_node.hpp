@@ -28,6 +28,7 @@
 #include "actors/slot_mover.hpp"
 #include "actors/type_ids.hpp"
 #include "cluster/cluster_options.hpp"
+#include "cluster/handshake.hpp"
 #include "cluster/membership.hpp"
 
 #include <atomic>
@@ -42,8 +43,9 @@
 namespace lmcc::actors {
 
 using cluster_gate_actor = caf::typed_actor<
-    // (client id, client nonce) -> server nonce
-    caf::replies_to<hello_atom, std::string, uint64_t>::with<uint64_t>,
+    // (client id, client nonce, client's cluster protocol version)
+    //   -> (server nonce, server's version); never changes (handshake.hpp)
+    caf::replies_to<hello_atom, std::string, uint64_t, uint32_t>::with<uint64_t, uint32_t>,
     // (client id, client nonce, join MAC)
     //   -> (accept MAC, [node, shard, directory, service], HTTP address,
     //       key-read endpoint)
@@ -90,6 +92,8 @@ struct gate_config {
   /// Where peers read this node's index for lookups (gateway/peer_read.hpp).
   std::string read_endpoint;
   std::shared_ptr<cluster_counters> counters;
+  /// cluster::cluster_protocol_version; a test may pretend to be another.
+  uint32_t protocol_version = cluster::cluster_protocol_version;
 };
 
 struct gate_state {
@@ -106,6 +110,8 @@ cluster_gate_main(cluster_gate_actor::stateful_pointer<gate_state> self, gate_co
 struct cluster_node_config {
   cluster::cluster_options options;
   std::string self_id;
+  /// What this node says in the handshake (see gate_config).
+  uint32_t protocol_version = cluster::cluster_protocol_version;
   uint32_t slot_count = 4096;
   /// This node's actors as handed to peers (see gate_config::handles).
   peer_handles local;

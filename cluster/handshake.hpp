@@ -25,6 +25,15 @@
 
 namespace lmcc::cluster {
 
+/// The version of everything nodes say to each other: actor interfaces,
+/// message layouts, the peer-read wire. Bump it with any change to them. The
+/// handshake's first step carries it both ways and a node refuses a peer of
+/// another version, with a log line naming both (a rolling upgrade across a
+/// change of it needs a full stop; one within a version needs nothing).
+/// The first step's own interface (hello: id, nonce, version -> nonce,
+/// version) must never change, so that any two versions can tell.
+constexpr uint32_t cluster_protocol_version = 1;
+
 enum class handshake_role : uint8_t { join, accept };
 
 /// HMAC-SHA256 over the role, both ids and both nonces, as 64 hex digits.

@@ -1,0 +1,104 @@
+// cluster_gate (cluster_node.hpp) in a real actor system, asked as a
+// connecting node asks it: a peer of another cluster protocol version is
+// refused at the first step and counted, a wrong MAC is refused, and the right
+// one gets the handles, the HTTP address and the read endpoint with a MAC that
+// proves the gate holds the secret. Links CAF (lmcc_actors).
+#include "actors/cluster_node.hpp"
+#include "actors/type_ids.hpp"
+#include "cluster/handshake.hpp"
+
+#include <caf/all.hpp>
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+namespace lmcc::actors {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr std::string_view secret = "0123456789abcdef-test-secret";
+
+struct gate_fixture {
+  caf::actor_system_config cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  std::unique_ptr<caf::scoped_actor> client;
+  std::shared_ptr<cluster_counters> counters = std::make_shared<cluster_counters>();
+  cluster_gate_actor gate;
+
+  gate_fixture() {
+    register_message_types(cfg);
+    sys = std::make_unique<caf::actor_system>(cfg);
+    client = std::make_unique<caf::scoped_actor>(*sys);
+    gate_config gc;
+    gc.self_id = "n1";
+    gc.secret = std::string{secret};
+    gc.handles = {caf::actor{*client}, caf::actor{*client}, caf::actor{*client},
+                  caf::actor{*client}};
+    gc.http = "127.0.0.1:9000";
+    gc.read_endpoint = "tcp://127.0.0.1:5000#key";
+    gc.counters = counters;
+    gate = sys->spawn(cluster_gate_main, std::move(gc));
+  }
+  ~gate_fixture() {
+    caf::anon_send_exit(gate, caf::exit_reason::user_shutdown);
+    client.reset();
+  }
+
+  /// Step 1 as node "n2" with `version`: the server nonce, or nullopt if refused.
+  std::optional<uint64_t> hello(uint64_t client_nonce, uint32_t version) {
+    std::optional<uint64_t> out;
+    (*client)
+        ->request(gate, 5s, hello_atom::value, std::string{"n2"}, client_nonce, version)
+        .receive(
+            [&](uint64_t server_nonce, uint32_t their_version) {
+              EXPECT_EQ(their_version, cluster::cluster_protocol_version);
+              out = server_nonce;
+            },
+            [](caf::error&) {});
+    return out;
+  }
+};
+
+TEST(cluster_gate, a_peer_of_another_protocol_version_is_refused_at_the_first_step) {
+  gate_fixture f;
+  EXPECT_FALSE(f.hello(7, cluster::cluster_protocol_version + 1));
+  EXPECT_EQ(f.counters->joins_refused.load(), 1u);
+  EXPECT_TRUE(f.hello(7, cluster::cluster_protocol_version));
+  EXPECT_EQ(f.counters->joins_refused.load(), 1u);
+}
+
+TEST(cluster_gate, only_a_mac_made_with_the_secret_gets_the_handles) {
+  gate_fixture f;
+  auto join = [&](uint64_t client_nonce, const std::string& mac) {
+    std::optional<std::tuple<std::string, size_t, std::string, std::string>> out;
+    (*f.client)
+        ->request(f.gate, 5s, join_atom::value, std::string{"n2"}, client_nonce, mac)
+        .receive([&](std::string& accept, std::vector<caf::actor>& hs, std::string& http,
+                     std::string& read) { out.emplace(accept, hs.size(), http, read); },
+                 [](caf::error&) {});
+    return out;
+  };
+  auto server_nonce = f.hello(11, cluster::cluster_protocol_version);
+  ASSERT_TRUE(server_nonce);
+  EXPECT_FALSE(
+      join(11, cluster::handshake_mac("another-secret-of-16+", cluster::handshake_role::join, "n2",
+                                      "n1", 11, *server_nonce)));
+  EXPECT_EQ(f.counters->joins_refused.load(), 1u);
+  // The refused attempt closed that handshake: a new one starts with hello.
+  server_nonce = f.hello(12, cluster::cluster_protocol_version);
+  ASSERT_TRUE(server_nonce);
+  auto accepted = join(12, cluster::handshake_mac(secret, cluster::handshake_role::join, "n2", "n1",
+                                                  12, *server_nonce));
+  ASSERT_TRUE(accepted);
+  const auto& [accept, handles, http, read] = *accepted;
+  EXPECT_TRUE(
+      cluster::mac_equal(accept, cluster::handshake_mac(secret, cluster::handshake_role::accept,
+                                                        "n2", "n1", 12, *server_nonce)));
+  EXPECT_EQ(handles, 4u);
+  EXPECT_EQ(http, "127.0.0.1:9000");
+  EXPECT_EQ(read, "tcp://127.0.0.1:5000#key");
+}
+
+} // namespace
+} // namespace lmcc::actors
