@@ -75,9 +75,13 @@ private:
 /// last `window` samples. A peer's clock stepping ahead counts at once; one
 /// stepping back counts once the window has passed (meanwhile its deadlines
 /// are late, so it applies, rather than refuses, a request a little late).
-/// Clocks within `deadband_ms` of each other, or a peer greeted fewer than
-/// `min_samples` times, count as in step (0): NTP keeps clocks that close, and
-/// a first greeting can be one that waited.
+/// Clocks within `deadband_ms` of each other count as in step (0): NTP keeps
+/// clocks that close. Until a peer has greeted `min_samples` times a negative
+/// estimate counts as 0 (a first greeting can be one that waited), but a
+/// positive one counts at once: a sample is never above the true offset, and a
+/// node that just started (its window empty) would otherwise give a peer far
+/// ahead deadlines already past in that peer's clock (chaos seed 692: a
+/// restarted node's forwarded full-sync start refused as 463 s late).
 ///
 /// Thread-safety: thread-safe.
 class peer_clock_offsets {
@@ -105,9 +109,11 @@ public:
   int64_t of(const std::string& peer) const {
     std::lock_guard lock{mutex_};
     auto it = by_peer_.find(peer);
-    if (it == by_peer_.end() || it->second.count < min_samples)
+    if (it == by_peer_.end() || it->second.count == 0)
       return 0;
-    const int64_t e = it->second.estimate;
+    int64_t e = it->second.estimate;
+    if (it->second.count < min_samples)
+      e = std::max<int64_t>(e, 0);
     return e > -deadband_ms && e < deadband_ms ? 0 : e;
   }
 

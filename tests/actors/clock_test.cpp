@@ -23,18 +23,32 @@ TEST(node_clock, jumps_add_up_and_move_the_wall_clock_only) {
 
 TEST(peer_clock_offsets, delayed_greetings_do_not_lower_the_estimate) {
   peer_clock_offsets p;
-  EXPECT_EQ(p.of("n2"), 0);               // unknown: clocks taken as in step
-  EXPECT_TRUE(p.add_sample("n2", 5'000)); // first known, 5 s off: worth a log line
+  EXPECT_EQ(p.of("n2"), 0);                // unknown: clocks taken as in step
+  EXPECT_TRUE(p.add_sample("n2", -5'000)); // first known, 5 s off: worth a log line
+  EXPECT_FALSE(p.add_sample("n2", -5'001));
+  EXPECT_FALSE(p.add_sample("n2", -5'002));
+  EXPECT_EQ(p.of("n2"), 0); // behind, by too few greetings yet: one may have waited
+  EXPECT_FALSE(p.add_sample("n2", -5'010));
+  EXPECT_EQ(p.of("n2"), -5'000);
+  EXPECT_TRUE(p.add_sample("n2", 5'000)); // stepped ahead: counts at once
   EXPECT_FALSE(p.add_sample("n2", 4'999));
-  EXPECT_FALSE(p.add_sample("n2", 4'998));
-  EXPECT_EQ(p.of("n2"), 0); // too few greetings yet
-  EXPECT_FALSE(p.add_sample("n2", 4'990));
   EXPECT_EQ(p.of("n2"), 5'000);
   // A burst of greetings that waited while this node was frozen.
   EXPECT_FALSE(p.add_sample("n2", -5'225));
   EXPECT_FALSE(p.add_sample("n2", 1'000));
   EXPECT_EQ(p.of("n2"), 5'000);
   EXPECT_EQ(p.of("n3"), 0); // per peer
+}
+
+TEST(peer_clock_offsets, a_peer_ahead_counts_from_its_first_greeting) {
+  // A node that just started knows a peer far ahead from one greeting: a
+  // sample is the offset minus the greeting's delay, never above it, so
+  // using it cannot make a deadline later than the peer's clock allows.
+  peer_clock_offsets p;
+  p.add_sample("n2", 472'660);
+  EXPECT_EQ(p.of("n2"), 472'660);
+  p.add_sample("n3", 800); // within the deadband: in step
+  EXPECT_EQ(p.of("n3"), 0);
 }
 
 TEST(peer_clock_offsets, clocks_within_a_second_count_as_in_step) {
