@@ -143,7 +143,12 @@ class Run:
                  faults: tuple[str, ...] = FAULTS):
         self.kinds = faults
         self.seed, self.duration, self.converge = seed, duration, converge
-        self.rng = random.Random(seed)
+        self.rng = random.Random(seed)  # the workload: which worker sends what, lookups
+        # The schedule (which fault when, where, how long) from a generator of
+        # its own: the workload's draws depend on timing (steps per second), and
+        # sharing one generator made the same seed run other faults on a busier
+        # machine, so a failing seed could not be replayed.
+        self.fault_rng = random.Random(f"{seed}-schedule")
         self.rss_mib = rss_mib
         self.rss_peak: dict[str, int] = {}
         # Fault injection on: the disk faults and clock jumps use it (and
@@ -226,7 +231,7 @@ class Run:
 
     def fault(self, heal_at: list):
         kinds = self.kinds + (("member_change",) * 2 if self.standby else ())
-        kind = self.rng.choice(kinds)
+        kind = self.fault_rng.choice(kinds)
         candidates = [i for i in range(len(self.cluster.nodes))
                       if i not in self.down and i not in self.cut]
         # Keep a majority up so every slot keeps a live owner (R = 2 survives one).
@@ -234,24 +239,24 @@ class Run:
             # A worker fault instead, of the kinds --faults allows.
             instead = tuple(k for k in ("worker_restart", "garbage") if k in kinds) or tuple(
                 k for k in kinds if k not in NODE_FAULTS) or ("garbage",)
-            kind = self.rng.choice(instead)
+            kind = self.fault_rng.choice(instead)
         self.sample_rss()
         self.faults[kind] += 1
         if kind == "kill9":
-            i = self.rng.choice(candidates)
+            i = self.fault_rng.choice(candidates)
             self.cluster.nodes[i].kill()
             self.down.add(i)
             self.killed.add(i)
             self.reconnect_stranded()
-            heal_at.append((time.monotonic() + self.rng.uniform(0.5, 3.0), "restart", i))
+            heal_at.append((time.monotonic() + self.fault_rng.uniform(0.5, 3.0), "restart", i))
         elif kind == "freeze":
-            i = self.rng.choice(candidates)
+            i = self.fault_rng.choice(candidates)
             os.kill(self.cluster.nodes[i].proc.pid, signal.SIGSTOP)
             self.down.add(i)
             self.reconnect_stranded()
-            heal_at.append((time.monotonic() + self.rng.uniform(0.5, 3.0), "thaw", i))
+            heal_at.append((time.monotonic() + self.fault_rng.uniform(0.5, 3.0), "thaw", i))
         elif kind == "clean_restart":
-            i = self.rng.choice(candidates)
+            i = self.fault_rng.choice(candidates)
             self.down.add(i)
             self.reconnect_stranded()
             assert self.cluster.nodes[i].stop() == 0, f"n{i + 1} failed a clean stop"
@@ -260,48 +265,48 @@ class Run:
         elif kind == "partition":
             # One node cut from the others, both ways; its workers stay with
             # it, so each side keeps taking the reports that reach it.
-            i = self.rng.choice(candidates)
+            i = self.fault_rng.choice(candidates)
             self.cluster.partition({self.cluster.ids[i]})
             self.cut.add(i)
-            heal_at.append((time.monotonic() + self.rng.uniform(0.5, 4.0), "heal", i))
+            heal_at.append((time.monotonic() + self.fault_rng.uniform(0.5, 4.0), "heal", i))
         elif kind == "asym_partition":
-            i = self.rng.choice(candidates)
+            i = self.fault_rng.choice(candidates)
             a = self.cluster.ids[i]
-            b = self.rng.choice([x for x in self.cluster.ids if x != a])
+            b = self.fault_rng.choice([x for x in self.cluster.ids if x != a])
             self.cluster.cut_one_way(a, b)
             self.cut.add(i)
-            heal_at.append((time.monotonic() + self.rng.uniform(0.5, 4.0), "heal", i))
+            heal_at.append((time.monotonic() + self.fault_rng.uniform(0.5, 4.0), "heal", i))
         elif kind == "slow_links":
-            i = self.rng.choice(candidates)
-            self.cluster.slow(self.cluster.ids[i], self.rng.uniform(0.02, 0.3))
+            i = self.fault_rng.choice(candidates)
+            self.cluster.slow(self.cluster.ids[i], self.fault_rng.uniform(0.02, 0.3))
             self.cut.add(i)
-            heal_at.append((time.monotonic() + self.rng.uniform(0.5, 4.0), "heal", i))
+            heal_at.append((time.monotonic() + self.fault_rng.uniform(0.5, 4.0), "heal", i))
         elif kind in ("disk_errors", "slow_disk"):
-            i = self.rng.choice(candidates)
+            i = self.fault_rng.choice(candidates)
             body = ({"fail_all_commits": True} if kind == "disk_errors" else
-                    {"commit_delay_us": self.rng.randrange(2_000, 50_000)})
+                    {"commit_delay_us": self.fault_rng.randrange(2_000, 50_000)})
             r = self.cluster.nodes[i].post("/admin/faults", body, timeout=10)
             assert r.status == 200, f"n{i + 1} refused {body}: {r}"
             self.cut.add(i)
-            heal_at.append((time.monotonic() + self.rng.uniform(0.3, 3.0)
+            heal_at.append((time.monotonic() + self.fault_rng.uniform(0.3, 3.0)
                             if kind == "disk_errors" else
-                            time.monotonic() + self.rng.uniform(0.5, 4.0), "disk", i))
+                            time.monotonic() + self.fault_rng.uniform(0.5, 4.0), "disk", i))
         elif kind == "clock_jump":
-            i = self.rng.choice(candidates)
-            by_ms = self.rng.choice((-1, 1)) * self.rng.randrange(1_000, 600_000)
+            i = self.fault_rng.choice(candidates)
+            by_ms = self.fault_rng.choice((-1, 1)) * self.fault_rng.randrange(1_000, 600_000)
             r = self.cluster.nodes[i].post("/admin/faults", {"clock_jump_ms": by_ms}, timeout=10)
             assert r.status == 200, f"n{i + 1} refused a clock jump: {r}"
-            heal_at.append((time.monotonic() + self.rng.uniform(1.0, 6.0), "clock", i))
+            heal_at.append((time.monotonic() + self.fault_rng.uniform(1.0, 6.0), "clock", i))
         elif kind == "dup_frames":
-            t = self.rng.choice(self.twins)
-            for c, r in self.twin_frames(t, self.rng.randrange(1, 4)):
+            t = self.fault_rng.choice(self.twins)
+            for c, r in self.twin_frames(t, self.fault_rng.randrange(1, 4)):
                 for _ in range(2):
                     t.c.push(c)
                     t.r.push(r)
         elif kind == "reorder_frames":
-            t = self.rng.choice(self.twins)
-            frames = self.twin_frames(t, self.rng.randrange(2, 5))
-            self.rng.shuffle(frames)
+            t = self.fault_rng.choice(self.twins)
+            frames = self.twin_frames(t, self.fault_rng.randrange(2, 5))
+            self.fault_rng.shuffle(frames)
             for c, r in frames:
                 t.c.push(c)
                 t.r.push(r)
@@ -311,7 +316,7 @@ class Run:
             members = self.members + ([self.standby] if self.standby not in self.members else [])
             if self.standby in self.members:
                 members.remove(self.standby)
-            node = self.rng.choice(self.live_nodes())
+            node = self.fault_rng.choice(self.live_nodes())
             try:
                 r = node.post("/cluster/members", {"members": sorted(members)}, timeout=10)
                 if r.status == 200:
@@ -319,21 +324,21 @@ class Run:
             except OSError:
                 pass
         elif kind == "worker_restart":
-            t = self.rng.choice(self.twins)
+            t = self.fault_rng.choice(self.twins)
             for side in (t.c, t.r):  # a new worker process: empty cache, seq from 0
                 side.keys.clear()
                 side.next_seq.clear()
             t.register()
         elif kind == "garbage":
-            node = self.rng.choice(self.live_nodes())
+            node = self.fault_rng.choice(self.live_nodes())
             import zmq
 
             ctx = zmq.Context.instance()
             push = ctx.socket(zmq.PUSH)
             push.setsockopt(zmq.LINGER, 500)
             push.connect(f"tcp://{node.pull_url}")
-            for _ in range(self.rng.randrange(5, 40)):
-                push.send(bytes(self.rng.randrange(256) for _ in range(self.rng.randrange(1, 300))))
+            for _ in range(self.fault_rng.randrange(5, 40)):
+                push.send(bytes(self.fault_rng.randrange(256) for _ in range(self.fault_rng.randrange(1, 300))))
             push.close()
 
     def heal(self, item):
@@ -377,7 +382,7 @@ class Run:
         self.faults_started = time.time()  # invariant 4 looks at what follows
         heal_at: list = []
         end = time.monotonic() + self.duration
-        next_fault = time.monotonic() + self.rng.uniform(0.3, 1.5)
+        next_fault = time.monotonic() + self.fault_rng.uniform(0.3, 1.5)
         while time.monotonic() < end:
             now = time.monotonic()
             for item in [h for h in heal_at if h[0] <= now]:
@@ -385,7 +390,7 @@ class Run:
                 self.heal(item)
             if now >= next_fault:
                 self.fault(heal_at)
-                next_fault = now + self.rng.uniform(0.3, 1.5)
+                next_fault = now + self.fault_rng.uniform(0.3, 1.5)
             self.ingest_step()
             if self.rng.random() < 0.3:
                 self.lookup_step()
@@ -551,6 +556,8 @@ def main() -> int:
         print(rows[-1], flush=True)
         if not r["ok"]:
             failed.append(seed)
+            if args.expect_caught and seed not in harness_failed:
+                break  # caught: the later seeds have nothing to add
     if args.report:
         with open(args.report, "a") as f:
             f.write(header + "\n" + "\n".join(rows) + "\n")
