@@ -20,31 +20,62 @@ void publish(self_ptr self) {
                                            core.log_bytes_since_round(), core.snapshot_running()});
 }
 
+/// Sends the held acks of every remote sender whose last send is
+/// remote_ack_delay old (all of them with `all`); schedules the rest.
+void send_remote_acks(self_ptr self, bool all) {
+  auto& st = self->state;
+  const auto now = std::chrono::steady_clock::now();
+  auto next_due = std::chrono::steady_clock::time_point::max();
+  for (auto& held : st.remote_acks) {
+    if (held.numbers.empty())
+      continue;
+    if (!all && now - held.last_sent < st.remote_ack_delay) {
+      next_due = std::min(next_due, held.last_sent + st.remote_ack_delay);
+      continue;
+    }
+    // One message per sender: stream, number, stream, number, ...
+    std::vector<uint64_t> pairs;
+    pairs.reserve(held.numbers.size() * 2);
+    for (const auto& [stream, number] : held.numbers) {
+      pairs.push_back(stream);
+      pairs.push_back(number);
+    }
+    held.numbers.clear();
+    held.last_sent = now;
+    self->send(caf::actor_cast<batch_ack_receiver_actor>(held.sender), ack_atom::value,
+               std::move(pairs));
+  }
+  if (next_due != std::chrono::steady_clock::time_point::max() && !st.remote_ack_scheduled) {
+    st.remote_ack_scheduled = true;
+    self->delayed_send(self, next_due - now, ack_atom::value);
+  }
+}
+
 void send_acks(self_ptr self, kv_shard_core::commit_result& r) {
-  auto& senders = self->state.senders;
+  auto& st = self->state;
+  auto& senders = st.senders;
   // A sender on another node is that node's peer_link for this shard: its acks
-  // of every stream go as one message (stream, number, stream, number, ...),
-  // one network write and one wake-up per commit rather than one per stream.
-  std::vector<std::pair<caf::strong_actor_ptr, std::vector<uint64_t>>> remote;
+  // are held and go together (send_remote_acks).
+  bool remote = false;
   for (const auto& [stream, number] : r.acks) {
     auto it = senders.find(stream);
     if (it == senders.end())
       continue; // a sub-batch sent anonymously (a restart's drops)
     if (const auto& sender = it->second; sender && sender->node() != self->node()) {
-      auto group = std::find_if(remote.begin(), remote.end(),
-                                [&](const auto& g) { return g.first == sender; });
-      if (group == remote.end())
-        group = remote.insert(remote.end(), {sender, {}});
-      group->second.push_back(stream);
-      group->second.push_back(number);
+      auto held = std::find_if(st.remote_acks.begin(), st.remote_acks.end(),
+                               [&](const auto& h) { return h.sender == sender; });
+      if (held == st.remote_acks.end())
+        held = st.remote_acks.insert(st.remote_acks.end(), {sender, {}, {}});
+      auto& n = held->numbers[stream];
+      n = std::max(n, number);
+      remote = true;
     } else if (sender) {
       self->send(caf::actor_cast<ack_receiver_actor>(sender), ack_atom::value, stream, number);
     }
     senders.erase(it);
   }
-  for (auto& [sender, pairs] : remote)
-    self->send(caf::actor_cast<batch_ack_receiver_actor>(sender), ack_atom::value,
-               std::move(pairs));
+  if (remote)
+    send_remote_acks(self, false);
 }
 
 void schedule_background(self_ptr self) {
@@ -95,6 +126,7 @@ kv_shard_actor::behavior_type kv_shard(kv_shard_actor::stateful_pointer<kv_shard
                                        std::shared_ptr<shard_init> init) {
   auto& st = self->state;
   st.monitor = init->monitor ? init->monitor : std::make_shared<shard_monitor>();
+  st.remote_ack_delay = init->remote_ack_delay;
   st.index = init->index;
   st.release_policy = memory_release_policy{init->release};
   st.release_memory = std::move(init->release_memory);
@@ -151,6 +183,10 @@ kv_shard_actor::behavior_type kv_shard(kv_shard_actor::stateful_pointer<kv_shard
         self->state.flush_scheduled = false;
         flush(self);
       },
+      [self](ack_atom) {
+        self->state.remote_ack_scheduled = false;
+        send_remote_acks(self, false);
+      },
       [self](background_atom) {
         auto& st = self->state;
         st.background_scheduled = false;
@@ -176,6 +212,7 @@ kv_shard_actor::behavior_type kv_shard(kv_shard_actor::stateful_pointer<kv_shard
         auto& st = self->state;
         auto r = st.core->commit(monotonic_ms());
         send_acks(self, r);
+        send_remote_acks(self, true); // whoever waits on the drain waits on them too
         publish(self);
         return r.ok && !st.core->work_pending();
       },

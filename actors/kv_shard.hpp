@@ -24,6 +24,7 @@
 #include "actors/type_ids.hpp"
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 
@@ -42,6 +43,8 @@ using kv_shard_actor =
                      caf::reacts_to<apply_atom, std::vector<kv_sub_batch>>,
                      caf::reacts_to<flush_atom>, caf::reacts_to<background_atom>,
                      caf::reacts_to<tick_atom>,
+                     // Sends the acks held for senders on other nodes (a peer_link ignores it).
+                     caf::reacts_to<ack_atom>,
                      // Commits everything received so far; true when it is durable (a clean stop).
                      caf::replies_to<drain_atom>::with<bool>,
                      // Runs a whole snapshot round now; true when it completed (admin, tests).
@@ -85,6 +88,8 @@ struct shard_init {
   /// must not block). Empty: never.
   memory_release_options release;
   std::function<void()> release_memory;
+  /// How long acks to senders on other nodes may be held (kv_shard_state).
+  std::chrono::milliseconds remote_ack_delay{0};
 };
 
 struct kv_shard_state {
@@ -96,6 +101,17 @@ struct kv_shard_state {
   absl::flat_hash_map<uint64_t, caf::strong_actor_ptr> senders;
   bool flush_scheduled = false;
   bool background_scheduled = false;
+  /// Acks owed to senders on other nodes (peer_links), sent at most once per
+  /// remote_ack_delay per sender: each is a middleman message and two thread
+  /// wake-ups, and a busy link's sub-batches commit hundreds of times a second.
+  struct held_acks {
+    caf::strong_actor_ptr sender;
+    std::map<uint64_t, uint64_t> numbers; ///< stream -> cumulative number
+    std::chrono::steady_clock::time_point last_sent{};
+  };
+  std::vector<held_acks> remote_acks;
+  bool remote_ack_scheduled = false;
+  std::chrono::milliseconds remote_ack_delay{0};
   /// Retry delay after a failed commit (doubles up to a second).
   std::chrono::milliseconds retry_delay{0};
   std::shared_ptr<kv_index> index;

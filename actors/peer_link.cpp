@@ -215,6 +215,7 @@ peer_link_main(peer_link_actor::stateful_pointer<peer_link_state> self, peer_lin
         st.outbox = {};
       },
       [](background_atom) {},
+      [](ack_atom) {},
       [self](tick_atom) {
         on_timeout_check(self);
         publish_counts(self);

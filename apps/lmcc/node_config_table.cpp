@@ -238,6 +238,13 @@ std::vector<option_spec> make_table() {
                 milliseconds_kind{.min = 10, .max = 600'000},
                 member([](auto& o) -> auto& { return o.cluster.replication_timeout; }),
                 5'000ms),
+    make_option({.key = "lmcc_replication_ack_delay_ms", .value_name = "MS",
+                 .help = "how long a node may hold its acks to another node so they go as one "
+                         "message (fewer inter-node messages, less CPU; delays credits and "
+                         "durable marks, never data); 0: at once"},
+                milliseconds_kind{.min = 0, .max = 1'000},
+                member([](auto& o) -> auto& { return o.cluster.replication_ack_delay; }),
+                20ms),
     make_option({.key = "lmcc_durable_flush_ms", .value_name = "MS",
                  .help = "how long after a quiet worker's last batch became durable its "
                          "owners are told so (a sending worker's next batch tells them)"},

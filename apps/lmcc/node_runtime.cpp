@@ -166,6 +166,7 @@ public:
       releaser->request();
     };
     init->drop_at_start = std::move(state.drop_holders);
+    init->remote_ack_delay = options_.cluster.replication_ack_delay;
     // Detached: the shard applies whole credit windows of ingest; on the
     // scheduler's threads it would hold one for 64 such messages while a
     // lookup or heartbeat waited for a thread (flood p99 38 -> 16 ms).
