@@ -141,7 +141,8 @@ def test_cluster_up_and_a_rolling_restart_under_load(tmp_path, reference):
                             # as its HTTP server stopped (/readyz said 503 from
                             # the start of its stop); a router retries elsewhere.
                             text = str(e).lower()
-                            if "refused" in text or "closed" in text or "reset" in text:
+                            if any(w in text for w in ("refused", "closed", "reset",
+                                                       "broken pipe")):
                                 not_ready[0] += 1
                             else:
                                 failed.append(f"{node.http_port}: {e}")

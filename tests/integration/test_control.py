@@ -25,6 +25,11 @@ def instance(node, make_worker):
                    for i in range(n)]
         for w in reversed(workers):
             w.register()
+        # A cluster (LMCC_TEST_CLUSTER=1) replicates registrations to the other
+        # nodes after answering them: the commands below go through any node.
+        for each in getattr(getattr(node, "cluster", None), "nodes", []):
+            wait_until(lambda each=each: len(each.workers(inst)) == n,
+                       message=f"{inst}'s {n} workers known at {each.http_url}")
         return workers
     return make
 
