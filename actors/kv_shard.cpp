@@ -20,34 +20,18 @@ void publish(self_ptr self) {
                                            core.log_bytes_since_round(), core.snapshot_running()});
 }
 
-/// Sends the held acks of every remote sender whose last send is
-/// remote_ack_delay old (all of them with `all`); schedules the rest.
+/// Sends the held acks that are due (all of them with `all`: a drain) and
+/// wakes up when the rest are.
 void send_remote_acks(self_ptr self, bool all) {
   auto& st = self->state;
   const auto now = std::chrono::steady_clock::now();
-  auto next_due = std::chrono::steady_clock::time_point::max();
-  for (auto& held : st.remote_acks) {
-    if (held.numbers.empty())
-      continue;
-    if (!all && now - held.last_sent < st.remote_ack_delay) {
-      next_due = std::min(next_due, held.last_sent + st.remote_ack_delay);
-      continue;
-    }
-    // One message per sender: stream, number, stream, number, ...
-    std::vector<uint64_t> pairs;
-    pairs.reserve(held.numbers.size() * 2);
-    for (const auto& [stream, number] : held.numbers) {
-      pairs.push_back(stream);
-      pairs.push_back(number);
-    }
-    held.numbers.clear();
-    held.last_sent = now;
-    self->send(caf::actor_cast<batch_ack_receiver_actor>(held.sender), ack_atom::value,
+  for (auto& [sender, pairs] : st.remote_acks->take_due(now, all))
+    self->send(caf::actor_cast<batch_ack_receiver_actor>(sender), ack_atom::value,
                std::move(pairs));
-  }
-  if (next_due != std::chrono::steady_clock::time_point::max() && !st.remote_ack_scheduled) {
+  if (auto due = st.remote_acks->next_due(); due && !st.remote_ack_scheduled) {
     st.remote_ack_scheduled = true;
-    self->delayed_send(self, next_due - now, ack_atom::value);
+    self->delayed_send(self, std::max<std::chrono::steady_clock::duration>(*due - now, {}),
+                       ack_atom::value);
   }
 }
 
@@ -62,12 +46,7 @@ void send_acks(self_ptr self, kv_shard_core::commit_result& r) {
     if (it == senders.end())
       continue; // a sub-batch sent anonymously (a restart's drops)
     if (const auto& sender = it->second; sender && sender->node() != self->node()) {
-      auto held = std::find_if(st.remote_acks.begin(), st.remote_acks.end(),
-                               [&](const auto& h) { return h.sender == sender; });
-      if (held == st.remote_acks.end())
-        held = st.remote_acks.insert(st.remote_acks.end(), {sender, {}, {}});
-      auto& n = held->numbers[stream];
-      n = std::max(n, number);
+      st.remote_acks->add(sender, stream, number);
       remote = true;
     } else if (sender) {
       self->send(caf::actor_cast<ack_receiver_actor>(sender), ack_atom::value, stream, number);
@@ -126,7 +105,7 @@ kv_shard_actor::behavior_type kv_shard(kv_shard_actor::stateful_pointer<kv_shard
                                        std::shared_ptr<shard_init> init) {
   auto& st = self->state;
   st.monitor = init->monitor ? init->monitor : std::make_shared<shard_monitor>();
-  st.remote_ack_delay = init->remote_ack_delay;
+  st.remote_acks = std::make_unique<ack_batcher<caf::strong_actor_ptr>>(init->remote_ack_delay);
   st.index = init->index;
   st.release_policy = memory_release_policy{init->release};
   st.release_memory = std::move(init->release_memory);

@@ -20,11 +20,11 @@
 // Context: a CAF actor; one per node.
 #pragma once
 
+#include "actors/ack_batcher.hpp"
 #include "actors/memory_release.hpp"
 #include "actors/type_ids.hpp"
 
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 
@@ -101,17 +101,10 @@ struct kv_shard_state {
   absl::flat_hash_map<uint64_t, caf::strong_actor_ptr> senders;
   bool flush_scheduled = false;
   bool background_scheduled = false;
-  /// Acks owed to senders on other nodes (peer_links), sent at most once per
-  /// remote_ack_delay per sender: each is a middleman message and two thread
-  /// wake-ups, and a busy link's sub-batches commit hundreds of times a second.
-  struct held_acks {
-    caf::strong_actor_ptr sender;
-    std::map<uint64_t, uint64_t> numbers; ///< stream -> cumulative number
-    std::chrono::steady_clock::time_point last_sent{};
-  };
-  std::vector<held_acks> remote_acks;
+  /// Acks owed to senders on other nodes (peer_links), at most one message
+  /// per sender per shard_init::remote_ack_delay (ack_batcher.hpp).
+  std::unique_ptr<ack_batcher<caf::strong_actor_ptr>> remote_acks;
   bool remote_ack_scheduled = false;
-  std::chrono::milliseconds remote_ack_delay{0};
   /// Retry delay after a failed commit (doubles up to a second).
   std::chrono::milliseconds retry_delay{0};
   std::shared_ptr<kv_index> index;
