@@ -310,24 +310,24 @@ void connect(node_self self, size_t i) {
               spdlog::error("cluster-peer-refused node={} peer={} reason=protocol-version "
                             "detail=its-gate-predates-versioned-handshakes version={}",
                             st.cfg.self_id, st.members->address(static_cast<node_index>(i)).id,
-                            st.cfg.protocol_version);
+                            cluster::cluster_protocol_version);
               failed(self, i, caf::make_error(caf::sec::unexpected_actor_messaging_interface));
               return;
             }
             auto gate = caf::actor_cast<cluster_gate_actor>(ptr);
             const uint64_t client_nonce = st.rng();
             self->request(gate, timeout, hello_atom::value, st.cfg.self_id, client_nonce,
-                          st.cfg.protocol_version)
+                          cluster::cluster_protocol_version)
                 .then(
                     [self, i, gate, timeout, client_nonce](uint64_t server_nonce,
                                                            uint32_t version) {
                       auto& st = self->state;
                       const auto& peer_id = st.members->address(static_cast<node_index>(i)).id;
-                      if (version != st.cfg.protocol_version) {
+                      if (version != cluster::cluster_protocol_version) {
                         spdlog::error(
                             "cluster-peer-refused node={} peer={} reason=protocol-version "
                             "peer_version={} version={}",
-                            st.cfg.self_id, peer_id, version, st.cfg.protocol_version);
+                            st.cfg.self_id, peer_id, version, cluster::cluster_protocol_version);
                         failed(self, i, caf::make_error(caf::sec::runtime_error));
                         return;
                       }

@@ -110,8 +110,6 @@ cluster_gate_main(cluster_gate_actor::stateful_pointer<gate_state> self, gate_co
 struct cluster_node_config {
   cluster::cluster_options options;
   std::string self_id;
-  /// What this node says in the handshake (see gate_config).
-  uint32_t protocol_version = cluster::cluster_protocol_version;
   uint32_t slot_count = 4096;
   /// This node's actors as handed to peers (see gate_config::handles).
   peer_handles local;

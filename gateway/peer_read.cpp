@@ -1,9 +1,11 @@
 #include "gateway/peer_read.hpp"
 
+#include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <memory>
 #include <netdb.h>
@@ -28,27 +30,17 @@ constexpr int fd_exhausted_backoff_ms = 100;
 /// The preface's first word: "lmccrd01" (this wire format, version 1).
 constexpr uint64_t preface_magic = 0x3130647263636d6cULL;
 
-std::string hex_key(const peer_read_key& key) {
-  static constexpr char digits[] = "0123456789abcdef";
-  std::string out;
-  for (uint64_t word : key)
-    for (int shift = 60; shift >= 0; shift -= 4)
-      out += digits[(word >> shift) & 0xf];
-  return out;
-}
-
 /// "tcp://host:port#<32 hex>" -> the key; nullopt without a well-formed one.
 std::optional<peer_read_key> key_of(std::string_view endpoint) {
   const size_t hash = endpoint.rfind('#');
   if (hash == std::string_view::npos || endpoint.size() - hash - 1 != 32)
     return std::nullopt;
   peer_read_key key{0, 0};
-  for (size_t i = 0; i < 32; ++i) {
-    const char c = endpoint[hash + 1 + i];
-    const int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-    if (v < 0)
+  for (size_t word = 0; word < key.size(); ++word) {
+    const char* first = endpoint.data() + hash + 1 + word * 16;
+    const auto [end, ec] = std::from_chars(first, first + 16, key[word], 16);
+    if (ec != std::errc{} || end != first + 16)
       return std::nullopt;
-    key[i / 16] = key[i / 16] << 4 | static_cast<uint64_t>(v);
   }
   return key;
 }
@@ -175,7 +167,7 @@ peer_read_server::peer_read_server(const std::string& bind_host, const std::stri
 }
 
 std::string peer_read_server::access_endpoint() const {
-  return endpoint_ + "#" + hex_key(key_);
+  return fmt::format("{}#{:016x}{:016x}", endpoint_, key_[0], key_[1]);
 }
 
 peer_read_server::~peer_read_server() {
