@@ -80,6 +80,14 @@ struct cluster_options {
   /// 0 sends each commit's acks at once. Default: 20 ms
   std::chrono::milliseconds replication_ack_delay{20};
 
+  /// CAF's BASP worker threads, which deserialize messages from other nodes
+  /// (CAF's `middleman.workers`). 0 has the middleman's own thread do it: one
+  /// wake-up fewer per inter-node message (bench/RESULTS.md: -5 % CPU per
+  /// op, -8 % switches at 100 k ops/s on 2 cores), at the price of one
+  /// thread for reading and decoding; raise it on nodes with many cores and
+  /// peers. Default: 0
+  uint32_t middleman_workers = 0;
+
   /// Ops kept for re-sending per unreachable peer; beyond it the oldest are
   /// dropped and counted, and anti-entropy repairs the peer. Default: 4194304
   uint64_t peer_buffer_ops = uint64_t{1} << 22;

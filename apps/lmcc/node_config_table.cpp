@@ -245,6 +245,13 @@ std::vector<option_spec> make_table() {
                 milliseconds_kind{.min = 0, .max = 1'000},
                 member([](auto& o) -> auto& { return o.cluster.replication_ack_delay; }),
                 20ms),
+    make_option({.key = "lmcc_middleman_workers", .value_name = "N",
+                 .help = "threads that decode messages from other nodes (CAF's "
+                         "middleman.workers); 0: the middleman's own thread, one wake-up "
+                         "fewer per message"},
+                integer_kind<uint32_t>{.min = 0, .max = 64},
+                member([](auto& o) -> auto& { return o.cluster.middleman_workers; }),
+                uint32_t{0}),
     make_option({.key = "lmcc_durable_flush_ms", .value_name = "MS",
                  .help = "how long after a quiet worker's last batch became durable its "
                          "owners are told so (a sending worker's next batch tells them)"},

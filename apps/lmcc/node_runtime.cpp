@@ -51,6 +51,7 @@ caf::actor_system_config& configure(caf::actor_system_config& cfg, const node_op
     cfg.load<caf::io::middleman>();
     cfg.set("middleman.heartbeat-interval", caf::timespan{o.cluster.heartbeat_interval});
     cfg.set("middleman.connection-timeout", caf::timespan{o.cluster.failure_timeout * 2});
+    cfg.set("middleman.workers", size_t{o.cluster.middleman_workers});
   }
   actors::register_message_types(cfg);
   return cfg;

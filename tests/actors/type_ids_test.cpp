@@ -60,6 +60,32 @@ TEST(type_ids, a_sub_batch_round_trips_with_every_field) {
   EXPECT_EQ(round_trip(kv_sub_batch{}), kv_sub_batch{});
 }
 
+TEST(type_ids, a_sub_batch_crosses_in_little_more_than_eight_bytes_an_op) {
+  kv_sub_batch sb;
+  sb.stream = 9;
+  sb.number = 1;
+  sb.holder = 5;
+  for (uint64_t k = 0; k < 1000; ++k)
+    sb.ops.push_back({k * 0x9e3779b97f4a7c15ULL, k % 3 != 0});
+  size_t bytes = 0;
+  EXPECT_EQ(round_trip(sb, &bytes), sb);
+  // 8 bytes a key and a bit an admit, plus a header well under 100 bytes
+  // (field by field, CAF wrote 9 bytes an op plus its framing).
+  EXPECT_GE(bytes, 8000u + 125u);
+  EXPECT_LT(bytes, 8000u + 125u + 100u);
+}
+
+TEST(type_ids, a_damaged_sub_batch_is_refused_not_applied) {
+  auto sb = full_sub_batch();
+  std::vector<char> buf;
+  caf::binary_serializer sink{nullptr, buf};
+  ASSERT_FALSE(sink(sb));
+  buf[buf.size() - 10] ^= 0x40; // inside the record: its checksum no longer matches
+  kv_sub_batch out;
+  caf::binary_deserializer source{nullptr, buf};
+  EXPECT_TRUE(source(out));
+}
+
 TEST(type_ids, a_pushed_batch_keeps_keys_two_to_the_64_minus_1_and_minus_1_apart) {
   msg::BatchedKVOperationMsg b{"vllm-0", wire_int{-2}, "LocalCPUBackend", {}};
   b.operations.push_back({msg::OpType::admit, wire_int::from_unsigned(UINT64_MAX), 5});
