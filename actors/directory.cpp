@@ -527,6 +527,10 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
           directory_effects::replicate(self, sync_state_atom::value, uid, phase, missing);
       },
       [self](seq_gap_atom, uint64_t, uint64_t n) { self->state.logic->on_seq_gap(n); },
+      [self](seq_start_atom, uint64_t uid, uint64_t incarnation) {
+        if (self->state.homes)
+          on_seq_start(self, uid, incarnation);
+      },
       [self](resync_atom, uint64_t uid, const std::string& reason) {
         // A full sync owed by the worker moves with its entity: whichever node
         // is its home when it next heartbeats asks for it. Every node hears of

@@ -24,6 +24,9 @@ namespace lmcc::actors {
 using directory_feedback_actor =
     caf::typed_actor<caf::reacts_to<sync_state_atom, uint64_t, sync_phase, uint64_t>,
                      caf::reacts_to<seq_gap_atom, uint64_t, uint64_t>,
+                     // (uid, incarnation): a batch went back to seq 0
+                     // (restart_race.hpp).
+                     caf::reacts_to<seq_start_atom, uint64_t, uint64_t>,
                      caf::reacts_to<resync_atom, uint64_t, std::string>,
                      caf::reacts_to<location_atom, uint64_t, std::string>>;
 

@@ -44,6 +44,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(lmcc, caf::first_custom_type_id)
   CAF_ADD_ATOM(lmcc, lmcc::actors, session_done_atom, "sessdone")
   CAF_ADD_ATOM(lmcc, lmcc::actors, go_atom, "go")
   CAF_ADD_ATOM(lmcc, lmcc::actors, seq_gap_atom, "seqgap")
+  CAF_ADD_ATOM(lmcc, lmcc::actors, seq_start_atom, "seqstart") // a seq went back to 0
   CAF_ADD_ATOM(lmcc, lmcc::actors, location_atom, "location")
   CAF_ADD_ATOM(lmcc, lmcc::actors, reset_atom, "reset")
   CAF_ADD_ATOM(lmcc, lmcc::actors, retire_atom, "retire")

@@ -38,6 +38,9 @@ public:
     }
     self_->send(self_->state.env.directory, seq_gap_atom::value, uid_, uint64_t{1});
   }
+  void seq_started(uint64_t incarnation) override {
+    self_->send(self_->state.env.directory, seq_start_atom::value, uid_, incarnation);
+  }
   void request_resync(const std::string& reason) override {
     self_->send(self_->state.env.directory, resync_atom::value, uid_, reason);
   }

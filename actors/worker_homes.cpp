@@ -290,12 +290,35 @@ void on_ring_change(directory_self self) {
   schedule_tick(self);
 }
 
+namespace {
+
+/// The worker's new process had frames applied by its old entity: ask it for
+/// a full sync (through the directory's handler, replicated like any ask).
+void ask_frames_before_registration(directory_self self, uint64_t uid) {
+  const auto* rec = self->state.logic->reg().record(uid);
+  if (!rec)
+    return;
+  spdlog::warn("seq-gap-proven instance={} worker={} uid={} incarnation={} "
+               "reason=frames_before_registration action=full-sync-requested",
+               rec->instance_id, rec->worker_id.to_string(), uid, rec->incarnation);
+  self->send(self, resync_atom::value, uid, std::string{"frames_before_registration"});
+}
+
+} // namespace
+
+void on_seq_start(directory_self self, uint64_t uid, uint64_t incarnation) {
+  if (self->state.homes->race.on_seq_start(uid, incarnation, monotonic_ms()))
+    ask_frames_before_registration(self, uid);
+}
+
 void renew_entity(directory_self self, uint64_t uid) {
   auto& st = self->state;
   auto it = st.workers.find(uid);
   if (it == st.workers.end())
     return;
   const auto* rec = st.logic->reg().record(uid);
+  const bool race =
+      rec && st.homes && st.homes->race.on_renewed(uid, rec->incarnation, monotonic_ms());
   spdlog::info("worker-entity-renewed instance={} worker={} uid={} incarnation={} "
                "reason=registered-again-elsewhere",
                rec ? rec->instance_id : "?", rec ? rec->worker_id.to_string() : "?", uid,
@@ -306,6 +329,8 @@ void renew_entity(directory_self self, uint64_t uid) {
     st.homes->takeovers.erase(uid);
   publish_routes(self);
   adopt_if_home(self, uid);
+  if (race)
+    ask_frames_before_registration(self, uid);
 }
 
 void adopt_if_home(directory_self self, uint64_t uid) {

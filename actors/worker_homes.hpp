@@ -22,6 +22,7 @@
 
 #include "actors/directory.hpp"
 #include "actors/handoff.hpp"
+#include "actors/restart_race.hpp"
 
 #include <cstdint>
 #include <map>
@@ -31,6 +32,11 @@
 namespace lmcc::actors {
 
 using directory_self = directory_actor::stateful_pointer<directory_state>;
+
+/// How long apart a seq back at 0 at a worker's old entity and its renewal
+/// still prove lost frames: a registration made through a node cut off from
+/// the worker's home reaches the home when the partition heals.
+inline constexpr uint64_t restart_race_window_ms = 30'000;
 
 struct worker_homes_state {
   /// A takeover in progress: what each peer answered.
@@ -60,6 +66,9 @@ struct worker_homes_state {
   /// Which peers were live at the last call: a loss arms every hosted
   /// worker's seq check (worker_logic::check_next_batches).
   std::vector<uint8_t> was_live;
+  /// Seq run starts and renewals, to find frames of a new process that the
+  /// old entity applied (restart_race.hpp).
+  restart_race race{restart_race_window_ms};
   bool tick_scheduled = false;
   uint64_t handed_off_total = 0;
   uint64_t taken_over_total = 0;
@@ -93,6 +102,10 @@ void adopt_if_home(directory_self self, uint64_t uid);
 /// already dropped the old holders where it happened) and, if this node is
 /// the home, the worker is taken over afresh under the new registration.
 void renew_entity(directory_self self, uint64_t uid);
+
+/// A worker entity of registration `incarnation` saw a seq go back to 0: a
+/// proof of lost frames if the entity was renewed meanwhile (restart_race.hpp).
+void on_seq_start(directory_self self, uint64_t uid, uint64_t incarnation);
 
 /// A peer asks whether this node hosted worker `uid`.
 caf::result<worker_handoff> answer_handoff(directory_self self, uint64_t uid);

@@ -106,6 +106,8 @@ void worker_logic::on_batch(const msg::BatchedKVOperationMsg& m, uint64_t credit
   }
   auto& loc = location(m.location);
   const uint64_t first = m.operations.front().seq_num.bits();
+  if (first == 0 && loc.last_seq)
+    out_.seq_started(cfg_.incarnation);
   bool resync_asked = false;
   if (loc.expect_first) {
     const auto expected = *loc.expect_first;

@@ -101,6 +101,10 @@ public:
   virtual void give_credits(uint64_t n) = 0;
   /// A seq discontinuity (spec 4.3.2), reported once per batch.
   virtual void seq_gap(const std::string& location, uint64_t expected, uint64_t got) = 0;
+  /// A batch of this entity (of registration `incarnation`) went back to seq
+  /// 0 on a location that had seqs: a new process (or a duplicated first
+  /// frame) whose registration this entity has not heard of (restart_race.hpp).
+  virtual void seq_started(uint64_t incarnation) = 0;
   /// Ask this worker alone for a full sync at its next heartbeat.
   virtual void request_resync(const std::string& reason) = 0;
   /// A location reported for the first time (the Directory names its holder).

@@ -93,6 +93,21 @@ TEST(worker_logic, a_seq_gap_is_reported_once_per_batch) {
   EXPECT_TRUE(out.resyncs.empty()); // a gap alone asks for nothing (LMCache counts it)
 }
 
+TEST(worker_logic, a_seq_that_goes_back_to_zero_is_reported_with_the_incarnation) {
+  // The directory matches these against renewals (restart_race.hpp).
+  recording_outbox out;
+  worker_logic w{config(), out};
+  w.on_push(batch("cpu", 0, 3));  // this process's own start: nothing to report
+  w.on_push(batch("cpu", 3, 2));  // continues the run
+  w.on_push(batch("disk", 7, 1)); // another location
+  EXPECT_TRUE(out.seq_starts.empty());
+  w.on_push(batch("cpu", 0, 1)); // back to 0: a new process this entity was not told of
+  EXPECT_EQ(out.seq_starts, (std::vector<uint64_t>{77}));
+  w.on_push(batch("disk", 0, 1)); // (a location's first seq 0 after others counts too)
+  EXPECT_EQ(out.seq_starts, (std::vector<uint64_t>{77, 77}));
+  EXPECT_TRUE(out.resyncs.empty()); // the entity itself asks for nothing
+}
+
 TEST(worker_logic, after_a_restore_the_first_op_is_checked_against_the_durable_watermark) {
   auto c = config();
   c.restored = true;

@@ -29,6 +29,7 @@ struct recording_outbox : worker_outbox {
   };
   std::vector<gap> gaps;
   std::vector<std::string> resyncs, locations;
+  std::vector<uint64_t> seq_starts;
   std::vector<session_params> starts;
   int go = 0;
   std::vector<pushed_msg> inputs;
@@ -38,6 +39,7 @@ struct recording_outbox : worker_outbox {
   void give_credits(uint64_t n) override { credits += n; }
   void seq_gap(const std::string& l, uint64_t e, uint64_t g) override { gaps.push_back({l, e, g}); }
   void request_resync(const std::string& r) override { resyncs.push_back(r); }
+  void seq_started(uint64_t incarnation) override { seq_starts.push_back(incarnation); }
   void new_location(const std::string& l) override { locations.push_back(l); }
   void session_start(const session_params& p) override { starts.push_back(p); }
   void session_go() override { ++go; }

@@ -410,3 +410,61 @@ def test_a_partitioned_node_serves_its_side_and_converges_after_the_heal(tmp_pat
         for t in twins:
             t.close()
         cluster.stop()
+
+
+def test_frames_of_a_worker_restarted_through_a_cut_off_node_are_not_lost(tmp_path, reference):
+    """A worker restarts and registers again through a node cut off from its
+    home, which answers at once, while its PUSH socket still feeds the home:
+    the home's entity applies the new process's first frames under the old
+    registration, and the registration's drop, arriving at the heal, removes
+    them. One LMCache controller never sees that order. The home proves it (the
+    seq went back to 0 at the old entity, then the entity was renewed) and asks
+    the worker for a full sync, after which every node answers as the single
+    node does (chaos seeds 678, 696, 903, 908 lost such entries)."""
+    from test_cluster import repoint as repoint_worker
+
+    cluster = Cluster(tmp_path / "cluster", proxied=True).start()
+    rng = random.Random(43)
+    base = rng.randrange(1, 1 << 40)
+    prompts = [[base + p * 10_000 + i for i in range(256 * 4)] for p in range(3)]
+    twins: list[Twin] = []
+    try:
+        twins = started_twins(cluster, reference, rng, unique("rerace"), 1)
+        t = twins[0]
+        t.admit(chunk_hashes(prompts[0]))
+        converged_on(cluster.nodes, reference, prompts, twins, "before the partition")
+        mark = f"worker-registered instance={t.c.instance_id} "
+        home = next(n for n in cluster.nodes if mark in n.log_text())
+        other = next(n for n in cluster.nodes if n is not home)
+        other_id = cluster.ids[cluster.nodes.index(other)]
+        t.plan = (home, other, other)  # PUSH to the home, requests and heartbeats elsewhere
+        repoint_worker(t.c, *t.plan)
+        cluster.partition({other_id})
+        wait_until(lambda: not any(m["live"] for m in cluster.status(other)["members"]
+                                   if m["id"] != other_id),
+                   timeout=FAILURE_TIMEOUT_S + 5, interval=0.05, message="the cut node alone")
+        for side in (t.c, t.r):  # a new worker process: empty cache, seq from 0
+            side.keys.clear()
+            side.next_seq.clear()
+        t.register()  # answered by the cut-off node, which took the worker over
+        t.admit(chunk_hashes(prompts[1])[:3])
+        # The old process's 4 keys and the new one's 3 (the drop waits at the cut).
+        wait_until(lambda: home.key_count(t.c.instance_id, t.c.worker_id) == 7,
+                   timeout=10, interval=0.05, message="the home's old entity took the frames")
+        cluster.heal()
+        cluster.wait_joined()
+        asked = []
+
+        def heartbeat_and_resync():
+            if commands(t.c):
+                asked.append(time.monotonic())
+                full_sync(t.plan[1], t.c, "after-heal")
+
+        converged_on(cluster.nodes, reference, prompts, twins, "after the heal",
+                     each_poll=heartbeat_and_resync)
+        assert asked, "the worker was never asked for a full sync"
+        assert "reason=frames_before_registration" in home.log_text()
+    finally:
+        for t in twins:
+            t.close()
+        cluster.stop()
