@@ -81,6 +81,23 @@ FAULTS = ("kill9", "freeze", "clean_restart", "partition", "worker_restart", "ga
 NODE_FAULTS = ("kill9", "freeze", "clean_restart", "partition", "asym_partition", "slow_links",
                "disk_errors", "slow_disk")
 
+def answered(call, what: str, seconds: float = 15.0):
+    """Retries `call` while the cluster answers ErrorMsg, as an LMCache worker
+    retries its registration and heartbeats: a home that is frozen or cut off
+    lets a request forwarded to it expire ("request expired"), which is
+    availability, not a broken invariant. Other failures, and errors for
+    longer than `seconds`, are raised."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            return call()
+        except AssertionError as e:
+            if "ErrorMsg" not in str(e) or time.monotonic() > deadline:
+                raise
+            print(f"{what}: the cluster answered {e}; retrying", file=sys.stderr, flush=True)
+            time.sleep(0.3)
+
+
 # -- invariant 4: full syncs follow proofs (from the nodes' logs) -----------------------
 
 LOG_LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3})\] \[\w+\] (\S+) ?(.*)$")
@@ -328,7 +345,7 @@ class Run:
             for side in (t.c, t.r):  # a new worker process: empty cache, seq from 0
                 side.keys.clear()
                 side.next_seq.clear()
-            t.register()
+            answered(t.register, f"seed {self.seed}: a restarted worker's registration")
         elif kind == "garbage":
             node = self.fault_rng.choice(self.live_nodes())
             import zmq
@@ -416,7 +433,7 @@ class Run:
         same = False
         while time.monotonic() < deadline and not crashed:
             for t in self.twins:  # the workers answer the full syncs they were asked for
-                if commands(t.c):
+                if answered(lambda: commands(t.c), f"seed {self.seed}: a heartbeat"):
                     self.full_syncs += 1
                     full_sync(self.cluster.nodes[0], t.c, f"chaos{self.full_syncs}")
             want = answers(self.reference, self.prompts, self.twins)
@@ -463,7 +480,7 @@ class Run:
             if not problems or time.monotonic() > deadline:
                 return problems
             for t in self.twins:
-                if commands(t.c):
+                if answered(lambda: commands(t.c), f"seed {self.seed}: a heartbeat"):
                     self.full_syncs += 1
                     full_sync(self.cluster.nodes[0], t.c, f"chaos{self.full_syncs}")
             time.sleep(0.5)

@@ -58,3 +58,27 @@ def _write(tmp_path, line):
     path = tmp_path / "one.log"
     path.write_text(line + "\n")
     return path
+
+
+def test_a_request_the_cluster_answers_with_an_error_is_retried_and_nothing_else():
+    from chaos import answered
+
+    replies = [{"type": "ErrorMsg", "error": "request expired"}, {"type": "RegisterRetMsg"}]
+
+    def register():
+        reply = replies.pop(0)
+        assert reply["type"] == "RegisterRetMsg", reply
+        return reply
+
+    assert answered(register, "test")["type"] == "RegisterRetMsg"
+    assert replies == []
+
+    def broken():
+        assert False, {"type": "HeartbeatRetMsg", "commands": "garbled"}
+
+    try:
+        answered(broken, "test")
+    except AssertionError:
+        pass
+    else:
+        raise AssertionError("a failure that is not an ErrorMsg must not be retried")
