@@ -421,6 +421,16 @@ class Run:
         self.sample_rss()
         return self.check()
 
+    def answer_full_sync(self, t: Twin) -> None:
+        """What a worker asked for a full sync does; a status poll the cluster
+        answers with ErrorMsg (the home just restarted or thawed) starts the
+        sync again under a new id, as LMCache's worker retries a failed sync."""
+        self.full_syncs += 1
+        attempts = iter(range(1, 1000))
+        answered(lambda: full_sync(self.cluster.nodes[0], t.c,
+                                   f"chaos{self.full_syncs}-{next(attempts)}"),
+                 f"seed {self.seed}: a full sync")
+
     def check(self) -> dict:
         crashed = [f"n{i + 1}" for i, n in enumerate(self.cluster.nodes)
                    if n.proc.poll() is not None]
@@ -434,8 +444,7 @@ class Run:
         while time.monotonic() < deadline and not crashed:
             for t in self.twins:  # the workers answer the full syncs they were asked for
                 if answered(lambda: commands(t.c), f"seed {self.seed}: a heartbeat"):
-                    self.full_syncs += 1
-                    full_sync(self.cluster.nodes[0], t.c, f"chaos{self.full_syncs}")
+                    self.answer_full_sync(t)
             want = answers(self.reference, self.prompts, self.twins)
             same = all(answers(n, self.prompts, self.twins) == want for n in self.cluster.nodes)
             if same and self.standby:  # and every node agrees on the member set
@@ -481,8 +490,7 @@ class Run:
                 return problems
             for t in self.twins:
                 if answered(lambda: commands(t.c), f"seed {self.seed}: a heartbeat"):
-                    self.full_syncs += 1
-                    full_sync(self.cluster.nodes[0], t.c, f"chaos{self.full_syncs}")
+                    self.answer_full_sync(t)
             time.sleep(0.5)
 
     def close(self):
