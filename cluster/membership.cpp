@@ -220,6 +220,11 @@ bool membership::on_lost(std::string_view id) {
 }
 
 bool membership::tick(time_point now) {
+  if (last_tick_ && now - *last_tick_ > timeout_)
+    for (size_t i = 0; i < live_.size(); ++i)
+      if (i != self_ && live_[i])
+        last_seen_[i] = std::max(last_seen_[i], now);
+  last_tick_ = now;
   bool changed = false;
   for (size_t i = 0; i < live_.size(); ++i)
     if (i != self_ && live_[i] && now - last_seen_[i] > timeout_) {

@@ -153,6 +153,11 @@ public:
   /// The connection to `id` is gone; true when it was live.
   bool on_lost(std::string_view id);
   /// Takes down every peer silent for longer than the timeout; true when any.
+  /// When this node itself did not tick for longer than the timeout (frozen,
+  /// a VM paused, a stalled loop), its peers' greetings wait unread in its
+  /// sockets and their silence proves nothing: each live peer gets a fresh
+  /// timeout from `now` instead (a thawed node took over workers from its
+  /// stale shard at once: chaos seed 1033).
   bool tick(time_point now);
 
   /// Every configured node live, as if greeted at `now`: a node starts presuming its
@@ -211,6 +216,7 @@ private:
   std::vector<uint8_t> live_;
   std::vector<uint8_t> leaving_;
   std::vector<time_point> last_seen_;
+  std::optional<time_point> last_tick_;
   std::chrono::milliseconds timeout_;
 };
 

@@ -178,6 +178,22 @@ TEST(membership, tick_takes_a_peer_down_only_after_the_timeout) {
   EXPECT_FALSE(m.tick(t0 + 5000ms)); // already down: no change to report
 }
 
+TEST(membership, a_node_that_stood_still_gives_its_peers_a_fresh_timeout) {
+  membership m = make(options(), "n1");
+  ASSERT_TRUE(m.on_greeting("n2", t0));
+  ASSERT_TRUE(m.on_greeting("n3", t0));
+  EXPECT_FALSE(m.tick(t0 + 250ms));
+  // Frozen for 10 s: the first tick after it takes no one down ...
+  EXPECT_FALSE(m.tick(t0 + 10'250ms));
+  EXPECT_TRUE(m.live(node_of(m, "n2")));
+  EXPECT_FALSE(m.on_greeting("n2", t0 + 10'300ms)); // its queued greetings arrive
+  EXPECT_FALSE(m.tick(t0 + 12'000ms));
+  // ... but a peer still silent a full timeout later is down.
+  EXPECT_TRUE(m.tick(t0 + 12'251ms));
+  EXPECT_TRUE(m.live(node_of(m, "n2")));
+  EXPECT_FALSE(m.live(node_of(m, "n3")));
+}
+
 TEST(membership, greetings_keep_a_peer_live) {
   membership m = make(options(), "n1");
   ASSERT_TRUE(m.on_greeting("n2", t0));
