@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import itertools
 import json
 import os
 import random
@@ -426,7 +427,7 @@ class Run:
         answers with ErrorMsg (the home just restarted or thawed) starts the
         sync again under a new id, as LMCache's worker retries a failed sync."""
         self.full_syncs += 1
-        attempts = iter(range(1, 1000))
+        attempts = itertools.count(1)
         answered(lambda: full_sync(self.cluster.nodes[0], t.c,
                                    f"chaos{self.full_syncs}-{next(attempts)}"),
                  f"seed {self.seed}: a full sync")

@@ -421,8 +421,6 @@ def test_frames_of_a_worker_restarted_through_a_cut_off_node_are_not_lost(tmp_pa
     seq went back to 0 at the old entity, then the entity was renewed) and asks
     the worker for a full sync, after which every node answers as the single
     node does (chaos seeds 678, 696, 903, 908 lost such entries)."""
-    from test_cluster import repoint as repoint_worker
-
     cluster = Cluster(tmp_path / "cluster", proxied=True).start()
     rng = random.Random(43)
     base = rng.randrange(1, 1 << 40)
@@ -438,7 +436,7 @@ def test_frames_of_a_worker_restarted_through_a_cut_off_node_are_not_lost(tmp_pa
         other = next(n for n in cluster.nodes if n is not home)
         other_id = cluster.ids[cluster.nodes.index(other)]
         t.plan = (home, other, other)  # PUSH to the home, requests and heartbeats elsewhere
-        repoint_worker(t.c, *t.plan)
+        repoint(t.c, *t.plan)
         cluster.partition({other_id})
         wait_until(lambda: not any(m["live"] for m in cluster.status(other)["members"]
                                    if m["id"] != other_id),
