@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -83,10 +84,13 @@ struct cluster_table {
   bool joint() const noexcept { return !record.committed; }
   /// cluster::read_owner() over the peers whose key-read endpoint is known,
   /// passing over owners still copying slots they gained when another can
-  /// answer.
-  node_index read_owner(uint32_t slot) const {
+  /// answer, and over `avoid` (owners a lookup already gave up on; then
+  /// no_node when none is left).
+  node_index read_owner(uint32_t slot, std::span<const node_index> avoid = {}) const {
     const cluster::placement* before = joint() ? previous.get() : nullptr;
-    auto reachable = [this](node_index n) {
+    auto reachable = [this, avoid](node_index n) {
+      if (std::find(avoid.begin(), avoid.end(), n) != avoid.end())
+        return false;
       return n == self || (peers[n].live && !peers[n].handles.read.empty());
     };
     const node_index me = peers[self].copying ? cluster::no_node : self;
@@ -94,7 +98,10 @@ struct cluster_table {
         *owners, before, me, slot, [&](node_index n) { return reachable(n) && !peers[n].copying; });
     if (first != cluster::no_node && reachable(first) && !peers[first].copying)
       return first;
-    return cluster::read_owner(*owners, before, self, slot, reachable);
+    const node_index any = cluster::read_owner(*owners, before, self, slot, reachable);
+    if (!avoid.empty() && !reachable(any))
+      return cluster::no_node;
+    return any;
   }
   /// Where each slot's sub-batches go: its owners, and while joint its
   /// previous owners too (membership::write_mask).

@@ -88,6 +88,13 @@ struct cluster_options {
   /// peers. Default: 0
   uint32_t middleman_workers = 0;
 
+  /// How long a lookup waits for another owner's read before it asks the
+  /// next owner of those slots too (gateway/owner_reads.hpp): a frozen or
+  /// cut-off owner then delays lookups by about this, not by the failure
+  /// timeout, and never leaves them partial. Reads take ~0.1 ms idle and a
+  /// few ms under load, so hedges are rare. 0: never hedge. Default: 250 ms
+  std::chrono::milliseconds read_hedge_delay{250};
+
   /// Ops kept for re-sending per unreachable peer; beyond it the oldest are
   /// dropped and counted, and anti-entropy repairs the peer. Default: 4194304
   uint64_t peer_buffer_ops = uint64_t{1} << 22;

@@ -373,4 +373,24 @@ std::optional<std::vector<uint64_t>> peer_read_client::wait(call& c,
   return flat;
 }
 
+std::optional<size_t> peer_read_client::wait_any(std::span<const call* const> calls,
+                                                 std::chrono::milliseconds timeout) {
+  std::vector<pollfd> fds;
+  fds.reserve(calls.size());
+  for (const call* c : calls)
+    fds.push_back(pollfd{c->socket ? c->socket.get() : -1, POLLIN, 0});
+  const auto deadline = clock::now() + timeout;
+  while (true) {
+    const int n = ::poll(fds.data(), fds.size(), millis_left(deadline));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return std::nullopt;
+    for (size_t i = 0; i < fds.size(); ++i)
+      if (fds[i].revents != 0)
+        return i;
+    return std::nullopt;
+  }
+}
+
 } // namespace lmcc::gateway

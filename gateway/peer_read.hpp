@@ -153,6 +153,11 @@ public:
   /// or a broken connection (which is then closed, not pooled).
   std::optional<std::vector<uint64_t>> wait(call& c, std::chrono::milliseconds timeout);
 
+  /// The index of a call in `calls` whose reply (or broken connection) can be
+  /// read now, waiting up to `timeout`; nullopt when none got ready by then.
+  static std::optional<size_t> wait_any(std::span<const call* const> calls,
+                                        std::chrono::milliseconds timeout);
+
 private:
   unique_fd take_idle(const std::string& endpoint);
   unique_fd connect_to(const std::string& endpoint) const;

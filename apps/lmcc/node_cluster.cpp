@@ -2,6 +2,7 @@
 
 #include "apps/lmcc/node_config.hpp"
 #include "cluster/handshake.hpp"
+#include "gateway/owner_reads.hpp"
 
 #include <caf/io/middleman.hpp>
 #include <nlohmann/json.hpp>
@@ -136,7 +137,7 @@ void node_cluster::start(const actors::kv_shard_actor& shard,
       [index = parts_.index](std::span<const uint64_t> keys) {
         return actors::read_holders_flat(*index, keys);
       });
-  read_client_ = std::make_unique<gateway::peer_read_client>(c.internal_timeout);
+  read_client_ = std::make_unique<gateway::peer_read_client>(options_.cluster.connect_timeout);
   actors::cluster_node_config nc;
   nc.options = options_.cluster;
   nc.self_id = c.node_id;
@@ -315,49 +316,35 @@ std::map<std::string, std::string> node_cluster::snapshot_files() const {
 std::vector<actors::holder_list> node_cluster::holders(const std::vector<uint64_t>& keys) {
   auto table = board_->current();
   const uint32_t slots = table->owners->slot_count();
-  std::vector<std::vector<uint32_t>> by_node(table->peers.size());
-  for (uint32_t i = 0; i < keys.size(); ++i)
-    by_node[table->read_owner(actors::slot_of(keys[i], slots))].push_back(i);
   std::vector<actors::holder_list> out(keys.size());
-  // Every owner's request leaves before any answer is awaited, and the local
-  // read happens meanwhile: the lookup costs one round trip, not one per owner.
-  std::vector<std::pair<size_t, gateway::peer_read_client::call>> pending;
-  std::vector<uint64_t> asked;
-  for (size_t n = 0; n < by_node.size(); ++n) {
-    if (n == table->self || by_node[n].empty())
-      continue;
-    const auto& endpoint = table->peers[n].handles.read;
-    asked.clear();
-    for (uint32_t i : by_node[n])
-      asked.push_back(keys[i]);
-    auto call = endpoint.empty() ? std::nullopt : read_client_->send(endpoint, asked);
-    if (!call) {
-      parts_.metrics.count_event("lookup_owner_unreachable");
-      continue;
-    }
-    pending.emplace_back(n, std::move(*call));
-  }
-  {
+  gateway::owner_read_routes routes;
+  routes.self = table->self;
+  routes.owner = [&](uint32_t i, std::span<const gateway::owner_index> avoid) {
+    return table->read_owner(actors::slot_of(keys[i], slots), avoid);
+  };
+  routes.endpoint = [&](gateway::owner_index n) { return table->peers[n].handles.read; };
+  routes.refresh = [&] { table = board_->current(); };
+  routes.reachable = [&](gateway::owner_index n) { return table->reachable(n); };
+  routes.read_local = [&](std::span<const uint32_t> items) {
     auto r = parts_.index->read();
-    for (uint32_t i : by_node[table->self])
+    for (uint32_t i : items)
       r.holders(keys[i], out[i]);
-  }
-  for (auto& [n, call] : pending) {
-    auto flat = read_client_->wait(call, options_.controller.internal_timeout);
-    if (!flat) {
-      parts_.metrics.count_event("lookup_owner_unreachable");
-      spdlog::warn("lookup-read-failed peer={} keys={} error=timeout", table->members[n].address.id,
-                   by_node[n].size());
-      continue;
-    }
-    size_t at = 0;
-    for (uint32_t i : by_node[n]) {
-      if (at >= flat->size())
-        break;
-      const uint64_t count = (*flat)[at++];
-      for (uint64_t h = 0; h < count && at < flat->size(); ++h)
-        out[i].push_back((*flat)[at++]);
-    }
+  };
+  routes.fill = [&](uint32_t i, std::span<const uint64_t> holders) {
+    out[i].assign(holders.begin(), holders.end());
+  };
+  gateway::owner_read_options reads;
+  reads.timeout = options_.controller.internal_timeout;
+  reads.hedge_delay = options_.cluster.read_hedge_delay;
+  const auto outcome = gateway::read_owners(keys, routes, *read_client_, reads);
+  if (outcome.hedged > 0)
+    parts_.metrics.count_event("lookup_read_hedged", outcome.hedged);
+  if (outcome.rerouted > 0)
+    parts_.metrics.count_event("lookup_read_rerouted", outcome.rerouted);
+  if (outcome.unanswered > 0) {
+    parts_.metrics.count_event("lookup_owner_unreachable");
+    spdlog::warn("lookup-read-incomplete keys={} unanswered={} hedged={} rerouted={}", keys.size(),
+                 outcome.unanswered, outcome.hedged, outcome.rerouted);
   }
   return out;
 }
@@ -372,8 +359,15 @@ actors::holder_counts node_cluster::counts() {
   add(actors::share_counts_flat(*parts_.index));
   caf::scoped_actor self{parts_.system};
   bool complete = true;
-  // A node that cannot answer: its primary slots are counted by the owner
-  // lookups read them from (a scan of those slots, only while it is away).
+  // A live peer answers its counts in milliseconds; one that has not within
+  // the failure timeout (and a second) is stuck or cut off, whether or not
+  // the detector has said so yet, and waiting the internal timeout for it
+  // held /controller/workers for 10 s (seen in CI under load).
+  const auto bound = std::min(options_.controller.internal_timeout,
+                              options_.cluster.failure_timeout + std::chrono::milliseconds{1000});
+  // A node that cannot answer: its primary slots are counted by the next
+  // owner lookups would read them from (a scan of those slots, only while it
+  // is away), by the liveness known after it failed.
   std::vector<std::vector<uint64_t>> orphan_slots(table->peers.size());
   for (size_t n = 0; n < table->peers.size(); ++n) {
     if (n == table->self)
@@ -381,8 +375,8 @@ actors::holder_counts node_cluster::counts() {
     const auto& service = table->peers[n].handles.service;
     bool answered = false;
     if (service && table->reachable(static_cast<actors::node_index>(n)))
-      self->request(caf::actor_cast<actors::cluster_service_actor>(service),
-                    options_.controller.internal_timeout, actors::stats_atom::value)
+      self->request(caf::actor_cast<actors::cluster_service_actor>(service), bound,
+                    actors::stats_atom::value)
           .receive(
               [&](std::vector<uint64_t>& flat) {
                 add(flat);
@@ -391,14 +385,17 @@ actors::holder_counts node_cluster::counts() {
               [&](caf::error&) {});
     if (answered)
       continue;
+    const auto now_table = board_->current();
+    const actors::node_index away[] = {static_cast<actors::node_index>(n)};
     for (uint32_t slot : table->owners->slots_of(table->members[n].address.id).primary) {
-      const auto reader = table->read_owner(slot);
-      if (reader == n)
+      const auto reader = now_table->read_owner(slot, away);
+      if (reader == cluster::no_node)
         complete = false; // no other owner is reachable
       else
         orphan_slots[reader].push_back(slot);
     }
   }
+  const auto readers = board_->current();
   for (size_t r = 0; r < orphan_slots.size(); ++r) {
     if (orphan_slots[r].empty())
       continue;
@@ -406,9 +403,8 @@ actors::holder_counts node_cluster::counts() {
       add(actors::slot_counts_flat(*parts_.index, orphan_slots[r]));
       continue;
     }
-    self->request(caf::actor_cast<actors::cluster_service_actor>(table->peers[r].handles.service),
-                  options_.controller.internal_timeout, actors::stats_atom::value,
-                  std::move(orphan_slots[r]))
+    self->request(caf::actor_cast<actors::cluster_service_actor>(readers->peers[r].handles.service),
+                  bound, actors::stats_atom::value, std::move(orphan_slots[r]))
         .receive([&](std::vector<uint64_t>& flat) { add(flat); },
                  [&](caf::error&) { complete = false; });
   }

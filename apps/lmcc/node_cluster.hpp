@@ -96,7 +96,9 @@ public:
   uint16_t port() const noexcept { return port_; }
 
   /// The holders of `keys`: this node's index for the slots it holds, one
-  /// read per other owner, all in flight at once (a lookup_reader source).
+  /// read per other owner, all in flight at once, hedged to the next owner
+  /// after lmcc_read_hedge_ms and moved off an owner found down
+  /// (gateway/owner_reads.hpp; a lookup_reader source).
   std::vector<actors::holder_list> holders(const std::vector<uint64_t>& keys);
 
   /// `s` with the cluster's entry counts (each node counts its primary slots).

@@ -258,6 +258,13 @@ std::vector<option_spec> make_table() {
                 milliseconds_kind{.min = 1, .max = 60'000},
                 member([](auto& o) -> auto& { return o.cluster.durable_flush_delay; }),
                 50ms),
+    make_option({.key = "lmcc_read_hedge_ms", .value_name = "MS",
+                 .help = "how long a lookup waits for another owner's read before it also "
+                         "asks the next owner of those slots (a stuck owner costs about this, "
+                         "never a partial answer); 0: never"},
+                milliseconds_kind{.min = 0, .max = 600'000},
+                member([](auto& o) -> auto& { return o.cluster.read_hedge_delay; }),
+                250ms),
     make_option({.key = "lmcc_peer_buffer_ops", .value_name = "N",
                  .help = "ops kept for re-sending to one unreachable peer"},
                 integer_kind<uint64_t>{.min = 1024, .max = int64_t{1} << 34},

@@ -1,0 +1,217 @@
+// owner_reads: a lookup's reads from the owners of its slots, with real
+// peer_read servers on loopback standing in for the other nodes; one of them
+// stuck (its answer waits on a gate), cut off, or gone.
+#include "gateway/owner_reads.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+
+namespace lmcc::gateway {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr peer_read_key test_key{0x1111222233334444ULL, 0x5555666677778888ULL};
+
+/// Key k is held by holders k+1 and k+2 at every owner: what a replica holds.
+std::vector<uint64_t> owner_answer(std::span<const uint64_t> keys) {
+  std::vector<uint64_t> flat;
+  for (uint64_t k : keys) {
+    flat.push_back(2);
+    flat.push_back(k + 1);
+    flat.push_back(k + 2);
+  }
+  return flat;
+}
+
+/// Holds a server's answers until opened (a frozen node: connected, silent).
+/// Declare it before the server and a thaw after it: the server's stop joins
+/// the thread the gate holds.
+class answer_gate {
+public:
+  void open() {
+    std::lock_guard lock{mutex_};
+    open_ = true;
+    cv_.notify_all();
+  }
+  std::vector<uint64_t> answer(std::span<const uint64_t> keys) {
+    std::unique_lock lock{mutex_};
+    cv_.wait(lock, [this] { return open_; });
+    return owner_answer(keys);
+  }
+
+private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool open_ = false;
+};
+
+/// Opens the gate when the test ends, before the server it holds stops.
+struct thaw {
+  answer_gate& gate;
+  ~thaw() { gate.open(); }
+};
+
+/// Node 0 reads locally; key k's slot is owned by nodes k % 3 and
+/// (k + 1) % 3, in that order (R = 2).
+struct three_nodes {
+  std::map<owner_index, std::string> endpoints;
+  std::vector<uint8_t> down = {0, 0, 0};
+  std::atomic<int> refreshes{0};
+  std::vector<uint64_t> keys;
+  std::vector<std::vector<uint64_t>> got;
+  std::vector<uint8_t> local;
+
+  explicit three_nodes(size_t n) : got(n), local(n, 0) {
+    for (uint64_t k = 0; k < n; ++k)
+      keys.push_back(1000 + k);
+  }
+
+  owner_read_routes routes() {
+    owner_read_routes r;
+    r.self = 0;
+    r.owner = [this](uint32_t i, std::span<const owner_index> avoid) {
+      for (owner_index step = 0; step < 2; ++step) { // R = 2
+        const auto n = static_cast<owner_index>((keys[i] + step) % 3);
+        if (std::find(avoid.begin(), avoid.end(), n) == avoid.end() && !down[n])
+          return n;
+      }
+      return no_owner;
+    };
+    r.endpoint = [this](owner_index n) { return endpoints.count(n) ? endpoints[n] : ""; };
+    r.refresh = [this] { ++refreshes; };
+    r.reachable = [this](owner_index n) { return !down[n]; };
+    r.read_local = [this](std::span<const uint32_t> items) {
+      for (uint32_t i : items) {
+        got[i] = owner_answer(std::span<const uint64_t>{&keys[i], 1});
+        got[i].erase(got[i].begin()); // the count
+        local[i] = 1;
+      }
+    };
+    r.fill = [this](uint32_t i, std::span<const uint64_t> holders) {
+      got[i].assign(holders.begin(), holders.end());
+    };
+    return r;
+  }
+
+  void expect_all_answered() const {
+    for (size_t i = 0; i < keys.size(); ++i)
+      EXPECT_EQ(got[i], (std::vector<uint64_t>{keys[i] + 1, keys[i] + 2})) << "key " << keys[i];
+  }
+};
+
+TEST(owner_reads, every_owner_answers_its_keys_and_the_local_index_its_own) {
+  peer_read_server one{"127.0.0.1", "127.0.0.1", test_key, owner_answer};
+  peer_read_server two{"127.0.0.1", "127.0.0.1", test_key, owner_answer};
+  three_nodes nodes{30};
+  nodes.endpoints = {{1, one.access_endpoint()}, {2, two.access_endpoint()}};
+  peer_read_client client;
+  const auto outcome = read_owners(nodes.keys, nodes.routes(), client, {});
+  nodes.expect_all_answered();
+  EXPECT_EQ(outcome.hedged, 0u);
+  EXPECT_EQ(outcome.rerouted, 0u);
+  EXPECT_EQ(outcome.unanswered, 0u);
+  EXPECT_EQ(one.requests(), 1u); // one request per owner, not per key
+  EXPECT_EQ(two.requests(), 1u);
+  for (size_t i = 0; i < nodes.keys.size(); ++i)
+    EXPECT_EQ(nodes.local[i], nodes.keys[i] % 3 == 0) << nodes.keys[i];
+}
+
+TEST(owner_reads, a_stuck_owner_is_hedged_to_the_next_owner) {
+  answer_gate frozen;
+  peer_read_server one{"127.0.0.1", "127.0.0.1", test_key,
+                       [&](std::span<const uint64_t> keys) { return frozen.answer(keys); }};
+  const thaw thaw_at_exit{frozen};
+  peer_read_server two{"127.0.0.1", "127.0.0.1", test_key, owner_answer};
+  three_nodes nodes{30};
+  nodes.endpoints = {{1, one.access_endpoint()}, {2, two.access_endpoint()}};
+  peer_read_client client;
+  owner_read_options options;
+  options.timeout = 60s; // the hedge answers, not the timeout
+  options.hedge_delay = 50ms;
+  const auto outcome = read_owners(nodes.keys, nodes.routes(), client, options);
+  nodes.expect_all_answered();
+  EXPECT_EQ(outcome.hedged, 1u);
+  EXPECT_EQ(outcome.unanswered, 0u);
+  EXPECT_EQ(two.requests(), 2u); // its own keys, then owner 1's
+}
+
+TEST(owner_reads, an_owner_found_down_is_given_up_without_waiting_for_the_hedge) {
+  answer_gate frozen;
+  peer_read_server one{"127.0.0.1", "127.0.0.1", test_key,
+                       [&](std::span<const uint64_t> keys) { return frozen.answer(keys); }};
+  const thaw thaw_at_exit{frozen};
+  peer_read_server two{"127.0.0.1", "127.0.0.1", test_key, owner_answer};
+  three_nodes nodes{30};
+  nodes.endpoints = {{1, one.access_endpoint()}, {2, two.access_endpoint()}};
+  auto routes = nodes.routes();
+  // The failure detector takes node 1 for down while its answer is awaited.
+  routes.refresh = [&] {
+    if (++nodes.refreshes == 3)
+      nodes.down[1] = 1;
+  };
+  peer_read_client client;
+  owner_read_options options;
+  options.timeout = 60s;
+  options.hedge_delay = 0ms; // never: only the detector can unblock it
+  options.recheck = 5ms;
+  const auto outcome = read_owners(nodes.keys, routes, client, options);
+  nodes.expect_all_answered();
+  EXPECT_EQ(outcome.hedged, 0u);
+  EXPECT_EQ(outcome.rerouted, 1u);
+  EXPECT_EQ(outcome.unanswered, 0u);
+  EXPECT_GE(nodes.refreshes.load(), 3);
+}
+
+TEST(owner_reads, an_owner_that_cannot_be_reached_is_passed_over_at_once) {
+  peer_read_server two{"127.0.0.1", "127.0.0.1", test_key, owner_answer};
+  three_nodes nodes{30};
+  // Node 1's endpoint names a port nothing listens on (a node gone).
+  std::string gone;
+  {
+    peer_read_server briefly{"127.0.0.1", "127.0.0.1", test_key, owner_answer};
+    gone = briefly.access_endpoint();
+  }
+  nodes.endpoints = {{1, gone}, {2, two.access_endpoint()}};
+  peer_read_client client{200ms};
+  owner_read_options options;
+  options.timeout = 60s;
+  options.hedge_delay = 0ms;
+  const auto outcome = read_owners(nodes.keys, nodes.routes(), client, options);
+  nodes.expect_all_answered();
+  EXPECT_EQ(outcome.rerouted, 1u);
+  EXPECT_EQ(outcome.unanswered, 0u);
+}
+
+TEST(owner_reads, keys_without_another_reachable_owner_stay_unanswered_at_the_timeout) {
+  answer_gate frozen;
+  peer_read_server one{"127.0.0.1", "127.0.0.1", test_key,
+                       [&](std::span<const uint64_t> keys) { return frozen.answer(keys); }};
+  const thaw thaw_at_exit{frozen};
+  three_nodes nodes{30};
+  nodes.endpoints = {{1, one.access_endpoint()}};
+  nodes.down[2] = 1; // owner 1's keys have nowhere else to go
+  peer_read_client client;
+  owner_read_options options;
+  options.timeout = 300ms;
+  options.hedge_delay = 50ms;
+  const auto outcome = read_owners(nodes.keys, nodes.routes(), client, options);
+  size_t expected_unanswered = 0;
+  for (size_t i = 0; i < nodes.keys.size(); ++i) {
+    if (nodes.keys[i] % 3 == 1) {
+      ++expected_unanswered;
+      EXPECT_TRUE(nodes.got[i].empty());
+    } else {
+      EXPECT_EQ(nodes.got[i], (std::vector<uint64_t>{nodes.keys[i] + 1, nodes.keys[i] + 2}));
+    }
+  }
+  EXPECT_EQ(outcome.unanswered, expected_unanswered);
+  EXPECT_EQ(outcome.hedged, 0u); // nobody to hedge to
+}
+
+} // namespace
+} // namespace lmcc::gateway
