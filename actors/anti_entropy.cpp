@@ -38,27 +38,50 @@ void compare_with(ae_self self, const cluster_table& table, node_index peer) {
   const std::string peer_id = table.members[peer].address.id;
   self->request(service, st.cfg.timeout, digest_atom::value, slots)
       .then(
-          [self, peer, service, peer_id, slots](std::vector<uint64_t>& answer) {
+          [self, peer, service, peer_id, slots,
+           asked_at = std::chrono::steady_clock::now()](std::vector<uint64_t>& answer) {
             auto& st = self->state;
-            if (answer.size() != slots.size() + 1)
+            // An answer slower than a round was queued (the peer or this node
+            // stood still): a burst of them after a thaw would pass for two
+            // rounds in a row. Start counting again from the next round.
+            if (std::chrono::steady_clock::now() - asked_at > st.cfg.interval) {
+              st.tracker.forget(peer);
               return;
+            }
+            // [uptime, digests..., suspect bit words...] (no words: none suspect)
+            if (answer.size() < slots.size() + 1)
+              return;
+            const std::span<const uint64_t> peer_suspect_bits{answer.data() + slots.size() + 1,
+                                                              answer.size() - slots.size() - 1};
             const auto table = st.cfg.board->current();
             const uint64_t own_uptime = st.cfg.uptime_ms ? st.cfg.uptime_ms() : 0;
             const bool senior = peer_is_senior(answer[0], peer, own_uptime, table->self);
             // Per slot, an owner that gained it in the last membership change
             // is the junior one whatever the uptimes (it may lack what came
             // before the change; the other saw every write).
+            auto* suspects = st.cfg.suspects.get();
+            if (suspects && suspects->stood_still(steady_now_ms()))
+              spdlog::warn("cluster-own-stall-seen by=anti-entropy action=slots-suspect");
             std::vector<uint32_t> slot_ids;
             std::vector<uint64_t> remote;
-            for (size_t i = 0; i < slots.size(); ++i) {
-              const auto s = static_cast<uint32_t>(slots[i]);
-              const bool self_new = table->gained(table->self, s);
-              const bool peer_new = table->gained(peer, s);
-              if (self_new != peer_new ? self_new : senior) {
-                slot_ids.push_back(s);
-                remote.push_back(answer[i + 1]);
+            std::vector<uint32_t> settled; // suspect here, equal there
+            {
+              auto r = st.cfg.index->read();
+              for (size_t i = 0; i < slots.size(); ++i) {
+                const auto s = static_cast<uint32_t>(slots[i]);
+                const bool own_suspect = suspects && suspects->suspect(s);
+                if (own_suspect && r.slot(s).digest == answer[i + 1])
+                  settled.push_back(s);
+                const bool peer_suspect = slot_suspects::bit(peer_suspect_bits, i);
+                if (peer_copy_wins(table->gained(table->self, s), table->gained(peer, s),
+                                   own_suspect, peer_suspect, senior)) {
+                  slot_ids.push_back(s);
+                  remote.push_back(answer[i + 1]);
+                }
               }
             }
+            for (uint32_t s : settled)
+              suspects->clear(s);
             if (slot_ids.empty()) {
               st.tracker.forget(peer); // it copies from this node, not the other way
               return;

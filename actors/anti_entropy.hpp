@@ -40,6 +40,9 @@ struct anti_entropy_config {
   uint32_t max_repairs_per_round = 512;
   std::function<uint64_t()> uptime_ms;
   std::shared_ptr<anti_entropy_counters> counters;
+  /// This node's suspect slot copies: they give way to a peer's that is not,
+  /// and stop being suspect once equal to another owner's. Null: none.
+  std::shared_ptr<slot_suspects> suspects;
 };
 
 using anti_entropy_actor = caf::typed_actor<caf::reacts_to<tick_atom>>;

@@ -11,7 +11,15 @@
 // drift. The repair copies the slot from the more senior owner -- the one
 // that has been up longer, as the node that was away is the one that missed
 // data; within seniority_tie of each other the lower node index wins -- so
-// the two owners never copy from each other. This is Dynamo's anti-entropy
+// the two owners never copy from each other. Two things come before
+// seniority, per slot: an owner that gained the slot in the last membership
+// change is the junior one, and so is a *suspect* copy (slot_suspects below):
+// one held by a node that stood still longer than the failure timeout. Such a
+// node's uptime counts its freeze, yet its peers took it for down, wrote
+// around it and may have lost what they queued for it (chaos seed 1033: a
+// node frozen 10 s, then the other owner restarted cleanly with its queue;
+// "longest up" copied the frozen node's stale slots over both peers'
+// complete ones, and 5 entries were lost). This is Dynamo's anti-entropy
 // with a "longest up wins" rule instead of vector clocks: a cache index can
 // afford it (a wrong copy costs a cache miss or a fetch the worker answers
 // with a miss, and the workers' next ops or full syncs correct it).
@@ -20,11 +28,15 @@
 //   auto repair = t.compare(peer, slots, local_digests, remote_digests);
 //   if (peer_is_senior(remote_uptime, peer, own_uptime, self)) copy `repair` from peer
 //
-// Context: owned by one actor; not thread-safe. CAF-free.
+// Context: divergence_tracker is owned by one actor and not thread-safe;
+// slot_suspects is shared (the cluster node marks, the anti-entropy actor
+// clears, the cluster service reports) and is. CAF-free.
 #pragma once
 
 #include "cluster/ring.hpp"
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <span>
@@ -42,6 +54,64 @@ inline constexpr uint64_t seniority_tie_ms = 1000;
 /// about as long and it has the lower index.
 bool peer_is_senior(uint64_t peer_uptime_ms, node_index peer, uint64_t own_uptime_ms,
                     node_index self) noexcept;
+
+/// Which owner's copy of one slot wins a repair: `self_new`/`peer_new` gained
+/// the slot in the last membership change, `*_suspect` are slot_suspects
+/// flags, `peer_senior` is peer_is_senior(). True: copy the peer's.
+bool peer_copy_wins(bool self_new, bool peer_new, bool own_suspect, bool peer_suspect,
+                    bool peer_senior) noexcept;
+
+/// This node's slots whose copy may lack writes: all of them after the node
+/// stood still longer than the failure timeout (its peers took it for down
+/// meanwhile). A slot stops being suspect when its digest equals another
+/// owner's, which anti-entropy checks every round (a repair makes them equal).
+///
+/// The cluster node's tick finds a stall (membership::tick) and calls
+/// mark_all(), but after a thaw the digest requests queued meanwhile may be
+/// answered before that tick runs, with the stale copies presented as sound
+/// (seen: a peer copied them at once). So the tick also reports each run to
+/// ticked(), and whoever answers for this node's copies first asks
+/// stood_still(), which marks them when no tick ran for too long.
+/// A steady clock's now in ms, as slot_suspects takes it.
+inline int64_t steady_now_ms() noexcept {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+class slot_suspects {
+public:
+  /// `stall_after`: the failure timeout, in ms.
+  slot_suspects(uint32_t slot_count, int64_t stall_after_ms)
+    : flags_(slot_count), stall_after_ms_(stall_after_ms) {}
+  slot_suspects(const slot_suspects&) = delete;
+  slot_suspects& operator=(const slot_suspects&) = delete;
+
+  void mark_all() noexcept;
+  /// The cluster node's tick ran at `now_ms` (a steady clock).
+  void ticked(int64_t now_ms) noexcept { last_tick_ms_.store(now_ms, std::memory_order_relaxed); }
+  /// True, after marking every slot, when no tick ran for longer than the
+  /// failure timeout before `now_ms` (none ran yet: false).
+  bool stood_still(int64_t now_ms) noexcept;
+  void clear(uint32_t slot) noexcept;
+  bool suspect(uint32_t slot) const noexcept;
+  /// Suspect slots now (for /cluster/status).
+  uint32_t count() const noexcept;
+  uint32_t slot_count() const noexcept { return static_cast<uint32_t>(flags_.size()); }
+
+  /// `slots`' flags as bit words (bit i of word i / 64), as a digest answer
+  /// carries them after the digests.
+  std::vector<uint64_t> bits(std::span<const uint64_t> slots) const;
+  /// Flag i of such words; false past their end (a peer that sent none).
+  static bool bit(std::span<const uint64_t> words, size_t i) noexcept {
+    return i / 64 < words.size() && ((words[i / 64] >> (i % 64)) & 1) != 0;
+  }
+
+private:
+  std::vector<std::atomic<uint8_t>> flags_;
+  int64_t stall_after_ms_;
+  std::atomic<int64_t> last_tick_ms_{-1};
+};
 
 class divergence_tracker {
 public:

@@ -380,7 +380,21 @@ void tick(node_self self) {
   for (size_t i = 0; i < st.peers.size(); ++i)
     if (i != st.members->self() && st.members->live(static_cast<node_index>(i)))
       was_live.push_back(i);
-  if (st.members->tick(now))
+  const uint64_t stalls = st.members->stalls();
+  const bool changed = st.members->tick(now);
+  if (st.members->stalls() != stalls) {
+    // Peers took this node for down meanwhile and wrote around it; what they
+    // queued for it may be gone (a peer restarted): its copies give way to
+    // theirs until anti-entropy finds them equal.
+    spdlog::warn("cluster-own-stall node={} ms={} action=slots-suspect", st.cfg.self_id,
+                 st.members->last_stall().count());
+    if (st.cfg.suspects)
+      st.cfg.suspects->mark_all();
+  }
+  if (st.cfg.suspects)
+    st.cfg.suspects->ticked(
+        std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count());
+  if (changed)
     for (size_t i : was_live)
       if (!st.members->live(static_cast<node_index>(i)))
         lost(self, i, "silent");

@@ -77,11 +77,21 @@ cluster_service_main(cluster_service_actor::stateful_pointer<cluster_service_sta
       [self](digest_atom, const std::vector<uint64_t>& slots) {
         const auto& index = *self->state.cfg.index;
         std::vector<uint64_t> out;
-        out.reserve(slots.size() + 1);
+        out.reserve(slots.size() + 1 + (slots.size() + 63) / 64);
         out.push_back(self->state.cfg.uptime_ms ? self->state.cfg.uptime_ms() : 0);
-        auto r = index.read();
-        for (uint64_t s : slots)
-          out.push_back(s < index.slot_count() ? r.slot(static_cast<uint32_t>(s)).digest : 0);
+        {
+          auto r = index.read();
+          for (uint64_t s : slots)
+            out.push_back(s < index.slot_count() ? r.slot(static_cast<uint32_t>(s)).digest : 0);
+        }
+        // [uptime, digests..., suspect bit words...]
+        if (const auto& suspects = self->state.cfg.suspects) {
+          // Thawed, and asked before the cluster node's tick saw it.
+          if (suspects->stood_still(steady_now_ms()))
+            spdlog::warn("cluster-own-stall-seen by=digest-answer action=slots-suspect");
+          const auto words = suspects->bits(slots);
+          out.insert(out.end(), words.begin(), words.end());
+        }
         return out;
       },
       [self](repair_atom, uint64_t slot) {

@@ -15,6 +15,7 @@
 // Context: a CAF actor; one per node.
 #pragma once
 
+#include "actors/anti_entropy_logic.hpp"
 #include "actors/cluster_table.hpp"
 #include "actors/directory.hpp"
 #include "actors/ingest_routes.hpp"
@@ -54,6 +55,8 @@ struct cluster_service_config {
   std::function<void(uint16_t node, pushed_msgs msgs)> forward;
   /// How long this node has been up (anti-entropy's seniority).
   std::function<uint64_t()> uptime_ms;
+  /// Which of this node's slot copies are suspect (sent with the digests).
+  std::shared_ptr<slot_suspects> suspects;
 };
 
 struct cluster_service_state {

@@ -220,10 +220,13 @@ bool membership::on_lost(std::string_view id) {
 }
 
 bool membership::tick(time_point now) {
-  if (last_tick_ && now - *last_tick_ > timeout_)
+  if (last_tick_ && now - *last_tick_ > timeout_) {
+    ++stalls_;
+    last_stall_ = std::chrono::duration_cast<std::chrono::milliseconds>(now - *last_tick_);
     for (size_t i = 0; i < live_.size(); ++i)
       if (i != self_ && live_[i])
         last_seen_[i] = std::max(last_seen_[i], now);
+  }
   last_tick_ = now;
   bool changed = false;
   for (size_t i = 0; i < live_.size(); ++i)

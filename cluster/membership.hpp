@@ -159,6 +159,10 @@ public:
   /// timeout from `now` instead (a thawed node took over workers from its
   /// stale shard at once: chaos seed 1033).
   bool tick(time_point now);
+  /// How often tick() found this node itself stood still, and for how long
+  /// the last time (what its peers may have written around it meanwhile).
+  uint64_t stalls() const noexcept { return stalls_; }
+  std::chrono::milliseconds last_stall() const noexcept { return last_stall_; }
 
   /// Every configured node live, as if greeted at `now`: a node starts presuming its
   /// peers up until a connection attempt fails (on_lost) or they stay silent.
@@ -217,6 +221,8 @@ private:
   std::vector<uint8_t> leaving_;
   std::vector<time_point> last_seen_;
   std::optional<time_point> last_tick_;
+  uint64_t stalls_ = 0;
+  std::chrono::milliseconds last_stall_{0};
   std::chrono::milliseconds timeout_;
 };
 

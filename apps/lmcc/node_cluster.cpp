@@ -19,7 +19,9 @@
 namespace lmcc::apps {
 
 node_cluster::node_cluster(const node_options& options, node_parts parts)
-  : options_(options), parts_(std::move(parts)) {
+  : options_(options), parts_(std::move(parts)),
+    suspects_(std::make_shared<actors::slot_suspects>(options_.controller.slot_count,
+                                                      options_.cluster.failure_timeout.count())) {
   auto secret = cluster::resolve_secret(options_.cluster, process_environment());
   if (!secret)
     throw std::runtime_error(secret.error().message);
@@ -115,6 +117,7 @@ void node_cluster::start(const actors::kv_shard_actor& shard,
                                      .count());
   };
   sc.uptime_ms = uptime;
+  sc.suspects = suspects_;
   service_ = system.spawn<caf::detached>(actors::cluster_service_main, std::move(sc));
   actors::frame_forwarder_config fc;
   fc.board = board_;
@@ -145,6 +148,7 @@ void node_cluster::start(const actors::kv_shard_actor& shard,
   nc.links = links_;
   nc.board = board_;
   nc.counters = counters_;
+  nc.suspects = suspects_;
   nc.record = record_;
   nc.record_path = record_path_;
   actors::slot_mover_config mc;
@@ -185,6 +189,7 @@ void node_cluster::start(const actors::kv_shard_actor& shard,
     ac.timeout = c.internal_timeout;
     ac.uptime_ms = uptime;
     ac.counters = ae_counters_;
+    ac.suspects = suspects_;
     anti_entropy_ = system.spawn(actors::anti_entropy_main, std::move(ac));
   }
   auto port = system.middleman().publish(gate_, me.port, options_.zmq.host.c_str(),
@@ -567,6 +572,7 @@ std::string node_cluster::status_json() const {
                 {"rounds", ae_counters_->rounds.load()},
                 {"slots_compared", ae_counters_->slots_compared.load()},
                 {"slots_differing", ae_counters_->slots_differing.load()},
+                {"slots_suspect", suspects_->count()},
                 {"slots_repaired", ae_counters_->slots_repaired.load()}}}};
   return out.dump();
 }

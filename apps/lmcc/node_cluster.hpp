@@ -154,6 +154,8 @@ private:
   std::optional<cluster::membership_record> record_;
   std::shared_ptr<actors::anti_entropy_counters> ae_counters_ =
       std::make_shared<actors::anti_entropy_counters>();
+  /// This node's slot copies that give way in repairs (made in the constructor).
+  std::shared_ptr<actors::slot_suspects> suspects_;
   /// When this node started: anti-entropy's seniority (anti_entropy_logic.hpp).
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   uint16_t port_ = 0;

@@ -183,11 +183,15 @@ TEST(membership, a_node_that_stood_still_gives_its_peers_a_fresh_timeout) {
   ASSERT_TRUE(m.on_greeting("n2", t0));
   ASSERT_TRUE(m.on_greeting("n3", t0));
   EXPECT_FALSE(m.tick(t0 + 250ms));
+  EXPECT_EQ(m.stalls(), 0u);
   // Frozen for 10 s: the first tick after it takes no one down ...
   EXPECT_FALSE(m.tick(t0 + 10'250ms));
+  EXPECT_EQ(m.stalls(), 1u); // ... and says it stood still, and how long
+  EXPECT_EQ(m.last_stall(), 10'000ms);
   EXPECT_TRUE(m.live(node_of(m, "n2")));
   EXPECT_FALSE(m.on_greeting("n2", t0 + 10'300ms)); // its queued greetings arrive
   EXPECT_FALSE(m.tick(t0 + 12'000ms));
+  EXPECT_EQ(m.stalls(), 1u); // 1.75 s between ticks is within the timeout
   // ... but a peer still silent a full timeout later is down.
   EXPECT_TRUE(m.tick(t0 + 12'251ms));
   EXPECT_TRUE(m.live(node_of(m, "n2")));

@@ -10,6 +10,7 @@ quiet at the kill), and hand them back when the node returns.
 from __future__ import annotations
 
 import random
+import re
 import threading
 import time
 
@@ -299,6 +300,66 @@ def test_anti_entropy_repairs_what_a_returning_node_missed(tmp_path, reference):
         repaired = cluster.status(n3)["anti_entropy"]["slots_repaired"]
         print(f"anti-entropy: n3 repaired {repaired} slots")
         assert repaired > 0
+        for t in twins:
+            assert commands(t.c) == [], f"{t.c.instance_id} asked to resync"
+    finally:
+        for t in twins:
+            t.close()
+        cluster.stop()
+
+
+def test_a_thawed_nodes_stale_copies_give_way_to_an_owner_restarted_since(tmp_path, reference):
+    """n1 is frozen past the failure timeout while the workers homed on n3 keep
+    sending; n3 queues their sub-batches for n1, then restarts cleanly and the
+    queue is gone. After the thaw n1 lacks those writes, and it has been up
+    longest: the "longest up wins" rule copied its stale slots over n3's
+    complete ones and the entries were lost (chaos seed 1033). n1 now finds
+    it stood still, its copies are suspect and give way: n3's win, and every
+    node converges to the reference."""
+    import os
+    import signal
+
+    extra = ("--lmcc_anti_entropy_interval_ms=500",)
+    cluster = Cluster(tmp_path / "cluster", extra=extra).start()
+    rng = random.Random(53)
+    tag = unique("stale")
+    base = rng.randrange(1, 1 << 40)
+    prompts = [[base + p * 10_000 + i for i in range(256 * 8)] for p in range(16)]
+    twins: list[Twin] = []
+    n1, n2, n3 = cluster.nodes
+    try:
+        twins = started_twins(cluster, reference, rng, tag, 8)
+        homed_on_n3 = [t for t in twins
+                       if f"worker-registered instance={t.c.instance_id} " in n3.log_text()]
+        assert homed_on_n3, "no worker is homed on n3 (choose another seed)"
+        for i, t in enumerate(twins):
+            t.admit(chunk_hashes(prompts[i]))
+        converged_on(cluster.nodes, reference, prompts, twins, "before the freeze")
+        os.kill(n1.proc.pid, signal.SIGSTOP)
+        try:
+            wait_until(lambda: all(not cluster.status(n)["members"][0]["live"] for n in (n2, n3)),
+                       timeout=FAILURE_TIMEOUT_S + 3, interval=0.05, message="n1 seen down")
+            for t in twins:
+                if n1 in t.plan:
+                    repoint_all(t, rng, [n2, n3])
+            for i, t in enumerate(twins):
+                t.admit(chunk_hashes(prompts[8 + i]))
+            converged_on([n2, n3], reference, prompts, twins, "while n1 is frozen")
+            queued = sum(link["queued_ops"] for link in cluster.status(n3)["replication"])
+            assert queued > 0, "n3 queued nothing for n1"
+            for t in twins:  # n3's workers keep PUSHing to it through the restart
+                if n3 in t.plan[1:]:
+                    repoint(t.c, t.plan[0], n2, n2)
+            assert n3.stop() == 0
+            n3.start(keep_ports=True)
+        finally:
+            os.kill(n1.proc.pid, signal.SIGCONT)
+        cluster.wait_joined()
+        converged_on(cluster.nodes, reference, prompts, twins, "after the thaw")
+        assert "cluster-own-stall node=n1" in n1.log_text()
+        assert "anti-entropy-repair" in n1.log_text(), "n1 repaired nothing"
+        assert not re.search(r"anti-entropy-repair slot=\d+ from=n1 ", n3.log_text()), \
+            "n3 copied n1's stale slots"
         for t in twins:
             assert commands(t.c) == [], f"{t.c.instance_id} asked to resync"
     finally:
