@@ -201,10 +201,12 @@ class Run:
         return [n for i, n in enumerate(self.cluster.nodes) if i not in self.down]
 
     def reconnect_stranded(self):
+        """Re-points the workers whose sockets use a node just taken down
+        (part of the fault, so drawn from the schedule's generator)."""
         dead = {self.cluster.nodes[i] for i in self.down}
         for t in self.twins:
             if any(n in dead for n in t.plan):
-                repoint_all(t, self.rng, self.live_nodes())
+                repoint_all(t, self.fault_rng, self.live_nodes())
 
     def ingest_step(self):
         t = self.rng.choice(self.twins)
@@ -247,7 +249,9 @@ class Run:
                         t.r.ops_message([("admit", k) for k in keys])))
         return out
 
-    def fault(self, heal_at: list):
+    def fault(self, heal_at: list, at: float):
+        """Injects one fault drawn from the seed; `at` is its planned time,
+        from which the heals it schedules are planned."""
         kinds = self.kinds + (("member_change",) * 2 if self.standby else ())
         kind = self.fault_rng.choice(kinds)
         candidates = [i for i in range(len(self.cluster.nodes))
@@ -266,13 +270,13 @@ class Run:
             self.down.add(i)
             self.killed.add(i)
             self.reconnect_stranded()
-            heal_at.append((time.monotonic() + self.fault_rng.uniform(0.5, 3.0), "restart", i))
+            heal_at.append((at + self.fault_rng.uniform(0.5, 3.0), "restart", i))
         elif kind == "freeze":
             i = self.fault_rng.choice(candidates)
             os.kill(self.cluster.nodes[i].proc.pid, signal.SIGSTOP)
             self.down.add(i)
             self.reconnect_stranded()
-            heal_at.append((time.monotonic() + self.fault_rng.uniform(0.5, 3.0), "thaw", i))
+            heal_at.append((at + self.fault_rng.uniform(0.5, 3.0), "thaw", i))
         elif kind == "clean_restart":
             i = self.fault_rng.choice(candidates)
             self.down.add(i)
@@ -286,19 +290,19 @@ class Run:
             i = self.fault_rng.choice(candidates)
             self.cluster.partition({self.cluster.ids[i]})
             self.cut.add(i)
-            heal_at.append((time.monotonic() + self.fault_rng.uniform(0.5, 4.0), "heal", i))
+            heal_at.append((at + self.fault_rng.uniform(0.5, 4.0), "heal", i))
         elif kind == "asym_partition":
             i = self.fault_rng.choice(candidates)
             a = self.cluster.ids[i]
             b = self.fault_rng.choice([x for x in self.cluster.ids if x != a])
             self.cluster.cut_one_way(a, b)
             self.cut.add(i)
-            heal_at.append((time.monotonic() + self.fault_rng.uniform(0.5, 4.0), "heal", i))
+            heal_at.append((at + self.fault_rng.uniform(0.5, 4.0), "heal", i))
         elif kind == "slow_links":
             i = self.fault_rng.choice(candidates)
             self.cluster.slow(self.cluster.ids[i], self.fault_rng.uniform(0.02, 0.3))
             self.cut.add(i)
-            heal_at.append((time.monotonic() + self.fault_rng.uniform(0.5, 4.0), "heal", i))
+            heal_at.append((at + self.fault_rng.uniform(0.5, 4.0), "heal", i))
         elif kind in ("disk_errors", "slow_disk"):
             i = self.fault_rng.choice(candidates)
             body = ({"fail_all_commits": True} if kind == "disk_errors" else
@@ -306,15 +310,15 @@ class Run:
             r = self.cluster.nodes[i].post("/admin/faults", body, timeout=10)
             assert r.status == 200, f"n{i + 1} refused {body}: {r}"
             self.cut.add(i)
-            heal_at.append((time.monotonic() + self.fault_rng.uniform(0.3, 3.0)
+            heal_at.append((at + self.fault_rng.uniform(0.3, 3.0)
                             if kind == "disk_errors" else
-                            time.monotonic() + self.fault_rng.uniform(0.5, 4.0), "disk", i))
+                            at + self.fault_rng.uniform(0.5, 4.0), "disk", i))
         elif kind == "clock_jump":
             i = self.fault_rng.choice(candidates)
             by_ms = self.fault_rng.choice((-1, 1)) * self.fault_rng.randrange(1_000, 600_000)
             r = self.cluster.nodes[i].post("/admin/faults", {"clock_jump_ms": by_ms}, timeout=10)
             assert r.status == 200, f"n{i + 1} refused a clock jump: {r}"
-            heal_at.append((time.monotonic() + self.fault_rng.uniform(1.0, 6.0), "clock", i))
+            heal_at.append((at + self.fault_rng.uniform(1.0, 6.0), "clock", i))
         elif kind == "dup_frames":
             t = self.fault_rng.choice(self.twins)
             for c, r in self.twin_frames(t, self.fault_rng.randrange(1, 4)):
@@ -399,16 +403,27 @@ class Run:
         settle(self.twins, SpreadNode(self.cluster), self.reference)
         self.faults_started = time.time()  # invariant 4 looks at what follows
         heal_at: list = []
+        # The schedule is planned from the seed alone: each fault's time
+        # follows the last one's *planned* time and each heal its fault's, and
+        # due events run in planned order. A fault that takes long (a clean
+        # restart on a loaded box) delays what follows but changes neither
+        # which faults come nor their order, so a seed replays the same
+        # composition on any machine (before, faults per seed varied with load).
         end = time.monotonic() + self.duration
         next_fault = time.monotonic() + self.fault_rng.uniform(0.3, 1.5)
-        while time.monotonic() < end:
-            now = time.monotonic()
-            for item in [h for h in heal_at if h[0] <= now]:
-                heal_at.remove(item)
-                self.heal(item)
-            if now >= next_fault:
-                self.fault(heal_at)
-                next_fault = now + self.fault_rng.uniform(0.3, 1.5)
+        while time.monotonic() < end or next_fault < end:
+            while True:  # every event now due, earliest planned first
+                now = time.monotonic()
+                heal = min((h for h in heal_at if h[0] <= now), default=None)
+                fault_due = next_fault < end and next_fault <= now
+                if fault_due and (heal is None or next_fault <= heal[0]):
+                    self.fault(heal_at, next_fault)
+                    next_fault += self.fault_rng.uniform(0.3, 1.5)
+                elif heal is not None:
+                    heal_at.remove(heal)
+                    self.heal(heal)
+                else:
+                    break
             self.ingest_step()
             if self.rng.random() < 0.3:
                 self.lookup_step()
