@@ -102,7 +102,8 @@ struct cluster_options {
   /// How often each node compares the digests of the slots it shares with
   /// every other owner (actors/anti_entropy.hpp); a slot that differs the
   /// same way two rounds in a row is copied from the owner that has been up
-  /// longest. 0 turns anti-entropy off. Default: 5000 ms
+  /// longest, unless that copy is suspect (its node stood still meanwhile;
+  /// anti_entropy_logic.hpp). 0 turns anti-entropy off. Default: 5000 ms
   std::chrono::milliseconds anti_entropy_interval{5000};
 
   /// How long a node remembers a worker's deregistration (a tombstone) to
