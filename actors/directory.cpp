@@ -100,6 +100,7 @@ worker_actor spawn_worker_actor(directory_self self, const worker_record& rec,
   if (st.cfg.placement)
     wc.mark_slot = slot_of(rec.uid, st.cfg.options.slot_count);
   wc.await_takeover = await_takeover;
+  wc.strict_after_reregistration = st.homes != nullptr;
   if (restored) {
     wc.locations = rec.locations;
     wc.restored = true;

@@ -50,6 +50,10 @@ worker_logic::location_state& worker_logic::location(const std::string& name) {
       it->second.expect_reason = "first_frame_after_reregistration";
     }
     it->second.after_reregistration = reregistered_;
+    if (reregistered_ && cfg_.strict_after_reregistration) {
+      it->second.fault_window = fault_window_batches;
+      it->second.fault_reason = "frames_out_of_sequence_after_reregistration";
+    }
     out_.new_location(name);
   }
   return it->second;
@@ -162,10 +166,10 @@ void worker_logic::on_batch(const msg::BatchedKVOperationMsg& m, uint64_t credit
     out_.seq_gap(m.location, gap->first, gap->second);
     if (loc.fault_window > 0 && !resync_asked) {
       spdlog::warn("seq-gap-proven instance={} worker={} location={} expected={} got={} "
-                   "reason=frames_lost_with_node action=full-sync-requested",
+                   "reason={} action=full-sync-requested",
                    cfg_.instance_id, cfg_.worker_id.to_string(), m.location, gap->first,
-                   gap->second);
-      out_.request_resync("frames_lost_with_node");
+                   gap->second, loc.fault_reason);
+      out_.request_resync(loc.fault_reason);
       loc.fault_window = 0;
     }
   } else if (loc.batches_since_gap <= recent_gap_batches) {
@@ -319,6 +323,7 @@ void worker_logic::check_next_batches() {
       continue;
     }
     loc.fault_window = fault_window_batches;
+    loc.fault_reason = "frames_lost_with_node";
     if (loc.last_seq && !loc.expect_first) {
       loc.expect_first = std::optional<uint64_t>{*loc.last_seq + 1};
       loc.expect_reason = "frames_lost_with_node";

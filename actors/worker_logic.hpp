@@ -147,6 +147,14 @@ struct worker_config {
   /// Restored after a restart: per location the seq tracker and the seq the
   /// first op must carry (nullopt: no check); other locations must start at 0.
   bool restored = false;
+  /// Cluster only: in the first fault_window_batches batches of a location
+  /// after a re-registration, a seq gap proves a loss. An older process's
+  /// frames can reach the home after the new process's first ones (handed
+  /// back by the node the worker left, forwarded from a node that held them
+  /// through a freeze or a restart) and be taken for the new process's;
+  /// one LMCache controller reads a worker's frames from one queue and does
+  /// not see that order (chaos seeds 1224, 1239: stale entries kept).
+  bool strict_after_reregistration = false;
   std::map<std::string, uint64_t> last_seq;
   std::map<std::string, std::optional<uint64_t>> expected_next;
   std::vector<std::string> locations;
@@ -238,6 +246,8 @@ private:
     /// peer's loss or a takeover): frames held by a frozen or dying node can
     /// surface later than the next batch.
     uint32_t fault_window = 0;
+    /// What a gap within fault_window proves (the full sync's reason).
+    const char* fault_reason = "frames_lost_with_node";
     std::vector<bool> intro_sent; ///< per destination
     /// Cluster only: the seq up to which every sub-batch of this location
     /// was acknowledged by all its destinations (kv_sub_batch::durable_seq),

@@ -490,6 +490,43 @@ TEST(worker_logic, ops_and_marks_follow_a_placement_swapped_by_a_membership_chan
   EXPECT_EQ(ops_to, (std::map<uint32_t, size_t>{{0, 1}, {1, 1}, {2, 0}}));
 }
 
+TEST(worker_logic, in_a_cluster_a_gap_after_a_reregistration_proves_old_frames_or_a_loss) {
+  // The new process's first frames, then an older process's frame that came
+  // the long way (chaos seeds 1224, 1239 kept such entries).
+  for (const bool cluster : {false, true}) {
+    recording_outbox out;
+    auto cfg = config();
+    cfg.strict_after_reregistration = cluster;
+    worker_logic w{cfg, out};
+    w.on_push(batch("cpu", 0, 4)); // the old process
+    w.on_reset(90);
+    w.on_push(batch("cpu", 0, 3)); // the new one starts at 0: no proof needed
+    w.on_push(batch("cpu", 3, 2)); // and goes on in order
+    EXPECT_TRUE(out.resyncs.empty()) << cluster;
+    w.on_push(batch("cpu", 240, 1)); // an old frame, late
+    if (cluster)
+      EXPECT_EQ(out.resyncs,
+                (std::vector<std::string>{"frames_out_of_sequence_after_reregistration"}));
+    else
+      EXPECT_TRUE(out.resyncs.empty()); // one node reads one queue: counted only
+    w.on_push(batch("cpu", 300, 1));    // one full sync covers what follows
+    EXPECT_EQ(out.resyncs.size(), cluster ? 1u : 0u);
+  }
+}
+
+TEST(worker_logic, in_a_cluster_a_long_run_after_a_reregistration_is_counted_as_lmcache_does) {
+  recording_outbox out;
+  auto cfg = config();
+  cfg.strict_after_reregistration = true;
+  worker_logic w{cfg, out};
+  w.on_reset(90);
+  for (uint64_t seq = 0; seq < worker_logic::fault_window_batches; ++seq)
+    w.on_push(batch("cpu", seq, 1));
+  w.on_push(batch("cpu", 1000, 1)); // past the window: a gap is only counted
+  EXPECT_TRUE(out.resyncs.empty());
+  EXPECT_EQ(out.gaps.size(), 1u);
+}
+
 TEST(worker_logic, after_a_peer_is_lost_a_gap_in_the_next_batch_asks_for_a_full_sync) {
   recording_outbox out;
   worker_logic w{config(), out};
