@@ -194,6 +194,26 @@ class Run:
         self.lookups = {"answered": 0, "failed": 0}
         self.full_syncs = 0
         self.lock = threading.Lock()
+        # What the schedule did, when (wall clock, as the nodes log): kept
+        # beside the logs of a failed seed (schedule.log) to read them against.
+        self.timeline: list[str] = []
+        self.tmp = tmp
+
+    def note(self, text: str) -> None:
+        now = time.time()
+        stamp = time.strftime("%H:%M:%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}"
+        self.timeline.append(f"{stamp} {text}")
+
+    def target(self, candidates: list[int]) -> int:
+        i = self.fault_rng.choice(candidates)
+        self.note(f"  on n{i + 1} pid={self.cluster.nodes[i].proc.pid}")
+        return i
+
+    def where(self, t) -> str:
+        """A twin's name and the nodes its PUSH, DEALER and heartbeat sockets use."""
+        ids = {n: self.cluster.ids[k] for k, n in enumerate(self.cluster.nodes)}
+        return f"{t.c.instance_id}/{t.c.worker_id} push={ids[t.plan[0]]} reply={ids[t.plan[1]]} " \
+               f"heartbeat={ids[t.plan[2]]}"
 
     # -- the workers ----------------------------------------------------------------
 
@@ -207,6 +227,7 @@ class Run:
         for t in self.twins:
             if any(n in dead for n in t.plan):
                 repoint_all(t, self.fault_rng, self.live_nodes())
+                self.note(f"repointed {self.where(t)}")
 
     def ingest_step(self):
         t = self.rng.choice(self.twins)
@@ -264,21 +285,22 @@ class Run:
             kind = self.fault_rng.choice(instead)
         self.sample_rss()
         self.faults[kind] += 1
+        self.note(f"fault {kind} (planned at +{at - self.started:.3f} s)")
         if kind == "kill9":
-            i = self.fault_rng.choice(candidates)
+            i = self.target(candidates)
             self.cluster.nodes[i].kill()
             self.down.add(i)
             self.killed.add(i)
             self.reconnect_stranded()
             heal_at.append((at + self.fault_rng.uniform(0.5, 3.0), "restart", i))
         elif kind == "freeze":
-            i = self.fault_rng.choice(candidates)
+            i = self.target(candidates)
             os.kill(self.cluster.nodes[i].proc.pid, signal.SIGSTOP)
             self.down.add(i)
             self.reconnect_stranded()
             heal_at.append((at + self.fault_rng.uniform(0.5, 3.0), "thaw", i))
         elif kind == "clean_restart":
-            i = self.fault_rng.choice(candidates)
+            i = self.target(candidates)
             self.down.add(i)
             self.reconnect_stranded()
             assert self.cluster.nodes[i].stop() == 0, f"n{i + 1} failed a clean stop"
@@ -287,24 +309,24 @@ class Run:
         elif kind == "partition":
             # One node cut from the others, both ways; its workers stay with
             # it, so each side keeps taking the reports that reach it.
-            i = self.fault_rng.choice(candidates)
+            i = self.target(candidates)
             self.cluster.partition({self.cluster.ids[i]})
             self.cut.add(i)
             heal_at.append((at + self.fault_rng.uniform(0.5, 4.0), "heal", i))
         elif kind == "asym_partition":
-            i = self.fault_rng.choice(candidates)
+            i = self.target(candidates)
             a = self.cluster.ids[i]
             b = self.fault_rng.choice([x for x in self.cluster.ids if x != a])
             self.cluster.cut_one_way(a, b)
             self.cut.add(i)
             heal_at.append((at + self.fault_rng.uniform(0.5, 4.0), "heal", i))
         elif kind == "slow_links":
-            i = self.fault_rng.choice(candidates)
+            i = self.target(candidates)
             self.cluster.slow(self.cluster.ids[i], self.fault_rng.uniform(0.02, 0.3))
             self.cut.add(i)
             heal_at.append((at + self.fault_rng.uniform(0.5, 4.0), "heal", i))
         elif kind in ("disk_errors", "slow_disk"):
-            i = self.fault_rng.choice(candidates)
+            i = self.target(candidates)
             body = ({"fail_all_commits": True} if kind == "disk_errors" else
                     {"commit_delay_us": self.fault_rng.randrange(2_000, 50_000)})
             r = self.cluster.nodes[i].post("/admin/faults", body, timeout=10)
@@ -314,7 +336,7 @@ class Run:
                             if kind == "disk_errors" else
                             at + self.fault_rng.uniform(0.5, 4.0), "disk", i))
         elif kind == "clock_jump":
-            i = self.fault_rng.choice(candidates)
+            i = self.target(candidates)
             by_ms = self.fault_rng.choice((-1, 1)) * self.fault_rng.randrange(1_000, 600_000)
             r = self.cluster.nodes[i].post("/admin/faults", {"clock_jump_ms": by_ms}, timeout=10)
             assert r.status == 200, f"n{i + 1} refused a clock jump: {r}"
@@ -347,6 +369,7 @@ class Run:
                 pass
         elif kind == "worker_restart":
             t = self.fault_rng.choice(self.twins)
+            self.note(f"worker restart {self.where(t)}")
             for side in (t.c, t.r):  # a new worker process: empty cache, seq from 0
                 side.keys.clear()
                 side.next_seq.clear()
@@ -366,6 +389,7 @@ class Run:
     def heal(self, item):
         _, what, i = item
         node = self.cluster.nodes[i]
+        self.note(f"heal {what} n{i + 1}")
         if what == "clock":
             if i not in self.down:  # else: a restart set it right, or reset_clocks will
                 self.reset_clock(node)
@@ -409,6 +433,8 @@ class Run:
         # restart on a loaded box) delays what follows but changes neither
         # which faults come nor their order, so a seed replays the same
         # composition on any machine (before, faults per seed varied with load).
+        self.started = time.monotonic()
+        self.note("faults start; " + "; ".join(self.where(t) for t in self.twins))
         end = time.monotonic() + self.duration
         next_fault = time.monotonic() + self.fault_rng.uniform(0.3, 1.5)
         while time.monotonic() < end or next_fault < end:
@@ -510,6 +536,7 @@ class Run:
             time.sleep(0.5)
 
     def close(self):
+        (self.tmp / "schedule.log").write_text("".join(line + "\n" for line in self.timeline))
         for t in self.twins:
             t.close()
         for n in self.cluster.nodes:
