@@ -43,13 +43,19 @@ chaos: build
 
 # The checker's negative tests: the nodes run with a deliberate bug
 # (lmcc_planted_bug) and some seed of 1..PLANTED_SEEDS must fail for each (the
-# runner stops at the first that does: seeds 1, 2 and 10 on 2026-12-02).
+# runner stops at the first that does). A forgotten watermark only matters
+# when a worker's home moves with frames lost on the way, so that bug's
+# schedules draw node kills and clean restarts alone; the build without the
+# bug passes those seeds (bench/RESULTS.md, 2026-12-03).
 PLANTED_SEEDS ?= 12
+PLANTED_CASES ?= drop_acked_sub_batch:all skip_replica:all forget_watermark:kill9,clean_restart
 chaos-planted: build
-	for bug in drop_acked_sub_batch skip_replica forget_watermark; do \
+	for case in $(PLANTED_CASES); do \
+	  bug=$${case%%:*}; faults=$${case#*:}; \
+	  if [ "$$faults" = all ]; then only=""; else only="--faults $$faults"; fi; \
 	  LMCC_BINARY=$(CURDIR)/$(BUILD_DIR)/lmcc /usr/bin/python3 tests/chaos/chaos.py \
 	    --seeds 1-$(PLANTED_SEEDS) --duration $(CHAOS_DURATION) --plant $$bug --expect-caught \
-	    --report $(BUILD_DIR)/chaos-planted-report.md || exit 1; \
+	    $$only --report $(BUILD_DIR)/chaos-planted-report.md || exit 1; \
 	done
 
 test-asan: deps

@@ -114,8 +114,9 @@ struct directory_config {
   /// A cluster: how long a quiet worker waits before telling its owners its
   /// last batch is durable (worker_logic::flush_durable).
   std::chrono::milliseconds durable_flush_delay{50};
-  /// A planted bug (chaos-checker tests, lmcc_planted_bug): a takeover starts
-  /// the worker without its seq marks. Default: false
+  /// A planted bug (chaos-checker tests, lmcc_planted_bug): a takeover forgets
+  /// the worker's seq watermarks, so a gap across it goes unnoticed (marks
+  /// turned `resynced`: the first op is not checked). Default: false
   bool planted_forget_marks = false;
   /// A cluster: how long one attempt of a request forwarded to the worker's
   /// home waits before it is asked again (the home may have died unnoticed).

@@ -125,7 +125,8 @@ void finish_takeover(directory_self self, uint64_t uid) {
             const bool from_peer = !tk.found.empty();
             auto marks = from_peer ? merge_marks(tk.found) : own;
             if (st.cfg.planted_forget_marks)
-              marks.clear(); // planted bug: the worker's seq checks start blind
+              for (auto& m : marks) // planted bug: the first op after it is not checked
+                m.mark.state = persistence::seq_state::resynced;
             auto plan = takeover_plan(to_row(*rec), marks, self->state.cfg.clock->wall_s());
             self->send(it->second, handoff_atom::value, marks);
             ++st.homes->taken_over_total;

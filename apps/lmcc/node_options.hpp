@@ -20,7 +20,7 @@ enum class planted_bug_kind : uint8_t {
   none = 0,
   drop_acked_sub_batch = 1, ///< the shard acks every Nth sub-batch without applying it
   skip_replica = 2,         ///< a peer link acks every Nth sub-batch without sending it
-  forget_watermark = 3,     ///< a takeover starts without the worker's seq marks
+  forget_watermark = 3,     ///< a takeover forgets the worker's seq watermarks
 };
 
 struct node_options {
