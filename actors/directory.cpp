@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <span>
 
 namespace lmcc::actors {
 
@@ -133,6 +134,30 @@ bool apply_row(directory_self self, const persistence::worker_row& row) {
   const uint64_t before = rec ? rec->incarnation : 0;
   return self->state.logic->apply_replica(row, wall_s(self), wall_ms(self), monotonic_s()) &&
          before != 0 && row.incarnation > before;
+}
+
+/// Tells this node's shard the registrations of `uids` as this node knows them
+/// now (and `buried` deregistrations, as incarnation + 1): the shard drops its
+/// holders of older ones (kv_shard_core::retire_older), the drops this copy
+/// missed while it was down or cut off.
+void retire_older_holders(directory_self self, std::span<const uint64_t> uids,
+                          std::span<const worker_tombstone> buried = {}) {
+  auto& st = self->state;
+  if (!st.cfg.cluster || st.cfg.home_destination >= st.cfg.shards.size())
+    return;
+  std::vector<uint64_t> pairs;
+  pairs.reserve(2 * (uids.size() + buried.size()));
+  for (uint64_t uid : uids)
+    if (const auto* rec = st.logic->reg().record(uid)) {
+      pairs.push_back(uid);
+      pairs.push_back(rec->incarnation);
+    }
+  for (const auto& t : buried) {
+    pairs.push_back(t.uid);
+    pairs.push_back(t.incarnation + 1);
+  }
+  if (!pairs.empty())
+    self->send(st.cfg.shards[st.cfg.home_destination], retire_atom::value, std::move(pairs));
 }
 
 /// The message being handled came from another node's actor (a replica's
@@ -557,6 +582,7 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
       },
       [self](row_put_atom, const persistence::worker_row& row) {
         const bool renew = apply_row(self, row);
+        retire_older_holders(self, std::span{&row.uid, 1});
         publish(self);
         if (renew)
           renew_entity(self, row.uid);
@@ -564,6 +590,8 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
       },
       [self](row_delete_atom, uint64_t uid, uint64_t incarnation) {
         self->state.logic->remove_replica(uid, incarnation, wall_ms(self));
+        const worker_tombstone gone{uid, incarnation};
+        retire_older_holders(self, {}, std::span{&gone, 1});
         publish(self);
       },
       [self](peer_atom, const caf::actor& peer_directory) {
@@ -626,11 +654,14 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
           buried += st.logic->apply_tombstone(t, wall_ms(self)) ? 1 : 0;
         absl::flat_hash_set<uint64_t> listed;
         std::vector<uint64_t> renewed;
+        std::vector<uint64_t> uids;
         for (const auto& row : rows) {
           listed.insert(row.uid);
+          uids.push_back(row.uid);
           if (apply_row(self, row))
             renewed.push_back(row.uid);
         }
+        retire_older_holders(self, uids, tombstones);
         for (uint64_t uid : renewed)
           renew_entity(self, uid);
         // A worker the sender's list lacks was deregistered there -- if both

@@ -213,6 +213,14 @@ kv_shard_actor::behavior_type kv_shard(kv_shard_actor::stateful_pointer<kv_shard
             self->state.core->repair_slot(static_cast<uint32_t>(slot), flat, keep_own);
         spdlog::debug("slot-copied slot={} entries={} changed={}", slot, flat.size() / 2, changed);
       },
+      [self](retire_atom, const std::vector<uint64_t>& uid_incarnations) {
+        const size_t dropped = self->state.core->retire_older(uid_incarnations);
+        if (dropped == 0)
+          return;
+        spdlog::info("store-stale-holders-dropped holders={} reason=newer-registration", dropped);
+        schedule_flush(self);
+        publish(self);
+      },
   };
 }
 

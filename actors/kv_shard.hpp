@@ -56,7 +56,11 @@ using kv_shard_actor =
                      // (key, holder, ...); a peer_link ignores it.
                      caf::reacts_to<repair_atom, uint64_t, std::vector<uint64_t>>,
                      // a slot copied in by a membership change: nothing of its own removed
-                     caf::reacts_to<repair_atom, uint64_t, std::vector<uint64_t>, bool>>;
+                     caf::reacts_to<repair_atom, uint64_t, std::vector<uint64_t>, bool>,
+                     // The registrations this node's directory knows (uid,
+                     // incarnation, ...): drops holders of older ones
+                     // (kv_shard_core::retire_older); a peer_link ignores it.
+                     caf::reacts_to<retire_atom, std::vector<uint64_t>>>;
 
 /// The shard's latest numbers, readable from any thread (/metrics, stats).
 class shard_monitor {

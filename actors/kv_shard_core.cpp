@@ -34,6 +34,27 @@ uint64_t kv_shard_core::dirty_entries() const {
 
 // -- write path ----------------------------------------------------------------
 
+size_t kv_shard_core::retire_older(std::span<const uint64_t> uid_incarnation_pairs) {
+  absl::flat_hash_map<uint64_t, uint64_t> current;
+  for (size_t k = 0; k + 1 < uid_incarnation_pairs.size(); k += 2) {
+    auto& inc = current[uid_incarnation_pairs[k]];
+    inc = std::max(inc, uid_incarnation_pairs[k + 1]);
+  }
+  std::vector<kv_sub_batch> drops;
+  for (const auto& [h, meta] : holders_)
+    if (auto it = current.find(meta.worker_uid);
+        it != current.end() && meta.worker_uid != 0 && meta.incarnation < it->second) {
+      kv_sub_batch drop;
+      drop.holder = h;
+      drop.incarnation = it->second;
+      drop.drop = true;
+      drops.push_back(drop);
+    }
+  for (const auto& drop : drops) // after the scan: apply() may add to holders_
+    apply(drop);
+  return drops.size();
+}
+
 void kv_shard_core::apply(const kv_sub_batch& sb) {
   ++counters_.sub_batches;
   auto& meta = holders_[sb.holder];

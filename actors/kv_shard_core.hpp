@@ -185,6 +185,15 @@ public:
   /// batch; its ack is owed once committed.
   void apply(const kv_sub_batch& sb);
 
+  /// A cluster: the registrations this node's directory knows, as (worker
+  /// uid, incarnation) pairs flattened. A holder of such a worker with an
+  /// older incarnation is dropped as the re-registration's own drop would
+  /// have done (and logged like it): that drop went to this copy while it
+  /// was down or cut off and was lost with the node that held it, and anti-
+  /// entropy would otherwise spread the stale copy from a senior node (chaos
+  /// schedules of kill -9 and worker restarts). Returns the holders dropped.
+  size_t retire_older(std::span<const uint64_t> uid_incarnation_pairs);
+
   /// True when records wait for a commit or acks are owed.
   bool work_pending() const noexcept { return !owed_.empty() || pending_records_ > 0; }
 

@@ -227,6 +227,8 @@ peer_link_main(peer_link_actor::stateful_pointer<peer_link_state> self, peer_lin
       [](marks_atom, uint64_t) { return std::vector<location_mark>{}; },
       [](repair_atom, uint64_t, const std::vector<uint64_t>&) {},
       [](repair_atom, uint64_t, const std::vector<uint64_t>&, bool) {},
+      // The peer's own directory tells its shard of the registrations.
+      [](retire_atom, const std::vector<uint64_t>&) {},
   };
 }
 

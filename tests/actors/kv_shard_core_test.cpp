@@ -149,6 +149,37 @@ TEST(kv_shard_core, a_sub_batch_of_an_older_incarnation_is_ignored_but_still_ack
   EXPECT_EQ(log_of(*f.store).rbegin()->second.incarnation, 6u);
 }
 
+TEST(kv_shard_core, a_registration_learned_later_drops_older_holders_of_that_worker_only) {
+  // This copy missed worker 1's re-registration drop (it was down); its
+  // directory now learns incarnation 7 of worker 1 and 3 of worker 2.
+  shard_fixture f;
+  const auto k = keys_in(2, 4, 64);
+  const holder_id h1b = holder_of(1, "LocalDiskBackend"); // a second location of worker 1
+  f.core->apply(sb(1, 1, h1, {{k[0], true}, {k[1], true}})
+                    .incarnation(5)
+                    .intro(uid_of(1), "LocalCPUBackend")
+                    .mark(seq_state::tracking, 9));
+  f.core->apply(sb(1, 2, h1b, {{k[2], true}}).incarnation(7).intro(uid_of(1), "LocalDiskBackend"));
+  f.core->apply(sb(2, 1, h2, {{k[3], true}}).incarnation(3).intro(uid_of(2), "LocalCPUBackend"));
+  f.commit();
+  const std::vector<uint64_t> known{uid_of(1), 7, uid_of(2), 3, uid_of(9), 100};
+  EXPECT_EQ(f.core->retire_older(known), 1u);
+  f.commit();
+  EXPECT_FALSE(f.index->read().holds(k[0], h1)); // incarnation 5 < 7: stale
+  EXPECT_FALSE(f.index->read().holds(k[1], h1));
+  EXPECT_TRUE(f.index->read().holds(k[2], h1b)); // already at 7
+  EXPECT_TRUE(f.index->read().holds(k[3], h2));  // worker 2 is at 3
+  EXPECT_EQ(f.core->holders().at(h1).incarnation, 7u);
+  EXPECT_EQ(f.core->holders().at(h1).mark, seq_mark{}); // its watermark went with it
+  // Durable as a drop record, and it fences the old incarnation's stragglers.
+  EXPECT_TRUE(log_of(*f.store).rbegin()->second.drop);
+  f.core->apply(sb(1, 3, h1, {{k[0], true}}).incarnation(5));
+  f.commit();
+  EXPECT_FALSE(f.index->read().holds(k[0], h1));
+  // Told again, nothing more goes.
+  EXPECT_EQ(f.core->retire_older(known), 0u);
+}
+
 TEST(kv_shard_core, a_batch_older_than_the_holders_mark_is_a_stale_entity_and_is_fenced) {
   shard_fixture f;
   f.opts.fence_older_batches = true; // a cluster node

@@ -480,6 +480,64 @@ def test_a_partitioned_node_serves_its_side_and_converges_after_the_heal(tmp_pat
         cluster.stop()
 
 
+def test_a_copy_that_missed_a_reregistration_drops_the_old_entries_when_it_learns_of_it(
+        tmp_path, reference):
+    """A worker restarts (a new process: its cache is gone) and registers again
+    while an owner node X is down. Its home drops the old entries everywhere it
+    can and keeps the drop for X -- then dies by kill -9 before X returns, and
+    the drop dies with it. X comes back with the old entries, then the home:
+    X has been up longer, so anti-entropy would keep X's stale copy of the
+    slots they share. X learns the registration from the third node's
+    directory and drops the older holders itself: every node ends up answering
+    as the reference (chaos schedules of kill -9 and worker restarts kept such
+    entries on every node)."""
+    cluster = Cluster(tmp_path / "cluster", extra=("--lmcc_anti_entropy_interval_ms=300",)).start()
+    rng = random.Random(47)
+    base = rng.randrange(1, 1 << 40)
+    prompts = [[base + p * 10_000 + i for i in range(256 * 4)] for p in range(12)]
+    twins: list[Twin] = []
+    try:
+        twins = started_twins(cluster, reference, rng, unique("lostdrop"), 1)
+        t = twins[0]
+        for p in prompts:  # 48 keys: slots of every pair of owners
+            t.admit(chunk_hashes(p))
+        converged_on(cluster.nodes, reference, prompts, twins, "before the faults")
+        mark = f"worker-registered instance={t.c.instance_id} "
+        home = next(n for n in cluster.nodes if mark in n.log_text())
+        x, third = [n for n in cluster.nodes if n is not home]
+        x_id, third_id = (cluster.ids[cluster.nodes.index(n)] for n in (x, third))
+
+        def sees(a: Node, b_id: str) -> bool:
+            return next(m for m in cluster.status(a)["members"] if m["id"] == b_id)["live"]
+
+        x.kill()
+        for node in (home, third):
+            wait_until(lambda: not sees(node, x_id), timeout=FAILURE_TIMEOUT_S + 5,
+                       interval=0.05, message="x seen down")
+        t.plan = (third, third, third)
+        repoint(t.c, *t.plan)
+        for side in (t.c, t.r):  # a new worker process: empty cache, seq from 0
+            side.keys.clear()
+            side.next_seq.clear()
+        t.register()
+        wait_until(lambda: all(n.key_count(t.c.instance_id, t.c.worker_id) == 0
+                               for n in (home, third)),
+                   timeout=10, interval=0.05, message="the re-registration's drop applied")
+        home.kill()
+        x.start(keep_ports=True)
+        wait_until(lambda: sees(x, third_id) and sees(third, x_id), timeout=20,
+                   message="x and the third node joined")
+        home.start(keep_ports=True)
+        cluster.wait_joined()
+        t.admit(chunk_hashes(prompts[0]))  # the new process's first keys
+        converged_on(cluster.nodes, reference, prompts, twins, "after both came back")
+        assert "reason=newer-registration" in x.log_text()
+    finally:
+        for t in twins:
+            t.close()
+        cluster.stop()
+
+
 def test_frames_of_a_worker_restarted_through_a_cut_off_node_are_not_lost(tmp_path, reference):
     """A worker restarts and registers again through a node cut off from its
     home, which answers at once, while its PUSH socket still feeds the home:
