@@ -13,14 +13,17 @@
 // before it pushes.
 //
 // The new process's frames start again at seq 0. An entity that sees a
-// location's seq go back to 0 reports it with its incarnation; when the
-// entity is renewed for a newer registration within `window_ms` of such a
-// report from its old incarnation (in either order: a report may wait in the
-// directory's mailbox behind the renewal), that is the proof: the worker is
+// location's seq go back to 0 -- or, if it took the worker over or restored
+// it, start at 0 on a location it had no seq for -- reports it with its
+// incarnation; when the entity is renewed for a newer registration within
+// `window_ms` of such a report from its old incarnation (in either order: a
+// report may wait in the directory's mailbox behind the renewal), that is
+// the proof: the worker is
 // asked for a full sync. A duplicated first frame that happens to precede a
 // re-registration within the window asks too: one full sync of a process
-// that has just started, which holds little. Not caught: a new process whose
-// frames reach an old entity that had no seq for that location yet.
+// that has just started, which holds little; so does a taken-over entity's
+// first seq 0 of its own process on a new location, if the worker then
+// registers again within the window.
 //
 //   restart_race race{30'000};
 //   race.on_seq_start(uid, 5, now);          // false: nothing renewed yet

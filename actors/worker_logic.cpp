@@ -110,7 +110,11 @@ void worker_logic::on_batch(const msg::BatchedKVOperationMsg& m, uint64_t credit
   }
   auto& loc = location(m.location);
   const uint64_t first = m.operations.front().seq_num.bits();
-  if (first == 0 && loc.last_seq)
+  // A seq back at 0 -- or starting at 0 at an entity that took the worker
+  // over or restored it, which cannot tell the first frame of its own
+  // registration on this location from a newer process's -- may be a new
+  // process's frame reaching the old registration's entity (restart_race.hpp).
+  if (first == 0 && (loc.last_seq || cfg_.restored))
     out_.seq_started(cfg_.incarnation);
   bool resync_asked = false;
   if (loc.expect_first) {

@@ -108,6 +108,32 @@ TEST(worker_logic, a_seq_that_goes_back_to_zero_is_reported_with_the_incarnation
   EXPECT_TRUE(out.resyncs.empty()); // the entity itself asks for nothing
 }
 
+TEST(worker_logic, a_taken_over_entity_reports_a_locations_first_seq_0_even_without_a_mark) {
+  // Its marks knew nothing of "cpu" (the old process had sent nothing there,
+  // or this node never got it): a seq 0 there may be a newer process's first
+  // frame all the same (chaos: kill -9 and worker restarts lost a process's
+  // every key that way).
+  auto c = config();
+  c.restored = true;
+  c.locations = {"disk"};
+  c.last_seq = {{"disk", 9}};
+  c.expected_next = {{"disk", 10}};
+  recording_outbox out;
+  worker_logic w{c, out};
+  w.on_push(batch("disk", 10, 2)); // the old run goes on
+  EXPECT_TRUE(out.seq_starts.empty());
+  w.on_push(batch("cpu", 0, 2));
+  EXPECT_EQ(out.seq_starts, (std::vector<uint64_t>{77}));
+  w.on_push(batch("cpu", 2, 1)); // its continuation is not a start
+  EXPECT_EQ(out.seq_starts.size(), 1u);
+  EXPECT_TRUE(out.resyncs.empty()); // the directory decides, against renewals
+  // An entity made by a registration knows its process: nothing to report.
+  recording_outbox fresh_out;
+  worker_logic fresh{config(), fresh_out};
+  fresh.on_push(batch("cpu", 0, 2));
+  EXPECT_TRUE(fresh_out.seq_starts.empty());
+}
+
 TEST(worker_logic, after_a_restore_the_first_op_is_checked_against_the_durable_watermark) {
   auto c = config();
   c.restored = true;
