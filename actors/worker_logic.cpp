@@ -54,6 +54,13 @@ worker_logic::location_state& worker_logic::location(const std::string& name) {
       it->second.fault_window = fault_window_batches;
       it->second.fault_reason = "frames_out_of_sequence_after_reregistration";
     }
+  }
+  // Told once per entity, also a location it took over with the marks: a node
+  // whose own re-registration of the worker cleared its locations learns them
+  // again only from the home's entity (chaos seed 1278: that node answered
+  // lookups without the worker for good).
+  if (!it->second.announced) {
+    it->second.announced = true;
     out_.new_location(name);
   }
   return it->second;

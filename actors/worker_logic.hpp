@@ -271,6 +271,8 @@ private:
     /// after others is a newer process's first, and the ones before it were
     /// an older process's frames read late (worker_logic::on_batch).
     bool after_reregistration = false;
+    /// Told to the directory by this entity (worker_logic::location).
+    bool announced = false;
   };
 
   location_state& location(const std::string& name);

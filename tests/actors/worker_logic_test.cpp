@@ -127,6 +127,8 @@ TEST(worker_logic, a_taken_over_entity_reports_a_locations_first_seq_0_even_with
   w.on_push(batch("cpu", 2, 1)); // its continuation is not a start
   EXPECT_EQ(out.seq_starts.size(), 1u);
   EXPECT_TRUE(out.resyncs.empty()); // the directory decides, against renewals
+  // Each location is told to the directory once, the one from the marks too.
+  EXPECT_EQ(out.locations, (std::vector<std::string>{"disk", "cpu"}));
   // An entity made by a registration knows its process: nothing to report.
   recording_outbox fresh_out;
   worker_logic fresh{config(), fresh_out};
@@ -147,7 +149,11 @@ TEST(worker_logic, after_a_restore_the_first_op_is_checked_against_the_durable_w
     w.on_push(batch("disk", 7, 1)); // resynced: no check
     EXPECT_TRUE(out.resyncs.empty());
     EXPECT_TRUE(out.gaps.empty());
-    EXPECT_TRUE(out.locations.empty()); // all known from the restore
+    // Known from the restore, and still told once each on their first batch
+    // (the directory's add is idempotent; a peer may have lost them).
+    EXPECT_EQ(out.locations, (std::vector<std::string>{"cpu", "disk"}));
+    w.on_push(batch("cpu", 52, 1));
+    EXPECT_EQ(out.locations.size(), 2u);
   }
   {
     recording_outbox out;
@@ -166,7 +172,7 @@ TEST(worker_logic, after_a_restore_the_first_op_is_checked_against_the_durable_w
     EXPECT_EQ(out.resyncs, (std::vector<std::string>{"seq_gap_after_restart"}));
     w.on_push(batch("other-loc", 5, 1)); // first seen after the restore, not at 0
     EXPECT_EQ(out.resyncs.size(), 2u);
-    EXPECT_EQ(out.locations, (std::vector<std::string>{"new-loc", "other-loc"}));
+    EXPECT_EQ(out.locations, (std::vector<std::string>{"nvme", "new-loc", "other-loc"}));
   }
 }
 
