@@ -111,13 +111,8 @@ kv_shard_actor::behavior_type kv_shard(kv_shard_actor::stateful_pointer<kv_shard
   st.release_memory = std::move(init->release_memory);
   st.core = std::make_unique<kv_shard_core>(init->options, std::move(init->index),
                                             std::move(init->store), std::move(init->start));
-  for (const auto& [h, incarnation] : init->drop_at_start) {
-    kv_sub_batch drop;
-    drop.holder = h;
-    drop.incarnation = incarnation;
-    drop.drop = true;
-    st.core->apply(drop);
-  }
+  for (const auto& [h, incarnation] : init->drop_at_start)
+    st.core->drop_holder(h, incarnation);
   if (!init->drop_at_start.empty()) {
     spdlog::info("store-stale-holders-dropped holders={}", init->drop_at_start.size());
     schedule_flush(self);

@@ -40,19 +40,22 @@ size_t kv_shard_core::retire_older(std::span<const uint64_t> uid_incarnation_pai
     auto& inc = current[uid_incarnation_pairs[k]];
     inc = std::max(inc, uid_incarnation_pairs[k + 1]);
   }
-  std::vector<kv_sub_batch> drops;
+  std::vector<std::pair<holder_id, uint64_t>> stale;
   for (const auto& [h, meta] : holders_)
     if (auto it = current.find(meta.worker_uid);
-        it != current.end() && meta.worker_uid != 0 && meta.incarnation < it->second) {
-      kv_sub_batch drop;
-      drop.holder = h;
-      drop.incarnation = it->second;
-      drop.drop = true;
-      drops.push_back(drop);
-    }
-  for (const auto& drop : drops) // after the scan: apply() may add to holders_
-    apply(drop);
-  return drops.size();
+        it != current.end() && meta.worker_uid != 0 && meta.incarnation < it->second)
+      stale.emplace_back(h, it->second);
+  for (const auto& [h, incarnation] : stale) // after the scan: apply() may add to holders_
+    drop_holder(h, incarnation);
+  return stale.size();
+}
+
+void kv_shard_core::drop_holder(holder_id h, uint64_t incarnation) {
+  kv_sub_batch drop;
+  drop.holder = h;
+  drop.incarnation = incarnation;
+  drop.drop = true;
+  apply(drop);
 }
 
 void kv_shard_core::apply(const kv_sub_batch& sb) {

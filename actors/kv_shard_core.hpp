@@ -185,6 +185,10 @@ public:
   /// batch; its ack is owed once committed.
   void apply(const kv_sub_batch& sb);
 
+  /// Drops holder `h`'s entries as a drop sub-batch of registration
+  /// `incarnation` would (logged; it fences older incarnations' stragglers).
+  void drop_holder(holder_id h, uint64_t incarnation);
+
   /// A cluster: the registrations this node's directory knows, as (worker
   /// uid, incarnation) pairs flattened. A holder of such a worker with an
   /// older incarnation is dropped as the re-registration's own drop would

@@ -18,12 +18,11 @@
 // incarnation; when the entity is renewed for a newer registration within
 // `window_ms` of such a report from its old incarnation (in either order: a
 // report may wait in the directory's mailbox behind the renewal), that is
-// the proof: the worker is
-// asked for a full sync. A duplicated first frame that happens to precede a
-// re-registration within the window asks too: one full sync of a process
-// that has just started, which holds little; so does a taken-over entity's
-// first seq 0 of its own process on a new location, if the worker then
-// registers again within the window.
+// the proof: the worker is asked for a full sync. A duplicated first frame
+// that happens to precede a re-registration within the window asks too: one
+// full sync of a process that has just started, which holds little; so does
+// a taken-over entity's first seq 0 of its own process on a new location, if
+// the worker then registers again within the window.
 //
 //   restart_race race{30'000};
 //   race.on_seq_start(uid, 5, now);          // false: nothing renewed yet

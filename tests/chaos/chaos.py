@@ -72,7 +72,7 @@ from lmcc_cluster import Cluster, SpreadNode  # noqa: E402
 from lmcc_worker import chunk_hashes  # noqa: E402
 from test_cluster import Twin, answers, settle  # noqa: E402
 from test_durability import commands, full_sync  # noqa: E402
-from test_failover import repoint_all  # noqa: E402
+from test_failover import as_new_process, repoint_all  # noqa: E402
 
 FAULTS = ("kill9", "freeze", "clean_restart", "partition", "worker_restart", "garbage",
           "asym_partition", "slow_links", "dup_frames", "reorder_frames", "disk_errors",
@@ -370,9 +370,7 @@ class Run:
         elif kind == "worker_restart":
             t = self.fault_rng.choice(self.twins)
             self.note(f"worker restart {self.where(t)}")
-            for side in (t.c, t.r):  # a new worker process: empty cache, seq from 0
-                side.keys.clear()
-                side.next_seq.clear()
+            as_new_process(t)
             answered(t.register, f"seed {self.seed}: a restarted worker's registration")
         elif kind == "garbage":
             node = self.fault_rng.choice(self.live_nodes())

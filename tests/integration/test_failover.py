@@ -46,6 +46,20 @@ def repoint_all(twin: Twin, rng: random.Random, nodes: list[Node]) -> None:
     repoint(twin.c, *twin.plan)
 
 
+def home_of(cluster: Cluster, twin: Twin) -> Node:
+    """The node that logged the twin's registration: its home then."""
+    mark = f"worker-registered instance={twin.c.instance_id} "
+    return next(n for n in cluster.nodes if mark in n.log_text())
+
+
+def as_new_process(twin: Twin) -> None:
+    """Both sides of `twin` become a new worker process: empty cache, seq from
+    0 (the caller registers it again)."""
+    for side in (twin.c, twin.r):
+        side.keys.clear()
+        side.next_seq.clear()
+
+
 def lookups_complete(nodes: list[Node], reference: Node, prompts) -> bool:
     want = [reference.lookup(p) for p in prompts]
     return all([n.lookup(p) for p in prompts] == want for n in nodes)
@@ -502,8 +516,7 @@ def test_a_copy_that_missed_a_reregistration_drops_the_old_entries_when_it_learn
         for p in prompts:  # 48 keys: slots of every pair of owners
             t.admit(chunk_hashes(p))
         converged_on(cluster.nodes, reference, prompts, twins, "before the faults")
-        mark = f"worker-registered instance={t.c.instance_id} "
-        home = next(n for n in cluster.nodes if mark in n.log_text())
+        home = home_of(cluster, t)
         x, third = [n for n in cluster.nodes if n is not home]
         x_id, third_id = (cluster.ids[cluster.nodes.index(n)] for n in (x, third))
 
@@ -516,9 +529,7 @@ def test_a_copy_that_missed_a_reregistration_drops_the_old_entries_when_it_learn
                        interval=0.05, message="x seen down")
         t.plan = (third, third, third)
         repoint(t.c, *t.plan)
-        for side in (t.c, t.r):  # a new worker process: empty cache, seq from 0
-            side.keys.clear()
-            side.next_seq.clear()
+        as_new_process(t)
         t.register()
         wait_until(lambda: all(n.key_count(t.c.instance_id, t.c.worker_id) == 0
                                for n in (home, third)),
@@ -557,8 +568,7 @@ def test_frames_of_a_worker_restarted_through_a_cut_off_node_are_not_lost(tmp_pa
         t = twins[0]
         t.admit(chunk_hashes(prompts[0]))
         converged_on(cluster.nodes, reference, prompts, twins, "before the partition")
-        mark = f"worker-registered instance={t.c.instance_id} "
-        home = next(n for n in cluster.nodes if mark in n.log_text())
+        home = home_of(cluster, t)
         other = next(n for n in cluster.nodes if n is not home)
         other_id = cluster.ids[cluster.nodes.index(other)]
         t.plan = (home, other, other)  # PUSH to the home, requests and heartbeats elsewhere
@@ -571,9 +581,7 @@ def test_frames_of_a_worker_restarted_through_a_cut_off_node_are_not_lost(tmp_pa
             wait_until(lambda: not any(m["live"] for m in cluster.status(node)["members"]
                                        if (m["id"] == other_id) != (node is other)),
                        timeout=FAILURE_TIMEOUT_S + 5, interval=0.05, message="the cut seen")
-        for side in (t.c, t.r):  # a new worker process: empty cache, seq from 0
-            side.keys.clear()
-            side.next_seq.clear()
+        as_new_process(t)
         t.register()  # answered by the cut-off node, which took the worker over
         t.admit(chunk_hashes(prompts[1])[:3])
         # The old process's 4 keys and the new one's 3 (the drop waits at the cut).
