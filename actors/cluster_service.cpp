@@ -4,6 +4,29 @@
 #include <spdlog/spdlog.h>
 
 namespace lmcc::actors {
+namespace {
+
+/// The service and the forwarder keep their requests' timeouts in a
+/// deadline_book: one tick per check interval while any is outstanding.
+template <class Self>
+void arm_expiry_tick(Self self) {
+  auto& st = self->state;
+  if (st.expiry_tick_armed || st.deadlines.empty())
+    return;
+  st.expiry_tick_armed = true;
+  self->delayed_send(self, expiry_check_interval(st.cfg.timeout), tick_atom::value);
+}
+
+template <class Self>
+void on_expiry_tick(Self self) {
+  auto& st = self->state;
+  st.expiry_tick_armed = false;
+  for (auto& on_timeout : st.deadlines.expire(std::chrono::steady_clock::now()))
+    on_timeout();
+  arm_expiry_tick(self);
+}
+
+} // namespace
 
 std::vector<uint64_t> read_holders_flat(const kv_index& index, std::span<const uint64_t> keys) {
   std::vector<uint64_t> flat;
@@ -97,6 +120,7 @@ cluster_service_main(cluster_service_actor::stateful_pointer<cluster_service_sta
       [self](repair_atom, uint64_t slot) {
         return slot_entries_flat(*self->state.cfg.index, static_cast<uint32_t>(slot));
       },
+      [self](tick_atom) { on_expiry_tick(self); },
       [self](push_atom, pushed_msgs& msgs) -> caf::result<bool> {
         auto& st = self->state;
         auto table = st.cfg.routes->current();
@@ -154,19 +178,20 @@ cluster_service_main(cluster_service_actor::stateful_pointer<cluster_service_sta
         auto rp = self->make_response_promise<bool>();
         auto left = std::make_shared<size_t>(touched.size());
         auto all = std::make_shared<bool>(true);
+        // One deadline for the whole push, kept here rather than in CAF's
+        // clock (deadline_book.hpp); past it the push is answered false.
+        const auto id = st.deadlines.add(std::chrono::steady_clock::now() + st.cfg.timeout,
+                                         [rp]() mutable { rp.deliver(false); });
+        arm_expiry_tick(self);
+        auto answered = [self, id, rp, left, all](bool ok) mutable {
+          *all = *all && ok;
+          if (--*left == 0 && self->state.deadlines.settle(id))
+            rp.deliver(*all);
+        };
         for (const auto& w : touched)
-          self->request(w, st.cfg.timeout, drain_atom::value)
-              .then(
-                  [rp, left, all](bool ok) mutable {
-                    *all = *all && ok;
-                    if (--*left == 0)
-                      rp.deliver(*all);
-                  },
-                  [rp, left, all](caf::error&) mutable {
-                    *all = false;
-                    if (--*left == 0)
-                      rp.deliver(false);
-                  });
+          self->request(w, caf::infinite, drain_atom::value)
+              .then([answered](bool ok) mutable { answered(ok); },
+                    [answered](caf::error&) mutable { answered(false); });
         return rp;
       },
   };
@@ -273,13 +298,23 @@ void forward_frames(forwarder_self self, uint16_t node, pushed_msgs msgs, bool m
       st.drains.clear();
     }
   };
-  self->request(service, st.cfg.timeout, push_atom::value, std::move(msgs))
+  // The timeout is kept here, not in CAF's clock (deadline_book.hpp).
+  const auto id = st.deadlines.add(std::chrono::steady_clock::now() + st.cfg.timeout, [drop, done] {
+    drop("forward-timeout");
+    done();
+  });
+  arm_expiry_tick(self);
+  self->request(service, caf::infinite, push_atom::value, std::move(msgs))
       .then(
-          [self, credits, done](bool) {
+          [self, id, credits, done](bool) {
+            if (!self->state.deadlines.settle(id))
+              return; // expired: its credits went back then
             self->state.cfg.gate->give(credits);
             done();
           },
-          [drop, done](caf::error& e) {
+          [self, id, drop, done](caf::error& e) {
+            if (!self->state.deadlines.settle(id))
+              return;
             drop(caf::to_string(e));
             done();
           });
@@ -299,6 +334,7 @@ frame_forwarder_main(frame_forwarder_actor::stateful_pointer<frame_forwarder_sta
         self->state.tick_due[node] = false;
         send_waiting(self, node);
       },
+      [self](tick_atom) { on_expiry_tick(self); },
       [self](drain_atom) -> caf::result<bool> {
         auto& st = self->state;
         if (st.in_flight == 0)

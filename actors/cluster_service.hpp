@@ -17,6 +17,7 @@
 
 #include "actors/anti_entropy_logic.hpp"
 #include "actors/cluster_table.hpp"
+#include "actors/deadline_book.hpp"
 #include "actors/directory.hpp"
 #include "actors/ingest_routes.hpp"
 #include "actors/kv_index.hpp"
@@ -40,7 +41,9 @@ using cluster_service_actor = caf::typed_actor<
     // Anti-entropy: this node's uptime (ms) then the digest of each given
     // slot; and one slot's (key, holder) pairs.
     caf::replies_to<digest_atom, std::vector<uint64_t>>::with<std::vector<uint64_t>>,
-    caf::replies_to<repair_atom, uint64_t>::with<std::vector<uint64_t>>>;
+    caf::replies_to<repair_atom, uint64_t>::with<std::vector<uint64_t>>,
+    // Time to answer pushes whose workers did not drain within the timeout.
+    caf::reacts_to<tick_atom>>;
 
 struct cluster_service_config {
   std::shared_ptr<const kv_index> index;
@@ -62,6 +65,10 @@ struct cluster_service_config {
 struct cluster_service_state {
   static inline const char* name = "lmcc.cluster_service";
   cluster_service_config cfg;
+  /// Each forwarded push waiting for its workers' drains, with what its
+  /// timeout does (answer false).
+  deadline_book<std::function<void()>> deadlines;
+  bool expiry_tick_armed = false;
 };
 
 cluster_service_actor::behavior_type
@@ -100,6 +107,8 @@ using frame_forwarder_actor =
     caf::typed_actor<caf::reacts_to<push_atom, uint16_t, pushed_msgs>,
                      // Frames waiting for a node have waited long enough.
                      caf::reacts_to<tick_atom, uint16_t>,
+                     // Time to expire forwards unanswered past the timeout.
+                     caf::reacts_to<tick_atom>,
                      // Answers once every forward sent so far was answered
                      // (a clean stop: nothing in flight is lost with it).
                      caf::replies_to<drain_atom>::with<bool>>;
@@ -107,6 +116,9 @@ using frame_forwarder_actor =
 struct frame_forwarder_config {
   std::shared_ptr<cluster_board> board;
   std::shared_ptr<credit_gate> gate;
+  /// A forward unanswered this long is given up (its frames counted as
+  /// dropped, its credits returned). Checked every timeout / 8 (at most
+  /// 250 ms) by the forwarder's own tick (deadline_book.hpp).
   std::chrono::milliseconds timeout{10000};
   /// How long frames wait behind an unanswered forward to their node before
   /// they go on their own. A forward is answered once the home applied it,
@@ -129,6 +141,9 @@ struct frame_forwarder_state {
   std::map<uint16_t, pushed_msgs> waiting;
   std::map<uint16_t, bool> tick_due;
   std::vector<caf::typed_response_promise<bool>> drains;
+  /// Each forward in flight, with what its timeout does.
+  deadline_book<std::function<void()>> deadlines;
+  bool expiry_tick_armed = false;
 };
 
 frame_forwarder_actor::behavior_type

@@ -11,7 +11,9 @@
 #include <caf/all.hpp>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <thread>
 
 namespace lmcc::actors {
 namespace {
@@ -63,7 +65,9 @@ struct forwarder_fixture {
   std::shared_ptr<credit_gate> gate = std::make_shared<credit_gate>(1000, 500);
   frame_forwarder_actor forwarder;
 
-  forwarder_fixture() {
+  std::shared_ptr<std::atomic<int>> dropped = std::make_shared<std::atomic<int>>(0);
+
+  explicit forwarder_fixture(std::chrono::milliseconds timeout = 60s) {
     register_message_types(cfg);
     sys = std::make_unique<caf::actor_system>(cfg);
     observer = std::make_unique<caf::scoped_actor>(*sys);
@@ -79,7 +83,11 @@ struct forwarder_fixture {
     frame_forwarder_config fc;
     fc.board = board;
     fc.gate = gate;
-    fc.timeout = 60s; // far beyond any wait below: nothing here waits for it
+    fc.timeout = timeout; // by default far beyond any wait below
+    fc.count_event = [dropped = dropped](std::string_view what) {
+      if (what == "forwarded_frames_dropped")
+        ++*dropped;
+    };
     fc.max_wait = 20ms;
     forwarder = sys->spawn(frame_forwarder_main, std::move(fc));
   }
@@ -127,6 +135,35 @@ TEST(frame_forwarder, frames_behind_a_slow_answer_gather_and_go_after_max_wait) 
   waiter->wait_for(asker);
   EXPECT_TRUE(drained->load());
   EXPECT_EQ(f.gate->in_flight(), 0u); // every answer gave its credits back
+}
+
+TEST(frame_forwarder, an_unanswered_forward_times_out_once_and_its_late_answer_is_ignored) {
+  forwarder_fixture f{200ms};
+  f.forward(1, 10);
+  EXPECT_EQ(f.next_forward(), 1u); // its answer is held
+  // The forwarder's own tick gives it up: credits back, counted as dropped.
+  const auto give_up_by = std::chrono::steady_clock::now() + 10s;
+  while (f.gate->in_flight() != 0 && std::chrono::steady_clock::now() < give_up_by)
+    std::this_thread::yield();
+  ASSERT_EQ(f.gate->in_flight(), 0u);
+  EXPECT_EQ(f.dropped->load(), 1);
+  // Other work holds credits now; the late answer must not give them back.
+  f.gate->take(7);
+  (*f.observer)
+      ->request(f.home, 10s, go_atom::value)
+      .receive([] {}, [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+  // The late answer is in the forwarder's mailbox before this push, and the
+  // drain answers after the push's own answer.
+  f.forward(1, 0);
+  EXPECT_EQ(f.next_forward(), 1u);
+  bool drained = false;
+  (*f.observer)
+      ->request(f.forwarder, 10s, drain_atom::value)
+      .receive([&](bool ok) { drained = ok; },
+               [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+  EXPECT_TRUE(drained);
+  EXPECT_EQ(f.gate->in_flight(), 7u);
+  EXPECT_EQ(f.dropped->load(), 1);
 }
 
 } // namespace
