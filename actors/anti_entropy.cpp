@@ -48,11 +48,19 @@ void compare_with(ae_self self, const cluster_table& table, node_index peer) {
               st.tracker.forget(peer);
               return;
             }
-            // [uptime, digests..., suspect bit words...] (no words: none suspect)
+            // [uptime, digests..., suspect bit words..., hint bit words...]
+            // (no suspect words: none suspect; no hint words: none hinted)
             if (answer.size() < slots.size() + 1)
               return;
+            const size_t words = (slots.size() + 63) / 64;
+            const size_t extra = answer.size() - slots.size() - 1;
             const std::span<const uint64_t> peer_suspect_bits{answer.data() + slots.size() + 1,
-                                                              answer.size() - slots.size() - 1};
+                                                              std::min(extra, words)};
+            // The peer holds a home's hint that this node's copies lack writes.
+            const std::span<const uint64_t> told_lagging_bits =
+                extra >= 2 * words
+                    ? std::span<const uint64_t>{answer.data() + slots.size() + 1 + words, words}
+                    : std::span<const uint64_t>{};
             const auto table = st.cfg.board->current();
             const uint64_t own_uptime = st.cfg.uptime_ms ? st.cfg.uptime_ms() : 0;
             const bool senior = peer_is_senior(answer[0], peer, own_uptime, table->self);
@@ -65,14 +73,22 @@ void compare_with(ae_self self, const cluster_table& table, node_index peer) {
             std::vector<uint32_t> slot_ids;
             std::vector<uint64_t> remote;
             std::vector<uint32_t> settled; // suspect here, equal there
+            auto* hints = st.cfg.hints.get();
             {
               auto r = st.cfg.index->read();
               for (size_t i = 0; i < slots.size(); ++i) {
                 const auto s = static_cast<uint32_t>(slots[i]);
-                const bool own_suspect = suspects && suspects->suspect(s);
-                if (own_suspect && r.slot(s).digest == answer[i + 1])
+                const bool equal = r.slot(s).digest == answer[i + 1];
+                const bool own_suspect =
+                    (suspects && suspects->suspect(s)) || slot_suspects::bit(told_lagging_bits, i);
+                if (own_suspect && equal)
                   settled.push_back(s);
-                const bool peer_suspect = slot_suspects::bit(peer_suspect_bits, i);
+                bool peer_hinted = hints && hints->lagging(peer_id, s);
+                if (peer_hinted && equal) {
+                  hints->clear(peer_id, s); // caught up (re-sent, or repaired)
+                  peer_hinted = false;
+                }
+                const bool peer_suspect = slot_suspects::bit(peer_suspect_bits, i) || peer_hinted;
                 if (peer_copy_wins(table->gained(table->self, s), table->gained(peer, s),
                                    own_suspect, peer_suspect, senior)) {
                   slot_ids.push_back(s);
@@ -80,8 +96,9 @@ void compare_with(ae_self self, const cluster_table& table, node_index peer) {
                 }
               }
             }
-            for (uint32_t s : settled)
-              suspects->clear(s);
+            if (suspects)
+              for (uint32_t s : settled)
+                suspects->clear(s);
             if (slot_ids.empty()) {
               st.tracker.forget(peer); // it copies from this node, not the other way
               return;

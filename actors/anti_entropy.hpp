@@ -43,6 +43,9 @@ struct anti_entropy_config {
   /// This node's suspect slot copies: they give way to a peer's that is not,
   /// and stop being suspect once equal to another owner's. Null: none.
   std::shared_ptr<slot_suspects> suspects;
+  /// Peers' copies a home hinted to lack writes this node holds: they give
+  /// way to this node's (both ways: the digest answers carry them). Null: none.
+  std::shared_ptr<peer_lag_hints> hints;
 };
 
 using anti_entropy_actor = caf::typed_actor<caf::reacts_to<tick_atom>>;

@@ -1,5 +1,8 @@
 #include "actors/anti_entropy_logic.hpp"
 
+#include <algorithm>
+#include <sstream>
+
 namespace lmcc::actors {
 
 bool peer_is_senior(uint64_t peer_uptime_ms, node_index peer, uint64_t own_uptime_ms,
@@ -55,6 +58,101 @@ std::vector<uint64_t> slot_suspects::bits(std::span<const uint64_t> slots) const
     if (slots[i] < flags_.size() && suspect(static_cast<uint32_t>(slots[i])))
       words[i / 64] |= uint64_t{1} << (i % 64);
   return words;
+}
+
+size_t peer_lag_hints::add(const std::string& peer, std::span<const uint64_t> slots) {
+  std::lock_guard lock{mutex_};
+  auto& flags = flags_[peer];
+  flags.resize(slot_count_);
+  size_t added = 0;
+  for (uint64_t s : slots)
+    if (s < slot_count_ && !flags[s]) {
+      flags[s] = true;
+      ++added;
+    }
+  if (added > 0)
+    changed();
+  return added;
+}
+
+size_t peer_lag_hints::load_text(std::string_view text) {
+  std::lock_guard lock{mutex_};
+  size_t loaded = 0;
+  std::istringstream in{std::string{text}};
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields{line};
+    std::string peer;
+    if (!(fields >> peer))
+      continue;
+    auto& flags = flags_[peer];
+    flags.resize(slot_count_);
+    uint64_t slot = 0;
+    while (fields >> slot)
+      if (slot < slot_count_ && !flags[slot]) {
+        flags[slot] = true;
+        ++loaded;
+      }
+  }
+  return loaded;
+}
+
+void peer_lag_hints::changed() {
+  if (!save_)
+    return;
+  std::string text;
+  for (const auto& [peer, flags] : flags_) {
+    std::string line = peer;
+    for (size_t s = 0; s < flags.size(); ++s)
+      if (flags[s]) {
+        line.push_back(' ');
+        line.append(std::to_string(s));
+      }
+    if (line.size() > peer.size()) {
+      text.append(line);
+      text.push_back('\n');
+    }
+  }
+  save_(text);
+}
+
+bool peer_lag_hints::lagging(const std::string& peer, uint32_t slot) const {
+  std::lock_guard lock{mutex_};
+  auto it = flags_.find(peer);
+  return it != flags_.end() && slot < it->second.size() && it->second[slot];
+}
+
+void peer_lag_hints::clear(const std::string& peer, uint32_t slot) {
+  std::lock_guard lock{mutex_};
+  if (auto it = flags_.find(peer);
+      it != flags_.end() && slot < it->second.size() && it->second[slot]) {
+    it->second[slot] = false;
+    changed();
+  }
+}
+
+std::vector<uint64_t> peer_lag_hints::bits(const std::string& peer,
+                                           std::span<const uint64_t> slots) const {
+  std::lock_guard lock{mutex_};
+  auto it = flags_.find(peer);
+  if (it == flags_.end())
+    return {};
+  std::vector<uint64_t> words((slots.size() + 63) / 64, 0);
+  bool any = false;
+  for (size_t i = 0; i < slots.size(); ++i)
+    if (slots[i] < it->second.size() && it->second[slots[i]]) {
+      words[i / 64] |= uint64_t{1} << (i % 64);
+      any = true;
+    }
+  return any ? words : std::vector<uint64_t>{};
+}
+
+size_t peer_lag_hints::count() const {
+  std::lock_guard lock{mutex_};
+  size_t n = 0;
+  for (const auto& [peer, flags] : flags_)
+    n += static_cast<size_t>(std::count(flags.begin(), flags.end(), true));
+  return n;
 }
 
 std::vector<uint32_t> divergence_tracker::compare(node_index peer, std::span<const uint32_t> slots,

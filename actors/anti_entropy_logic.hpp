@@ -38,8 +38,12 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <mutex>
 #include <span>
+#include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -111,6 +115,61 @@ private:
   std::vector<std::atomic<uint8_t>> flags_;
   int64_t stall_after_ms_;
   std::atomic<int64_t> last_tick_ms_{-1};
+};
+
+/// Slot copies of a peer that lack writes this node's copies hold: a home
+/// whose peer link to that peer was down queued them for it, and told the
+/// slot's other owners (and itself) which slots. If the home dies with the
+/// queue (or restarts), nobody re-sends them, and the peer -- not frozen, so
+/// its copies are not suspect, and maybe senior -- would win a repair with
+/// its stale copy. A hinted copy counts as suspect on both sides of the
+/// comparison: this node does not copy it, and its digest answers tell the
+/// peer so (the peer copies this node's instead). A hint ends when the two
+/// copies' digests are equal (a repair, or the re-sent queue, made them so).
+///
+///   peer_lag_hints hints{4096};
+///   hints.add("n1", slots);                 // a home's hint arrived
+///   if (hints.lagging("n1", slot)) ...      // compare: the peer's copy loses
+///   hints.clear("n1", slot);                // the digests are equal now
+///
+/// The hints outlive a restart of this node (save(), given a hook, writes
+/// them whenever they change; load_text() reads them back): a home that is
+/// also an owner of the slots holds the only hint about its own complete
+/// copies, and restarting makes it the junior owner.
+///
+/// Context: shared by the cluster service (adds, answers digests), the peer
+/// links (add this node's own) and the anti-entropy actor (reads, clears);
+/// thread-safe. CAF-free; the hook does the I/O.
+class peer_lag_hints {
+public:
+  explicit peer_lag_hints(uint32_t slot_count) : slot_count_(slot_count) {}
+  /// `save` gets the hints as text after every change, under the hints'
+  /// lock (changes are rare: once per slot per peer's down period).
+  void set_save(std::function<void(const std::string& text)> save) { save_ = std::move(save); }
+  /// Reads what save() wrote ("peer slot slot ...\n" per peer); returns the
+  /// slots marked. Lines that do not parse are skipped.
+  size_t load_text(std::string_view text);
+  peer_lag_hints(const peer_lag_hints&) = delete;
+  peer_lag_hints& operator=(const peer_lag_hints&) = delete;
+
+  /// Marks `slots` of `peer`; returns how many were not marked yet.
+  size_t add(const std::string& peer, std::span<const uint64_t> slots);
+  bool lagging(const std::string& peer, uint32_t slot) const;
+  void clear(const std::string& peer, uint32_t slot);
+  /// `peer`'s flags of `slots` as bit words (bit i of word i / 64); empty
+  /// when none of them is marked.
+  std::vector<uint64_t> bits(const std::string& peer, std::span<const uint64_t> slots) const;
+  /// Marked slots over all peers (for /cluster/status).
+  size_t count() const;
+
+private:
+  /// REQUIRES: mutex_ held.
+  void changed();
+
+  uint32_t slot_count_;
+  mutable std::mutex mutex_;
+  std::map<std::string, std::vector<bool>> flags_;
+  std::function<void(const std::string&)> save_;
 };
 
 class divergence_tracker {

@@ -17,6 +17,19 @@ void arm_expiry_tick(Self self) {
   self->delayed_send(self, expiry_check_interval(st.cfg.timeout), tick_atom::value);
 }
 
+/// The member id of the node the current request came from ("" if unknown).
+std::string asking_peer(cluster_service_actor::stateful_pointer<cluster_service_state> self) {
+  const auto& sender = self->current_sender();
+  if (!sender || !self->state.cfg.board)
+    return {};
+  const auto table = self->state.cfg.board->current();
+  for (size_t n = 0; n < table->peers.size(); ++n)
+    if (n != table->self && table->peers[n].handles.node &&
+        table->peers[n].handles.node.node() == sender->node())
+      return table->members[n].address.id;
+  return {};
+}
+
 template <class Self>
 void on_expiry_tick(Self self) {
   auto& st = self->state;
@@ -107,13 +120,22 @@ cluster_service_main(cluster_service_actor::stateful_pointer<cluster_service_sta
           for (uint64_t s : slots)
             out.push_back(s < index.slot_count() ? r.slot(static_cast<uint32_t>(s)).digest : 0);
         }
-        // [uptime, digests..., suspect bit words...]
+        // [uptime, digests..., suspect bit words..., hint bit words...]:
+        // the hint words only when some slot of the asker is hinted, and
+        // then after as many suspect words (zeros if none).
+        const size_t words = (slots.size() + 63) / 64;
         if (const auto& suspects = self->state.cfg.suspects) {
           // Thawed, and asked before the cluster node's tick saw it.
           if (suspects->stood_still(steady_now_ms()))
             spdlog::warn("cluster-own-stall-seen by=digest-answer action=slots-suspect");
-          const auto words = suspects->bits(slots);
-          out.insert(out.end(), words.begin(), words.end());
+          const auto bits = suspects->bits(slots);
+          out.insert(out.end(), bits.begin(), bits.end());
+        }
+        if (const auto asker = asking_peer(self); self->state.cfg.hints && !asker.empty()) {
+          if (auto bits = self->state.cfg.hints->bits(asker, slots); !bits.empty()) {
+            out.resize(slots.size() + 1 + words, 0);
+            out.insert(out.end(), bits.begin(), bits.end());
+          }
         }
         return out;
       },
@@ -121,6 +143,13 @@ cluster_service_main(cluster_service_actor::stateful_pointer<cluster_service_sta
         return slot_entries_flat(*self->state.cfg.index, static_cast<uint32_t>(slot));
       },
       [self](tick_atom) { on_expiry_tick(self); },
+      [self](hint_atom, const std::string& peer, const std::vector<uint64_t>& slots) {
+        if (!self->state.cfg.hints)
+          return;
+        const size_t added = self->state.cfg.hints->add(peer, slots);
+        if (added > 0)
+          spdlog::debug("peer-lag-hinted peer={} slots={} new={}", peer, slots.size(), added);
+      },
       [self](push_atom, pushed_msgs& msgs) -> caf::result<bool> {
         auto& st = self->state;
         auto table = st.cfg.routes->current();

@@ -42,6 +42,9 @@ using cluster_service_actor = caf::typed_actor<
     // slot; and one slot's (key, holder) pairs.
     caf::replies_to<digest_atom, std::vector<uint64_t>>::with<std::vector<uint64_t>>,
     caf::replies_to<repair_atom, uint64_t>::with<std::vector<uint64_t>>,
+    // A home's hint: the named peer's copies of these slots lack writes
+    // this node holds (peer_lag_hints).
+    caf::reacts_to<hint_atom, std::string, std::vector<uint64_t>>,
     // Time to answer pushes whose workers did not drain within the timeout.
     caf::reacts_to<tick_atom>>;
 
@@ -60,6 +63,9 @@ struct cluster_service_config {
   std::function<uint64_t()> uptime_ms;
   /// Which of this node's slot copies are suspect (sent with the digests).
   std::shared_ptr<slot_suspects> suspects;
+  /// Peers' copies hinted to lack writes (kept here, sent with the digests
+  /// to the peer they name). Null: none.
+  std::shared_ptr<peer_lag_hints> hints;
 };
 
 struct cluster_service_state {

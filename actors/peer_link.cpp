@@ -1,5 +1,7 @@
 #include "actors/peer_link.hpp"
 
+#include "cluster/hash.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -110,6 +112,29 @@ void on_ack(link_self self, uint64_t stream, uint64_t number) {
   publish_counts(self);
 }
 
+/// Adds to `out` the slots of `sb`'s ops not hinted yet in this down period.
+void collect_lag(link_self self, const kv_sub_batch& sb, std::vector<uint64_t>& out) {
+  auto& st = self->state;
+  if (!st.cfg.on_lag || st.cfg.slot_count == 0 || sb.ops.empty())
+    return;
+  if (st.hinted.size() != st.cfg.slot_count)
+    st.hinted.assign(st.cfg.slot_count, false);
+  for (const auto& op : sb.ops) {
+    const uint32_t slot = cluster::slot_of(op.key, st.cfg.slot_count);
+    if (!st.hinted[slot]) {
+      st.hinted[slot] = true;
+      out.push_back(slot);
+    }
+  }
+}
+
+void report_lag(link_self self, std::vector<uint64_t> slots) {
+  if (slots.empty())
+    return;
+  spdlog::debug("peer-lag-hint peer={} slots={}", self->state.cfg.peer_id, slots.size());
+  self->state.cfg.on_lag(std::move(slots));
+}
+
 void enqueue(link_self self, kv_sub_batch&& sb, caf::strong_actor_ptr sender) {
   auto& st = self->state;
   if (st.cfg.planted_skip_every != 0 && !sb.ops.empty() &&
@@ -134,6 +159,9 @@ void enqueue(link_self self, kv_sub_batch&& sb, caf::strong_actor_ptr sender) {
     // The peer is down: held for it at once (queued for its return).
     q.back().released = true;
     ack_sender(self, q.back().sender, stream, q.back().sb.number);
+    std::vector<uint64_t> lag;
+    collect_lag(self, q.back().sb, lag);
+    report_lag(self, std::move(lag));
   }
   enforce_bound(self);
   publish_counts(self);
@@ -164,6 +192,12 @@ peer_link_main(peer_link_actor::stateful_pointer<peer_link_state> self, peer_lin
         st.peer_down = !st.remote;
         if (!st.remote) {
           st.outbox.clear(); // kept in `streams`; re-sent on the next join
+          // What is queued may never have reached the peer.
+          std::vector<uint64_t> lag;
+          for (const auto& [stream, q] : st.streams)
+            for (const auto& p : q)
+              collect_lag(self, p.sb, lag);
+          report_lag(self, std::move(lag));
           const uint64_t released = release(self, true);
           spdlog::info("peer-link-down peer={} queued_ops={} released_sub_batches={}",
                        st.cfg.peer_id, st.queued_ops, released);
@@ -172,6 +206,7 @@ peer_link_main(peer_link_actor::stateful_pointer<peer_link_state> self, peer_lin
         // Everything unacknowledged, in order per stream, in messages of at
         // most 256 sub-batches; what the outbox held is among it.
         st.outbox.clear();
+        st.hinted.clear(); // a new down period hints afresh
         uint64_t n = 0;
         std::vector<kv_sub_batch> chunk;
         auto send_chunk = [&] {

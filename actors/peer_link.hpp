@@ -29,6 +29,7 @@
 #include <atomic>
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -63,6 +64,12 @@ struct peer_link_config {
   /// A planted bug (chaos-checker tests, lmcc_planted_bug): every Nth
   /// sub-batch with ops is acknowledged to its sender and never sent. 0: off.
   uint32_t planted_skip_every = 0;
+  /// Slots of ops queued for a peer found down go to on_lag (each slot once
+  /// per down period), which tells the slots' other owners that the peer's
+  /// copies lack them (peer_lag_hints in anti_entropy_logic.hpp). Runs in the
+  /// link's context. Null or slot_count 0: no hints.
+  uint32_t slot_count = 0;
+  std::function<void(std::vector<uint64_t> slots)> on_lag;
 };
 
 struct peer_link_state {
@@ -87,6 +94,8 @@ struct peer_link_state {
   /// waited for (the replication timeout), one found down is not.
   bool peer_down = false;
   uint64_t planted_count = 0;
+  /// Slots hinted to on_lag since the peer was last found down.
+  std::vector<bool> hinted;
 };
 
 peer_link_actor::behavior_type

@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -21,7 +22,8 @@ namespace lmcc::apps {
 node_cluster::node_cluster(const node_options& options, node_parts parts)
   : options_(options), parts_(std::move(parts)),
     suspects_(std::make_shared<actors::slot_suspects>(options_.controller.slot_count,
-                                                      options_.cluster.failure_timeout.count())) {
+                                                      options_.cluster.failure_timeout.count())),
+    hints_(std::make_shared<actors::peer_lag_hints>(options_.controller.slot_count)) {
   auto secret = cluster::resolve_secret(options_.cluster, process_environment());
   if (!secret)
     throw std::runtime_error(secret.error().message);
@@ -43,6 +45,8 @@ node_cluster::node_cluster(const node_options& options, node_parts parts)
                    options_.controller.node_id, record_->epoch,
                    record_->committed ? "committed" : "joint", from);
   }
+  if (options_.persistence)
+    keep_hints_on_disk(options_.data_dir + "/" + lag_hints_file);
   auto table = actors::initial_cluster_table(options_.cluster, options_.controller.node_id,
                                              options_.controller.slot_count, record_);
   if (!table)
@@ -74,6 +78,10 @@ void node_cluster::add_destinations(actors::directory_config& dc,
                                 cl.peer_buffer_ops, counters};
     if (options_.planted() == planted_bug_kind::skip_replica)
       lc.planted_skip_every = planted_bug_every;
+    lc.slot_count = options_.controller.slot_count;
+    lc.on_lag = [this, peer = static_cast<uint16_t>(i)](std::vector<uint64_t> slots) {
+      hint_lag(peer, std::move(slots));
+    };
     links_.push_back(parts_.system.spawn(actors::peer_link_main, std::move(lc)));
     link_counters_.push_back(counters);
     dc.shards.push_back(caf::actor_cast<actors::kv_shard_actor>(links_.back()));
@@ -118,6 +126,7 @@ void node_cluster::start(const actors::kv_shard_actor& shard,
   };
   sc.uptime_ms = uptime;
   sc.suspects = suspects_;
+  sc.hints = hints_;
   service_ = system.spawn<caf::detached>(actors::cluster_service_main, std::move(sc));
   actors::frame_forwarder_config fc;
   fc.board = board_;
@@ -190,6 +199,7 @@ void node_cluster::start(const actors::kv_shard_actor& shard,
     ac.uptime_ms = uptime;
     ac.counters = ae_counters_;
     ac.suspects = suspects_;
+    ac.hints = hints_;
     anti_entropy_ = system.spawn(actors::anti_entropy_main, std::move(ac));
   }
   auto port = system.middleman().publish(gate_, me.port, options_.zmq.host.c_str(),
@@ -573,8 +583,59 @@ std::string node_cluster::status_json() const {
                 {"slots_compared", ae_counters_->slots_compared.load()},
                 {"slots_differing", ae_counters_->slots_differing.load()},
                 {"slots_suspect", suspects_->count()},
+                {"slots_hinted_lagging", hints_->count()},
                 {"slots_repaired", ae_counters_->slots_repaired.load()}}}};
   return out.dump();
+}
+
+void node_cluster::keep_hints_on_disk(const std::string& path) {
+  if (std::ifstream in{path}; in) {
+    std::stringstream text;
+    text << in.rdbuf();
+    if (const size_t n = hints_->load_text(text.str()); n > 0)
+      spdlog::info("cluster-lag-hints-restored node={} slots={} path={}",
+                   options_.controller.node_id, n, path);
+  }
+  // Written whole to a temporary name and renamed over, so a kill -9 leaves
+  // the old or the new text; not fsynced (a process crash keeps the page
+  // cache, and losing a hint costs what it cost before hints existed).
+  hints_->set_save([path, node = options_.controller.node_id](const std::string& text) {
+    const std::string tmp = path + ".tmp";
+    {
+      std::ofstream out{tmp, std::ios::trunc};
+      out << text;
+      if (!out.flush()) {
+        spdlog::warn("cluster-lag-hints-not-saved node={} path={}", node, tmp);
+        return;
+      }
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0)
+      spdlog::warn("cluster-lag-hints-not-saved node={} path={}", node, path);
+  });
+}
+
+void node_cluster::hint_lag(uint16_t peer, std::vector<uint64_t> slots) {
+  const auto table = board_->current();
+  if (peer >= table->members.size())
+    return;
+  const auto& peer_id = table->members[peer].address.id;
+  for (size_t n = 0; n < table->peers.size(); ++n) {
+    if (n == peer)
+      continue;
+    std::vector<uint64_t> owned;
+    for (uint64_t s : slots)
+      if ((cluster::owner_mask(*table->owners, static_cast<uint32_t>(s)) >> n) & 1)
+        owned.push_back(s);
+    if (owned.empty())
+      continue;
+    if (n == table->self)
+      hints_->add(peer_id, owned);
+    else if (table->reachable(static_cast<actors::node_index>(n)) &&
+             table->peers[n].handles.service)
+      caf::anon_send(
+          caf::actor_cast<actors::cluster_service_actor>(table->peers[n].handles.service),
+          actors::hint_atom::value, peer_id, std::move(owned));
+  }
 }
 
 void node_cluster::forward(uint16_t node, actors::pushed_msgs msgs) {

@@ -118,6 +118,11 @@ public:
 
   /// Sends frames of workers homed on member `node` there (credits held).
   void forward(uint16_t node, actors::pushed_msgs msgs);
+  /// `slots` of member `peer` lack writes queued for it: tells their other
+  /// owners (this node included) through peer_lag_hints. Any thread.
+  void hint_lag(uint16_t peer, std::vector<uint64_t> slots);
+  /// Loads the hints kept at `path` and saves every change there.
+  void keep_hints_on_disk(const std::string& path);
 
   /// The stored member set, as the file a snapshot carries beside the store
   /// (name -> content; empty before any membership change was stored).
@@ -125,6 +130,9 @@ public:
 
   /// The member-set file in a data dir and in a snapshot.
   static constexpr const char* record_file = "lmcc-membership.json";
+  /// peer_lag_hints across restarts (a plain file beside the store: rewritten
+  /// on every change, which is rare).
+  static constexpr const char* lag_hints_file = "lmcc-lag-hints.txt";
 
 private:
   actors::holder_counts counts();
@@ -156,6 +164,7 @@ private:
       std::make_shared<actors::anti_entropy_counters>();
   /// This node's slot copies that give way in repairs (made in the constructor).
   std::shared_ptr<actors::slot_suspects> suspects_;
+  std::shared_ptr<actors::peer_lag_hints> hints_;
   /// When this node started: anti-entropy's seniority (anti_entropy_logic.hpp).
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   uint16_t port_ = 0;

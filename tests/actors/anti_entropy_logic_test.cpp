@@ -109,5 +109,47 @@ TEST(anti_entropy, a_node_whose_tick_stood_still_marks_its_slots_before_answerin
   EXPECT_EQ(suspects.count(), 7u);
 }
 
+TEST(peer_lag_hints, a_hint_is_per_peer_and_slot_and_ends_when_cleared) {
+  peer_lag_hints hints{128};
+  const std::vector<uint64_t> slots{3, 70, 500}; // 500: beyond the slot count
+  EXPECT_EQ(hints.add("n1", slots), 2u);
+  EXPECT_EQ(hints.add("n1", std::vector<uint64_t>{3}), 0u); // already marked
+  EXPECT_TRUE(hints.lagging("n1", 3));
+  EXPECT_TRUE(hints.lagging("n1", 70));
+  EXPECT_FALSE(hints.lagging("n2", 3)); // another peer's copies are not hinted
+  EXPECT_EQ(hints.count(), 2u);
+  // As a digest answer carries them: bit i for the i-th slot asked about.
+  const std::vector<uint64_t> asked{1, 3, 5, 70};
+  EXPECT_EQ(hints.bits("n1", asked), std::vector<uint64_t>{0b1010});
+  EXPECT_TRUE(hints.bits("n2", asked).empty());
+  hints.clear("n1", 3);
+  EXPECT_FALSE(hints.lagging("n1", 3));
+  hints.clear("n1", 70);
+  EXPECT_TRUE(hints.bits("n1", asked).empty()); // none left: no words
+  EXPECT_EQ(hints.count(), 0u);
+}
+
+TEST(peer_lag_hints, what_is_saved_on_each_change_loads_back_after_a_restart) {
+  std::vector<std::string> saved;
+  {
+    peer_lag_hints hints{4096};
+    hints.set_save([&](const std::string& text) { saved.push_back(text); });
+    hints.add("n1", std::vector<uint64_t>{7, 4095});
+    hints.add("n3", std::vector<uint64_t>{12});
+    hints.add("n3", std::vector<uint64_t>{12}); // no change, nothing saved
+    hints.clear("n1", 7);
+    hints.clear("n1", 7);
+  }
+  ASSERT_EQ(saved.size(), 3u);
+  peer_lag_hints restarted{4096};
+  // A torn or foreign line is skipped, the rest is read.
+  EXPECT_EQ(restarted.load_text(saved.back() + "n2 12 x 13\n\n"), 3u);
+  EXPECT_FALSE(restarted.lagging("n1", 7));
+  EXPECT_TRUE(restarted.lagging("n1", 4095));
+  EXPECT_TRUE(restarted.lagging("n3", 12));
+  EXPECT_TRUE(restarted.lagging("n2", 12));
+  EXPECT_FALSE(restarted.lagging("n2", 13)); // after the bad field
+}
+
 } // namespace
 } // namespace lmcc::actors

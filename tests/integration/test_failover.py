@@ -382,6 +382,69 @@ def test_a_thawed_nodes_stale_copies_give_way_to_an_owner_restarted_since(tmp_pa
         cluster.stop()
 
 
+def test_an_owner_cut_off_from_a_home_that_dies_gives_way_after_the_heal(tmp_path, reference):
+    """n1 is cut off from n3 only (n2 reaches both) while the workers homed on
+    n3 keep sending: n3 queues their sub-batches for n1 and is killed -9 before
+    the heal, so the queue is gone. n1 lacks those writes; n2 holds those of
+    the slots it owns with n1, and n3 (on disk) those it owns with n1. n1
+    neither stood still (no suspect copies) nor is younger than n2 (a tie of
+    uptimes, and the lower index wins it), and n3 restarted: "longest up
+    wins" copied n1's stale slots over the complete ones and lost the
+    entries. Now n3 told n2 which of n1's slots it could not reach, and kept
+    its own such hints on disk: the complete copies win, and every node
+    converges to the reference with no worker asked to resync."""
+    import os
+    import signal
+
+    extra = ("--lmcc_anti_entropy_interval_ms=500",)
+    cluster = Cluster(tmp_path / "cluster", proxied=True, extra=extra).start()
+    rng = random.Random(59)
+    tag = unique("cutowner")
+    base = rng.randrange(1, 1 << 40)
+    prompts = [[base + p * 10_000 + i for i in range(256 * 8)] for p in range(16)]
+    twins: list[Twin] = []
+    n1, n2, n3 = cluster.nodes
+    try:
+        twins = started_twins(cluster, reference, rng, tag, 8)
+        homed_on_n3 = [t for t in twins if home_of(cluster, t) is n3]
+        assert homed_on_n3, "no worker is homed on n3 (choose another seed)"
+        for i, t in enumerate(twins):
+            t.admit(chunk_hashes(prompts[i]))
+        converged_on(cluster.nodes, reference, prompts, twins, "before the cut")
+        for t in twins:  # every socket at n2 or n3: n1 takes no frame meanwhile
+            repoint_all(t, rng, [n2, n3])
+        cluster.cut_one_way("n3", "n1")
+        cluster.cut_one_way("n1", "n3")
+        wait_until(lambda: not cluster.status(n3)["members"][0]["live"]
+                   and not cluster.status(n1)["members"][2]["live"],
+                   timeout=FAILURE_TIMEOUT_S + 5, interval=0.05, message="the cut seen")
+        for i, t in enumerate(homed_on_n3):
+            t.admit(chunk_hashes(prompts[8 + i]))
+        wait_until(lambda: sum(link["queued_ops"] for link in cluster.status(n3)["replication"]
+                               if link["peer"] == "n1") > 0,
+                   timeout=10, interval=0.05, message="n3 queued sub-batches for n1")
+        converged_on([n3], reference, prompts, twins, "through the home during the cut")
+        os.kill(n3.proc.pid, signal.SIGKILL)
+        n3.proc.wait()
+        cluster.heal()
+        for t in twins:
+            repoint_all(t, rng, [n1, n2])
+        n3.start(keep_ports=True)
+        cluster.wait_joined()
+        converged_on(cluster.nodes, reference, prompts, twins, "after n3 returned")
+        assert "cluster-lag-hints-restored node=n3" in n3.log_text()
+        assert "anti-entropy-repair" in n1.log_text(), "n1 repaired nothing"
+        for node in (n2, n3):
+            assert not re.search(r"anti-entropy-repair slot=\d+ from=n1 entries=", node.log_text()), \
+                f"{node.workdir.name} copied n1's stale slots"
+        for t in twins:
+            assert commands(t.c) == [], f"{t.c.instance_id} asked to resync"
+    finally:
+        for t in twins:
+            t.close()
+        cluster.stop()
+
+
 def test_a_frozen_node_is_taken_over_and_converges_after_it_thaws(cluster, reference):
     """SIGSTOP isolates a node with its sockets open (nothing answers, nothing
     closes); its peers find it silent within the failure timeout, take its
