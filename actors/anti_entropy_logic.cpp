@@ -60,9 +60,10 @@ std::vector<uint64_t> slot_suspects::bits(std::span<const uint64_t> slots) const
   return words;
 }
 
-size_t peer_lag_hints::add(const std::string& peer, std::span<const uint64_t> slots) {
+size_t peer_lag_hints::add(const std::string& peer, const std::string& source,
+                           std::span<const uint64_t> slots) {
   std::lock_guard lock{mutex_};
-  auto& flags = flags_[peer];
+  auto& flags = flags_[peer][source];
   flags.resize(slot_count_);
   size_t added = 0;
   for (uint64_t s : slots)
@@ -75,6 +76,65 @@ size_t peer_lag_hints::add(const std::string& peer, std::span<const uint64_t> sl
   return added;
 }
 
+void peer_lag_hints::clear_source(const std::string& peer, const std::string& source) {
+  std::lock_guard lock{mutex_};
+  auto it = flags_.find(peer);
+  if (it != flags_.end() && it->second.erase(source) > 0)
+    changed();
+}
+
+bool peer_lag_hints::lagging_locked(const std::string& peer, uint32_t slot) const {
+  auto it = flags_.find(peer);
+  if (it == flags_.end())
+    return false;
+  for (const auto& [source, flags] : it->second)
+    if (slot < flags.size() && flags[slot])
+      return true;
+  return false;
+}
+
+bool peer_lag_hints::lagging(const std::string& peer, uint32_t slot) const {
+  std::lock_guard lock{mutex_};
+  return lagging_locked(peer, slot);
+}
+
+void peer_lag_hints::clear(const std::string& peer, uint32_t slot) {
+  std::lock_guard lock{mutex_};
+  auto it = flags_.find(peer);
+  if (it == flags_.end())
+    return;
+  bool any = false;
+  for (auto& [source, flags] : it->second)
+    if (slot < flags.size() && flags[slot]) {
+      flags[slot] = false;
+      any = true;
+    }
+  if (any)
+    changed();
+}
+
+std::vector<uint64_t> peer_lag_hints::bits(const std::string& peer,
+                                           std::span<const uint64_t> slots) const {
+  std::lock_guard lock{mutex_};
+  std::vector<uint64_t> words((slots.size() + 63) / 64, 0);
+  bool any = false;
+  for (size_t i = 0; i < slots.size(); ++i)
+    if (slots[i] < slot_count_ && lagging_locked(peer, static_cast<uint32_t>(slots[i]))) {
+      words[i / 64] |= uint64_t{1} << (i % 64);
+      any = true;
+    }
+  return any ? words : std::vector<uint64_t>{};
+}
+
+size_t peer_lag_hints::count() const {
+  std::lock_guard lock{mutex_};
+  size_t n = 0;
+  for (const auto& [peer, sources] : flags_)
+    for (const auto& [source, flags] : sources)
+      n += static_cast<size_t>(std::count(flags.begin(), flags.end(), true));
+  return n;
+}
+
 size_t peer_lag_hints::load_text(std::string_view text) {
   std::lock_guard lock{mutex_};
   size_t loaded = 0;
@@ -83,9 +143,10 @@ size_t peer_lag_hints::load_text(std::string_view text) {
   while (std::getline(in, line)) {
     std::istringstream fields{line};
     std::string peer;
-    if (!(fields >> peer))
+    std::string source;
+    if (!(fields >> peer >> source))
       continue;
-    auto& flags = flags_[peer];
+    auto& flags = flags_[peer][source];
     flags.resize(slot_count_);
     uint64_t slot = 0;
     while (fields >> slot)
@@ -101,58 +162,23 @@ void peer_lag_hints::changed() {
   if (!save_)
     return;
   std::string text;
-  for (const auto& [peer, flags] : flags_) {
-    std::string line = peer;
-    for (size_t s = 0; s < flags.size(); ++s)
-      if (flags[s]) {
-        line.push_back(' ');
-        line.append(std::to_string(s));
+  for (const auto& [peer, sources] : flags_)
+    for (const auto& [source, flags] : sources) {
+      std::string line = peer;
+      line.push_back(' ');
+      line.append(source);
+      const size_t bare = line.size();
+      for (size_t s = 0; s < flags.size(); ++s)
+        if (flags[s]) {
+          line.push_back(' ');
+          line.append(std::to_string(s));
+        }
+      if (line.size() > bare) {
+        text.append(line);
+        text.push_back('\n');
       }
-    if (line.size() > peer.size()) {
-      text.append(line);
-      text.push_back('\n');
     }
-  }
   save_(text);
-}
-
-bool peer_lag_hints::lagging(const std::string& peer, uint32_t slot) const {
-  std::lock_guard lock{mutex_};
-  auto it = flags_.find(peer);
-  return it != flags_.end() && slot < it->second.size() && it->second[slot];
-}
-
-void peer_lag_hints::clear(const std::string& peer, uint32_t slot) {
-  std::lock_guard lock{mutex_};
-  if (auto it = flags_.find(peer);
-      it != flags_.end() && slot < it->second.size() && it->second[slot]) {
-    it->second[slot] = false;
-    changed();
-  }
-}
-
-std::vector<uint64_t> peer_lag_hints::bits(const std::string& peer,
-                                           std::span<const uint64_t> slots) const {
-  std::lock_guard lock{mutex_};
-  auto it = flags_.find(peer);
-  if (it == flags_.end())
-    return {};
-  std::vector<uint64_t> words((slots.size() + 63) / 64, 0);
-  bool any = false;
-  for (size_t i = 0; i < slots.size(); ++i)
-    if (slots[i] < it->second.size() && it->second[slots[i]]) {
-      words[i / 64] |= uint64_t{1} << (i % 64);
-      any = true;
-    }
-  return any ? words : std::vector<uint64_t>{};
-}
-
-size_t peer_lag_hints::count() const {
-  std::lock_guard lock{mutex_};
-  size_t n = 0;
-  for (const auto& [peer, flags] : flags_)
-    n += static_cast<size_t>(std::count(flags.begin(), flags.end(), true));
-  return n;
 }
 
 std::vector<uint32_t> divergence_tracker::compare(node_index peer, std::span<const uint32_t> slots,

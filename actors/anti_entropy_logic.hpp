@@ -124,12 +124,15 @@ private:
 /// its copies are not suspect, and maybe senior -- would win a repair with
 /// its stale copy. A hinted copy counts as suspect on both sides of the
 /// comparison: this node does not copy it, and its digest answers tell the
-/// peer so (the peer copies this node's instead). A hint ends when the two
-/// copies' digests are equal (a repair, or the re-sent queue, made them so).
+/// peer so (the peer copies this node's instead). Hints are kept per
+/// (peer, source home); a home's hints end when its link delivered its whole
+/// queue to the peer (the home says so), and every hint of a slot ends when
+/// the two copies' digests are equal.
 ///
 ///   peer_lag_hints hints{4096};
-///   hints.add("n1", slots);                 // a home's hint arrived
+///   hints.add("n1", "n3", slots);           // home n3's hint arrived
 ///   if (hints.lagging("n1", slot)) ...      // compare: the peer's copy loses
+///   hints.clear_source("n1", "n3");         // n3 caught n1 up
 ///   hints.clear("n1", slot);                // the digests are equal now
 ///
 /// The hints outlive a restart of this node (save(), given a hook, writes
@@ -143,32 +146,40 @@ private:
 class peer_lag_hints {
 public:
   explicit peer_lag_hints(uint32_t slot_count) : slot_count_(slot_count) {}
-  /// `save` gets the hints as text after every change, under the hints'
-  /// lock (changes are rare: once per slot per peer's down period).
-  void set_save(std::function<void(const std::string& text)> save) { save_ = std::move(save); }
-  /// Reads what save() wrote ("peer slot slot ...\n" per peer); returns the
-  /// slots marked. Lines that do not parse are skipped.
-  size_t load_text(std::string_view text);
   peer_lag_hints(const peer_lag_hints&) = delete;
   peer_lag_hints& operator=(const peer_lag_hints&) = delete;
 
-  /// Marks `slots` of `peer`; returns how many were not marked yet.
-  size_t add(const std::string& peer, std::span<const uint64_t> slots);
+  /// `save` gets the hints as text after every change, under the hints'
+  /// lock (changes are rare: once per slot per peer's down period).
+  void set_save(std::function<void(const std::string& text)> save) { save_ = std::move(save); }
+  /// Reads what save() wrote ("peer source slot slot ...\n"); returns the
+  /// slots marked. Lines that do not parse are skipped.
+  size_t load_text(std::string_view text);
+
+  /// Marks `slots` of `peer` as hinted by home `source`; returns how many
+  /// were not marked by it yet.
+  size_t add(const std::string& peer, const std::string& source, std::span<const uint64_t> slots);
+  /// Home `source` delivered to `peer` everything it had queued.
+  void clear_source(const std::string& peer, const std::string& source);
+  /// Whether any home hinted `slot` of `peer`.
   bool lagging(const std::string& peer, uint32_t slot) const;
+  /// Ends every hint of `slot` of `peer` (the copies are equal).
   void clear(const std::string& peer, uint32_t slot);
-  /// `peer`'s flags of `slots` as bit words (bit i of word i / 64); empty
-  /// when none of them is marked.
+  /// `peer`'s hinted flags of `slots` as bit words (bit i of word i / 64);
+  /// empty when none of them is hinted.
   std::vector<uint64_t> bits(const std::string& peer, std::span<const uint64_t> slots) const;
-  /// Marked slots over all peers (for /cluster/status).
+  /// Hinted (peer, source, slot) flags in all (for /cluster/status).
   size_t count() const;
 
 private:
+  using by_source = std::map<std::string, std::vector<bool>>;
   /// REQUIRES: mutex_ held.
+  bool lagging_locked(const std::string& peer, uint32_t slot) const;
   void changed();
 
   uint32_t slot_count_;
   mutable std::mutex mutex_;
-  std::map<std::string, std::vector<bool>> flags_;
+  std::map<std::string, by_source> flags_; ///< peer -> source -> slot flags
   std::function<void(const std::string&)> save_;
 };
 

@@ -143,12 +143,20 @@ cluster_service_main(cluster_service_actor::stateful_pointer<cluster_service_sta
         return slot_entries_flat(*self->state.cfg.index, static_cast<uint32_t>(slot));
       },
       [self](tick_atom) { on_expiry_tick(self); },
-      [self](hint_atom, const std::string& peer, const std::vector<uint64_t>& slots) {
-        if (!self->state.cfg.hints)
+      [self](hint_atom, const std::string& peer, const std::string& source,
+             const std::vector<uint64_t>& slots) {
+        auto* hints = self->state.cfg.hints.get();
+        if (!hints)
           return;
-        const size_t added = self->state.cfg.hints->add(peer, slots);
+        if (slots.empty()) {
+          hints->clear_source(peer, source);
+          spdlog::debug("peer-lag-hints-ended peer={} source={}", peer, source);
+          return;
+        }
+        const size_t added = hints->add(peer, source, slots);
         if (added > 0)
-          spdlog::debug("peer-lag-hinted peer={} slots={} new={}", peer, slots.size(), added);
+          spdlog::debug("peer-lag-hinted peer={} source={} slots={} new={}", peer, source,
+                        slots.size(), added);
       },
       [self](push_atom, pushed_msgs& msgs) -> caf::result<bool> {
         auto& st = self->state;

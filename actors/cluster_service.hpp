@@ -44,7 +44,8 @@ using cluster_service_actor = caf::typed_actor<
     caf::replies_to<repair_atom, uint64_t>::with<std::vector<uint64_t>>,
     // A home's hint: the named peer's copies of these slots lack writes
     // this node holds (peer_lag_hints).
-    caf::reacts_to<hint_atom, std::string, std::vector<uint64_t>>,
+    // (peer, source home, slots); no slots: that home caught the peer up.
+    caf::reacts_to<hint_atom, std::string, std::string, std::vector<uint64_t>>,
     // Time to answer pushes whose workers did not drain within the timeout.
     caf::reacts_to<tick_atom>>;
 

@@ -70,6 +70,9 @@ struct peer_link_config {
   /// link's context. Null or slot_count 0: no hints.
   uint32_t slot_count = 0;
   std::function<void(std::vector<uint64_t> slots)> on_lag;
+  /// Everything queued since the last on_lag reached the peer (acknowledged,
+  /// none dropped beyond buffer_ops): the hints can end.
+  std::function<void()> on_caught_up;
 };
 
 struct peer_link_state {
@@ -96,6 +99,14 @@ struct peer_link_state {
   uint64_t planted_count = 0;
   /// Slots hinted to on_lag since the peer was last found down.
   std::vector<bool> hinted;
+  /// on_lag was told something on_caught_up has not ended yet, and whether
+  /// ops queued meanwhile were dropped (then only anti-entropy ends them).
+  bool lag_reported = false;
+  bool lag_ops_dropped = false;
+  /// Per stream, the last sub-batch queued while the peer was down: once the
+  /// peer acknowledged each, it holds what the hints named (under steady
+  /// ingest the queue itself is never empty).
+  std::map<uint64_t, uint64_t> lag_marks;
 };
 
 peer_link_actor::behavior_type

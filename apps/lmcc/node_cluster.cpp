@@ -82,6 +82,7 @@ void node_cluster::add_destinations(actors::directory_config& dc,
     lc.on_lag = [this, peer = static_cast<uint16_t>(i)](std::vector<uint64_t> slots) {
       hint_lag(peer, std::move(slots));
     };
+    lc.on_caught_up = [this, peer = static_cast<uint16_t>(i)] { hint_lag(peer, {}); };
     links_.push_back(parts_.system.spawn(actors::peer_link_main, std::move(lc)));
     link_counters_.push_back(counters);
     dc.shards.push_back(caf::actor_cast<actors::kv_shard_actor>(links_.back()));
@@ -619,6 +620,8 @@ void node_cluster::hint_lag(uint16_t peer, std::vector<uint64_t> slots) {
   if (peer >= table->members.size())
     return;
   const auto& peer_id = table->members[peer].address.id;
+  const auto& self_id = options_.controller.node_id;
+  const bool caught_up = slots.empty(); // to every owner: this node's hints end
   for (size_t n = 0; n < table->peers.size(); ++n) {
     if (n == peer)
       continue;
@@ -626,15 +629,17 @@ void node_cluster::hint_lag(uint16_t peer, std::vector<uint64_t> slots) {
     for (uint64_t s : slots)
       if ((cluster::owner_mask(*table->owners, static_cast<uint32_t>(s)) >> n) & 1)
         owned.push_back(s);
-    if (owned.empty())
+    if (owned.empty() && !caught_up)
       continue;
-    if (n == table->self)
-      hints_->add(peer_id, owned);
+    if (n == table->self && caught_up)
+      hints_->clear_source(peer_id, self_id);
+    else if (n == table->self)
+      hints_->add(peer_id, self_id, owned);
     else if (table->reachable(static_cast<actors::node_index>(n)) &&
              table->peers[n].handles.service)
       caf::anon_send(
           caf::actor_cast<actors::cluster_service_actor>(table->peers[n].handles.service),
-          actors::hint_atom::value, peer_id, std::move(owned));
+          actors::hint_atom::value, peer_id, self_id, std::move(owned));
   }
 }
 

@@ -119,7 +119,8 @@ public:
   /// Sends frames of workers homed on member `node` there (credits held).
   void forward(uint16_t node, actors::pushed_msgs msgs);
   /// `slots` of member `peer` lack writes queued for it: tells their other
-  /// owners (this node included) through peer_lag_hints. Any thread.
+  /// owners (this node included) through peer_lag_hints; no slots: the peer
+  /// got all of it, this node's hints end everywhere. Any thread.
   void hint_lag(uint16_t peer, std::vector<uint64_t> slots);
   /// Loads the hints kept at `path` and saves every change there.
   void keep_hints_on_disk(const std::string& path);

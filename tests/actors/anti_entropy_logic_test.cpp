@@ -112,8 +112,8 @@ TEST(anti_entropy, a_node_whose_tick_stood_still_marks_its_slots_before_answerin
 TEST(peer_lag_hints, a_hint_is_per_peer_and_slot_and_ends_when_cleared) {
   peer_lag_hints hints{128};
   const std::vector<uint64_t> slots{3, 70, 500}; // 500: beyond the slot count
-  EXPECT_EQ(hints.add("n1", slots), 2u);
-  EXPECT_EQ(hints.add("n1", std::vector<uint64_t>{3}), 0u); // already marked
+  EXPECT_EQ(hints.add("n1", "n3", slots), 2u);
+  EXPECT_EQ(hints.add("n1", "n3", std::vector<uint64_t>{3}), 0u); // already marked
   EXPECT_TRUE(hints.lagging("n1", 3));
   EXPECT_TRUE(hints.lagging("n1", 70));
   EXPECT_FALSE(hints.lagging("n2", 3)); // another peer's copies are not hinted
@@ -129,26 +129,42 @@ TEST(peer_lag_hints, a_hint_is_per_peer_and_slot_and_ends_when_cleared) {
   EXPECT_EQ(hints.count(), 0u);
 }
 
+TEST(peer_lag_hints, a_home_that_caught_the_peer_up_ends_only_its_own_hints) {
+  peer_lag_hints hints{128};
+  hints.add("n1", "n3", std::vector<uint64_t>{3, 4});
+  hints.add("n1", "n2", std::vector<uint64_t>{4, 5});
+  hints.clear_source("n1", "n3"); // n3's queue reached n1; n2's did not yet
+  EXPECT_FALSE(hints.lagging("n1", 3));
+  EXPECT_TRUE(hints.lagging("n1", 4));
+  EXPECT_TRUE(hints.lagging("n1", 5));
+  hints.clear("n1", 4); // equal digests end every home's hint of the slot
+  EXPECT_FALSE(hints.lagging("n1", 4));
+  EXPECT_EQ(hints.count(), 1u);
+}
+
 TEST(peer_lag_hints, what_is_saved_on_each_change_loads_back_after_a_restart) {
   std::vector<std::string> saved;
   {
     peer_lag_hints hints{4096};
     hints.set_save([&](const std::string& text) { saved.push_back(text); });
-    hints.add("n1", std::vector<uint64_t>{7, 4095});
-    hints.add("n3", std::vector<uint64_t>{12});
-    hints.add("n3", std::vector<uint64_t>{12}); // no change, nothing saved
+    hints.add("n1", "n3", std::vector<uint64_t>{7, 4095});
+    hints.add("n2", "n3", std::vector<uint64_t>{12});
+    hints.add("n2", "n3", std::vector<uint64_t>{12}); // no change, nothing saved
     hints.clear("n1", 7);
     hints.clear("n1", 7);
+    hints.clear_source("n2", "n1"); // none from n1: no change
   }
   ASSERT_EQ(saved.size(), 3u);
   peer_lag_hints restarted{4096};
   // A torn or foreign line is skipped, the rest is read.
-  EXPECT_EQ(restarted.load_text(saved.back() + "n2 12 x 13\n\n"), 3u);
+  EXPECT_EQ(restarted.load_text(saved.back() + "n4 n3 12 x 13\nn5\n\n"), 3u);
   EXPECT_FALSE(restarted.lagging("n1", 7));
   EXPECT_TRUE(restarted.lagging("n1", 4095));
-  EXPECT_TRUE(restarted.lagging("n3", 12));
   EXPECT_TRUE(restarted.lagging("n2", 12));
-  EXPECT_FALSE(restarted.lagging("n2", 13)); // after the bad field
+  EXPECT_TRUE(restarted.lagging("n4", 12));
+  EXPECT_FALSE(restarted.lagging("n4", 13)); // after the bad field
+  restarted.clear_source("n1", "n3");        // sources survive the restart too
+  EXPECT_FALSE(restarted.lagging("n1", 4095));
 }
 
 } // namespace
