@@ -590,6 +590,10 @@ std::string node_cluster::status_json() const {
 }
 
 void node_cluster::keep_hints_on_disk(const std::string& path) {
+  // Booting from a snapshot: the hints of the store being replaced say
+  // nothing about the restored copies.
+  if (!options_.restore_from.empty())
+    std::remove(path.c_str());
   if (std::ifstream in{path}; in) {
     std::stringstream text;
     text << in.rdbuf();
