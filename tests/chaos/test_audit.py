@@ -49,6 +49,23 @@ def test_a_proof_never_answered_is_caught_unless_the_worker_registered_again(tmp
     assert audit(tmp_path, PROOF, REREGISTERED) == []
 
 
+SYNC_STARTED = ("[2026-12-02 08:05:58.700] [info] full-sync-start instance=i-1 worker=0 "
+                "location=LocalCPUBackend sync_id=i-1_0_x_LocalCPUBackend total_keys=60 batches=1")
+ASK_EARLY = ("[2026-12-02 08:05:58.600] [info] full-sync-requested instance=i-1 worker=0 "
+             "reason=frames_lost_with_node")
+
+
+def test_a_proof_answered_by_a_full_sync_that_starts_after_it_holds(tmp_path):
+    # Asked 46 ms before the proof (another proof), started 54 ms after it.
+    assert audit(tmp_path, PROOF.replace("08:05:58.646", "08:05:58.500"), ASK_EARLY, PROOF,
+                 SYNC_STARTED) == []
+    # A sync that started before the proof does not answer it.
+    early_start = SYNC_STARTED.replace("08:05:58.700", "08:05:58.610")
+    problems = audit(tmp_path, PROOF.replace("08:05:58.646", "08:05:58.500"), ASK_EARLY,
+                     early_start, PROOF)
+    assert len(problems) == 1 and "never asked" in problems[0], problems
+
+
 def test_what_happened_before_the_schedule_is_not_judged(tmp_path):
     late = log_events([_write(tmp_path, ASK)])[0][0] + 1
     assert audit(tmp_path, ASK, since=late) == []
