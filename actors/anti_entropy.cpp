@@ -52,7 +52,7 @@ void compare_with(ae_self self, const cluster_table& table, node_index peer) {
             // (no suspect words: none suspect; no hint words: none hinted)
             if (answer.size() < slots.size() + 1)
               return;
-            const size_t words = (slots.size() + 63) / 64;
+            const size_t words = slot_suspects::word_count(slots.size());
             const size_t extra = answer.size() - slots.size() - 1;
             const std::span<const uint64_t> peer_suspect_bits{answer.data() + slots.size() + 1,
                                                               std::min(extra, words)};

@@ -52,12 +52,24 @@ uint32_t slot_suspects::count() const noexcept {
   return n;
 }
 
-std::vector<uint64_t> slot_suspects::bits(std::span<const uint64_t> slots) const {
-  std::vector<uint64_t> words((slots.size() + 63) / 64, 0);
+namespace {
+
+/// Bit i of word i / 64 set when `flagged(slots[i])`; the layout digest
+/// answers carry (slot_suspects::bit reads it).
+template <class Flagged>
+std::vector<uint64_t> bit_words(std::span<const uint64_t> slots, Flagged flagged) {
+  std::vector<uint64_t> words(slot_suspects::word_count(slots.size()), 0);
   for (size_t i = 0; i < slots.size(); ++i)
-    if (slots[i] < flags_.size() && suspect(static_cast<uint32_t>(slots[i])))
+    if (flagged(slots[i]))
       words[i / 64] |= uint64_t{1} << (i % 64);
   return words;
+}
+
+} // namespace
+
+std::vector<uint64_t> slot_suspects::bits(std::span<const uint64_t> slots) const {
+  return bit_words(
+      slots, [this](uint64_t s) { return s < flags_.size() && suspect(static_cast<uint32_t>(s)); });
 }
 
 size_t peer_lag_hints::add(const std::string& peer, const std::string& source,
@@ -116,13 +128,10 @@ void peer_lag_hints::clear(const std::string& peer, uint32_t slot) {
 std::vector<uint64_t> peer_lag_hints::bits(const std::string& peer,
                                            std::span<const uint64_t> slots) const {
   std::lock_guard lock{mutex_};
-  std::vector<uint64_t> words((slots.size() + 63) / 64, 0);
-  bool any = false;
-  for (size_t i = 0; i < slots.size(); ++i)
-    if (slots[i] < slot_count_ && lagging_locked(peer, static_cast<uint32_t>(slots[i]))) {
-      words[i / 64] |= uint64_t{1} << (i % 64);
-      any = true;
-    }
+  auto words = bit_words(slots, [&](uint64_t s) {
+    return s < slot_count_ && lagging_locked(peer, static_cast<uint32_t>(s));
+  });
+  const bool any = std::any_of(words.begin(), words.end(), [](uint64_t w) { return w != 0; });
   return any ? words : std::vector<uint64_t>{};
 }
 

@@ -106,6 +106,8 @@ public:
   /// `slots`' flags as bit words (bit i of word i / 64), as a digest answer
   /// carries them after the digests.
   std::vector<uint64_t> bits(std::span<const uint64_t> slots) const;
+  /// How many such words `n` slots take.
+  static constexpr size_t word_count(size_t n) noexcept { return (n + 63) / 64; }
   /// Flag i of such words; false past their end (a peer that sent none).
   static bool bit(std::span<const uint64_t> words, size_t i) noexcept {
     return i / 64 < words.size() && ((words[i / 64] >> (i % 64)) & 1) != 0;

@@ -123,7 +123,7 @@ cluster_service_main(cluster_service_actor::stateful_pointer<cluster_service_sta
         // [uptime, digests..., suspect bit words..., hint bit words...]:
         // the hint words only when some slot of the asker is hinted, and
         // then after as many suspect words (zeros if none).
-        const size_t words = (slots.size() + 63) / 64;
+        const size_t words = slot_suspects::word_count(slots.size());
         if (const auto& suspects = self->state.cfg.suspects) {
           // Thawed, and asked before the cluster node's tick saw it.
           if (suspects->stood_still(steady_now_ms()))

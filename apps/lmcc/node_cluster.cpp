@@ -625,7 +625,9 @@ void node_cluster::hint_lag(uint16_t peer, std::vector<uint64_t> slots) {
     return;
   const auto& peer_id = table->members[peer].address.id;
   const auto& self_id = options_.controller.node_id;
-  const bool caught_up = slots.empty(); // to every owner: this node's hints end
+  // Each other owner of a slot learns of the slots it owns; no slots at all:
+  // every node learns that this node's hints about `peer` end.
+  const bool ending = slots.empty();
   for (size_t n = 0; n < table->peers.size(); ++n) {
     if (n == peer)
       continue;
@@ -633,17 +635,18 @@ void node_cluster::hint_lag(uint16_t peer, std::vector<uint64_t> slots) {
     for (uint64_t s : slots)
       if ((cluster::owner_mask(*table->owners, static_cast<uint32_t>(s)) >> n) & 1)
         owned.push_back(s);
-    if (owned.empty() && !caught_up)
+    if (owned.empty() && !ending)
       continue;
-    if (n == table->self && caught_up)
+    if (n != table->self) {
+      if (table->reachable(static_cast<actors::node_index>(n)) && table->peers[n].handles.service)
+        caf::anon_send(
+            caf::actor_cast<actors::cluster_service_actor>(table->peers[n].handles.service),
+            actors::hint_atom::value, peer_id, self_id, std::move(owned));
+    } else if (ending) {
       hints_->clear_source(peer_id, self_id);
-    else if (n == table->self)
+    } else {
       hints_->add(peer_id, self_id, owned);
-    else if (table->reachable(static_cast<actors::node_index>(n)) &&
-             table->peers[n].handles.service)
-      caf::anon_send(
-          caf::actor_cast<actors::cluster_service_actor>(table->peers[n].handles.service),
-          actors::hint_atom::value, peer_id, self_id, std::move(owned));
+    }
   }
 }
 

@@ -65,6 +65,22 @@ def lookups_complete(nodes: list[Node], reference: Node, prompts) -> bool:
     return all([n.lookup(p) for p in prompts] == want for n in nodes)
 
 
+def eight_workers_some_homed_on_n3(cluster: Cluster, reference: Node, rng: random.Random,
+                                   tag: str, twins: list[Twin]) -> tuple[list, list[Twin]]:
+    """Eight workers (added to `twins`, which the caller closes), each with one
+    prompt of 8 chunks admitted and settled on every node; returns 16 prompts
+    (the second eight for later) and the workers homed on n3."""
+    base = rng.randrange(1, 1 << 40)
+    prompts = [[base + p * 10_000 + i for i in range(256 * 8)] for p in range(16)]
+    twins.extend(started_twins(cluster, reference, rng, tag, 8))
+    homed_on_n3 = [t for t in twins if home_of(cluster, t) is cluster.nodes[2]]
+    assert homed_on_n3, "no worker is homed on n3 (choose another seed)"
+    for i, t in enumerate(twins):
+        t.admit(chunk_hashes(prompts[i]))
+    converged_on(cluster.nodes, reference, prompts, twins, "before the fault")
+    return prompts, homed_on_n3
+
+
 def test_kill_9_of_each_node_in_turn_loses_nothing_and_resyncs_no_one(cluster, reference):
     rng = random.Random(21)
     tag = unique("kill")
@@ -343,19 +359,11 @@ def test_a_thawed_nodes_stale_copies_give_way_to_an_owner_restarted_since(tmp_pa
     extra = ("--lmcc_anti_entropy_interval_ms=500",)
     cluster = Cluster(tmp_path / "cluster", extra=extra).start()
     rng = random.Random(53)
-    tag = unique("stale")
-    base = rng.randrange(1, 1 << 40)
-    prompts = [[base + p * 10_000 + i for i in range(256 * 8)] for p in range(16)]
     twins: list[Twin] = []
     n1, n2, n3 = cluster.nodes
     try:
-        twins = started_twins(cluster, reference, rng, tag, 8)
-        homed_on_n3 = [t for t in twins
-                       if f"worker-registered instance={t.c.instance_id} " in n3.log_text()]
-        assert homed_on_n3, "no worker is homed on n3 (choose another seed)"
-        for i, t in enumerate(twins):
-            t.admit(chunk_hashes(prompts[i]))
-        converged_on(cluster.nodes, reference, prompts, twins, "before the freeze")
+        prompts, _ = eight_workers_some_homed_on_n3(cluster, reference, rng, unique("stale"),
+                                                    twins)
         os.kill(n1.proc.pid, signal.SIGSTOP)
         try:
             wait_until(lambda: all(not cluster.status(n)["members"][0]["live"] for n in (n2, n3)),
@@ -406,18 +414,11 @@ def test_an_owner_cut_off_from_a_home_that_dies_gives_way_after_the_heal(tmp_pat
     extra = ("--lmcc_anti_entropy_interval_ms=500",)
     cluster = Cluster(tmp_path / "cluster", proxied=True, extra=extra).start()
     rng = random.Random(59)
-    tag = unique("cutowner")
-    base = rng.randrange(1, 1 << 40)
-    prompts = [[base + p * 10_000 + i for i in range(256 * 8)] for p in range(16)]
     twins: list[Twin] = []
     n1, n2, n3 = cluster.nodes
     try:
-        twins = started_twins(cluster, reference, rng, tag, 8)
-        homed_on_n3 = [t for t in twins if home_of(cluster, t) is n3]
-        assert homed_on_n3, "no worker is homed on n3 (choose another seed)"
-        for i, t in enumerate(twins):
-            t.admit(chunk_hashes(prompts[i]))
-        converged_on(cluster.nodes, reference, prompts, twins, "before the cut")
+        prompts, homed_on_n3 = eight_workers_some_homed_on_n3(cluster, reference, rng,
+                                                              unique("cutowner"), twins)
         for t in twins:  # every socket at n2 or n3: n1 takes no frame meanwhile
             repoint_all(t, rng, [n2, n3])
         cluster.cut_one_way("n3", "n1")
