@@ -289,13 +289,15 @@ void forward_frames(forwarder_self self, uint16_t node, pushed_msgs msgs, bool m
       node < table->peers.size() && table->reachable(node) && table->peers[node].handles.service;
   auto drop = [self, credits, node, frames = msgs.size()](std::string_view why) {
     auto& st = self->state;
-    st.cfg.gate->give(credits);
+    // Counted before the credits go back: whoever sees the credits return
+    // (a test, /metrics after a drain) must also see the drop.
     if (st.cfg.count_event)
       st.cfg.count_event("forwarded_frames_dropped");
     // First and then every 100th: a long outage must not fill the log.
     if (st.dropped++ % 100 == 0)
       spdlog::warn("frames-not-forwarded node_index={} frames={} reason={} dropped_so_far={}", node,
                    frames, why, st.dropped);
+    st.cfg.gate->give(credits);
   };
   auto reroute = [self, node](pushed_msgs frames) {
     auto table = self->state.cfg.board->current();
