@@ -343,6 +343,9 @@ void forward_frames(forwarder_self self, uint16_t node, pushed_msgs msgs, bool m
     done();
   });
   arm_expiry_tick(self);
+  // Forwarding volume: workers whose PUSH streams land away from their home.
+  if (st.cfg.count_event)
+    st.cfg.count_event("forwards_sent");
   self->request(service, caf::infinite, push_atom::value, std::move(msgs))
       .then(
           [self, id, credits, done](bool) {
