@@ -356,6 +356,7 @@ void kv_shard_core::snapshot_some() {
       pending_->delete_slot(slot);
     } else {
       persistence::slot_snapshot_writer writer{slot, stamp};
+      writer.reserve(summary.keys, summary.entries);
       r.for_each_key(slot,
                      [&](uint64_t key, std::span<const holder_id> hs) { writer.add(key, hs); });
       scratch_.clear();

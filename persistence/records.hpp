@@ -86,6 +86,12 @@ class slot_snapshot_writer {
 public:
   slot_snapshot_writer(uint32_t slot, uint64_t position) : slot_(slot), position_(position) {}
 
+  /// Makes room for `keys` keys and `entries` (key, holder) pairs.
+  void reserve(size_t keys, size_t entries) {
+    keys_.reserve(keys);
+    holders_.reserve(entries);
+  }
+
   /// Adds a key with its holders (at least one).
   void add(uint64_t key, std::span<const uint64_t> holders);
 
