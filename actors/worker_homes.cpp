@@ -81,19 +81,23 @@ void begin_handoff(directory_self self, uint64_t uid, node_index to) {
             auto& h = *self->state.homes;
             ++h.handed_off_total;
             spdlog::info("worker-handoff-done uid={} locations={}", uid, marks.size());
-            // No location: nothing to hand over (an actor that never started,
-            // or a worker that never pushed); the new home's own marks do.
+            // No location: no trackers to hand over (an actor that never
+            // started, a worker that never pushed, a takeover whose marks
+            // were of an older registration); the new home's own marks do.
             const auto answer =
                 marks.empty() ? worker_handoff::answer::none : worker_handoff::answer::found;
             for (auto& rp : h.handing[uid])
               rp.deliver(worker_handoff{uid, answer, marks});
             const bool served = !h.handing[uid].empty();
             h.handing.erase(uid);
-            if (!marks.empty()) {
-              if (!served)
-                h.unserved.insert(uid); // a stopping node waits for the new home to ask
-              h.handed[uid] = {monotonic_ms(), std::move(marks)};
-            }
+            // Kept even without marks: a new home that never comes to ask kept
+            // an entity of its own meanwhile, and that split is told the same
+            // way whatever this entity tracked (tell_split_entities): it may
+            // have taken the worker's registration while the other side
+            // applied its frames (chaos seed 1429).
+            if (!served)
+              h.unserved.insert(uid); // a stopping node waits for the new home to ask
+            h.handed[uid] = {monotonic_ms(), std::move(marks)};
             on_ring_change(self); // it may be homed here again by now
           },
           [self, uid](caf::error& e) {
@@ -233,8 +237,10 @@ void start_takeover(directory_self self, const worker_record& rec) {
   tk.peers.assign(table->peers.size(), takeover::peer::unasked);
   // Back here after this node handed it off: its own marks count as found.
   if (auto it = st.homes->handed.find(rec.uid); it != st.homes->handed.end()) {
-    tk.found.push_back(std::move(it->second.second));
-    tk.found_at.push_back(node_id(*table, table->self));
+    if (!it->second.second.empty()) { // none: the shard's marks or a peer's do
+      tk.found.push_back(std::move(it->second.second));
+      tk.found_at.push_back(node_id(*table, table->self));
+    }
     st.homes->handed.erase(it);
   }
   st.homes->takeovers[rec.uid] = std::move(tk);
@@ -364,7 +370,9 @@ caf::result<worker_handoff> answer_handoff(directory_self self, uint64_t uid) {
   }
   if (auto it = h.handed.find(uid); it != h.handed.end()) {
     h.unserved.erase(uid);
-    auto answer = worker_handoff{uid, worker_handoff::answer::found, it->second.second};
+    const auto status =
+        it->second.second.empty() ? worker_handoff::answer::none : worker_handoff::answer::found;
+    auto answer = worker_handoff{uid, status, it->second.second};
     answer_leave_waiters(self);
     return answer;
   }
