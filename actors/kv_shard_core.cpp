@@ -76,6 +76,18 @@ void kv_shard_core::apply(const kv_sub_batch& sb) {
     ++counters_.fenced;
     return;
   }
+  if (sb.incarnation > meta.incarnation && meta.incarnation != 0 && !sb.drop) {
+    // Ops of a newer registration while this shard still has the older one's
+    // entries: the re-registration's drop never reached it (lost with a
+    // killed node's queue, or behind a partition). A registration clears the
+    // worker's KV state, so the drop is implied; it is logged like any other,
+    // so a restart replays the same state (chaos seed 1423: such entries
+    // outlived the drop everywhere else and came back).
+    ++counters_.implied_drops;
+    spdlog::info("holder-dropped-by-newer-registration holder={} incarnation={} newer={}",
+                 sb.holder, meta.incarnation, sb.incarnation);
+    drop_holder(sb.holder, sb.incarnation);
+  }
   if (sb.incarnation > meta.incarnation) {
     meta.incarnation = sb.incarnation;
     meta.durable.reset();

@@ -154,6 +154,7 @@ struct shard_counters {
   uint64_t sub_batches = 0;
   uint64_t ops = 0;
   uint64_t fenced = 0; ///< sub-batches of an older incarnation or older than applied, ignored
+  uint64_t implied_drops = 0; ///< older registrations dropped on a newer one's first ops
   uint64_t commits = 0;
   uint64_t commit_failures = 0;
   uint64_t records_given_up = 0;

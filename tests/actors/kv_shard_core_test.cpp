@@ -149,6 +149,33 @@ TEST(kv_shard_core, a_sub_batch_of_an_older_incarnation_is_ignored_but_still_ack
   EXPECT_EQ(log_of(*f.store).rbegin()->second.incarnation, 6u);
 }
 
+TEST(kv_shard_core, ops_of_a_newer_registration_drop_the_older_ones_entries_first) {
+  // This copy missed worker 1's re-registration drop; the new registration's
+  // first ops arrive.
+  shard_fixture f;
+  const auto k = keys_in(2, 3, 64);
+  f.core->apply(
+      sb(1, 1, h1, {{k[0], true}, {k[1], true}}).incarnation(5).mark(seq_state::tracking, 9));
+  f.core->apply(sb(2, 1, h2, {{k[0], true}}).incarnation(5));
+  f.commit();
+  f.core->apply(sb(1, 2, h1, {{k[2], true}}).incarnation(6).mark(seq_state::tracking, 0));
+  f.commit();
+  EXPECT_FALSE(f.index->read().holds(k[0], h1)); // the old registration's
+  EXPECT_FALSE(f.index->read().holds(k[1], h1));
+  EXPECT_TRUE(f.index->read().holds(k[2], h1)); // the new one's
+  EXPECT_TRUE(f.index->read().holds(k[0], h2)); // another worker's stay
+  EXPECT_EQ(f.core->holders().at(h1).incarnation, 6u);
+  EXPECT_EQ(f.core->holders().at(h1).mark, (seq_mark{seq_state::tracking, 0}));
+  EXPECT_EQ(f.core->counters().implied_drops, 1u);
+  // Logged as a drop before the new ops, so a restart replays the same.
+  auto log = log_of(*f.store);
+  ASSERT_GE(log.size(), 2u);
+  auto last = log.rbegin();
+  EXPECT_FALSE(last->second.drop);
+  EXPECT_TRUE(std::next(last)->second.drop);
+  EXPECT_EQ(std::next(last)->second.incarnation, 6u);
+}
+
 TEST(kv_shard_core, a_registration_learned_later_drops_older_holders_of_that_worker_only) {
   // This copy missed worker 1's re-registration drop (it was down); its
   // directory now learns incarnation 7 of worker 1 and 3 of worker 2.
