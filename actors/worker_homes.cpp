@@ -45,6 +45,14 @@ void tell_split_entities(directory_self self, const cluster_table& table, uint64
   }
 }
 
+/// A handoff's answer: its marks, or "none" without any (no trackers to hand
+/// over: an actor that never started, a worker that never pushed, a takeover
+/// whose marks were of an older registration); the new home's own marks do.
+worker_handoff handoff_answer(uint64_t uid, std::vector<location_mark> marks) {
+  const auto status = marks.empty() ? worker_handoff::answer::none : worker_handoff::answer::found;
+  return worker_handoff{uid, status, std::move(marks)};
+}
+
 void schedule_tick(directory_self self) {
   auto& h = *self->state.homes;
   if (h.tick_scheduled || (h.takeovers.empty() && h.handed.empty()))
@@ -81,13 +89,9 @@ void begin_handoff(directory_self self, uint64_t uid, node_index to) {
             auto& h = *self->state.homes;
             ++h.handed_off_total;
             spdlog::info("worker-handoff-done uid={} locations={}", uid, marks.size());
-            // No location: no trackers to hand over (an actor that never
-            // started, a worker that never pushed, a takeover whose marks
-            // were of an older registration); the new home's own marks do.
-            const auto answer =
-                marks.empty() ? worker_handoff::answer::none : worker_handoff::answer::found;
+            const auto answer = handoff_answer(uid, marks);
             for (auto& rp : h.handing[uid])
-              rp.deliver(worker_handoff{uid, answer, marks});
+              rp.deliver(answer);
             const bool served = !h.handing[uid].empty();
             h.handing.erase(uid);
             // Kept even without marks: a new home that never comes to ask kept
@@ -370,9 +374,7 @@ caf::result<worker_handoff> answer_handoff(directory_self self, uint64_t uid) {
   }
   if (auto it = h.handed.find(uid); it != h.handed.end()) {
     h.unserved.erase(uid);
-    const auto status =
-        it->second.second.empty() ? worker_handoff::answer::none : worker_handoff::answer::found;
-    auto answer = worker_handoff{uid, status, it->second.second};
+    auto answer = handoff_answer(uid, it->second.second);
     answer_leave_waiters(self);
     return answer;
   }

@@ -6,9 +6,7 @@
 #include <absl/container/flat_hash_map.h>
 
 #include <algorithm>
-#include <array>
 #include <bit>
-#include <utility>
 
 namespace lmcc::persistence {
 
@@ -152,7 +150,7 @@ void slot_snapshot_writer::add(uint64_t key, std::span<const uint64_t> holders) 
 
 namespace {
 
-/// Sorts `v` by `key_of`, using `scratch` as the second buffer. Keys are
+/// Sorts `v` by `key_of`. Keys are
 /// chunk hashes, spread evenly over their range: one pass puts each in a
 /// bucket by its high bits (about one key a bucket), and sorting inside the
 /// buckets is then a short insertion sort; a bucket that keys crowd into
@@ -160,7 +158,7 @@ namespace {
 /// O(n log n). A snapshot round sorts every dirty slot; this takes a third of
 /// std::sort's time on a slot of a few thousand keys (bench/snapshot_bench.cpp).
 template <class T, class KeyOf>
-void sort_by_key(std::vector<T>& v, std::vector<T>& scratch, KeyOf key_of) {
+void sort_by_key(std::vector<T>& v, KeyOf key_of) {
   const auto less = [&](const T& a, const T& b) { return key_of(a) < key_of(b); };
   const size_t n = v.size();
   if (n < 64) {
@@ -180,7 +178,7 @@ void sort_by_key(std::vector<T>& v, std::vector<T>& scratch, KeyOf key_of) {
     ++start[((key_of(x) - lo) >> shift) + 1];
   for (size_t b = 1; b < start.size(); ++b)
     start[b] += start[b - 1];
-  scratch.resize(n);
+  std::vector<T> scratch(n);
   {
     std::vector<uint32_t> next(start.begin(), start.end() - 1);
     for (const auto& x : v)
@@ -242,10 +240,7 @@ void slot_snapshot_writer::finish(std::string& out) {
   for (size_t i = 0; i < holders_.size(); ++i)
     holder_index[i] = dictionary.index_of(holders_[i]);
   const auto& order = dictionary.order();
-  {
-    std::vector<key_run> scratch;
-    sort_by_key(keys_, scratch, [](const key_run& k) { return k.key; });
-  }
+  sort_by_key(keys_, [](const key_run& k) { return k.key; });
 
   const size_t header_at = out.size();
   out.reserve(header_at + 32 + order.size() * 8 + 10 * (1 + keys_.size() + holders_.size()) + 4);
@@ -262,21 +257,14 @@ void slot_snapshot_writer::finish(std::string& out) {
   const size_t body_at = out.size();
   out.resize(body_at + 10 * (1 + keys_.size() + holders_.size()));
   char* const begin = out.data() + body_at;
-  char* p = begin;
-  const auto put = [&p](uint64_t v) {
-    while (v >= 0x80) {
-      *p++ = static_cast<char>((v & 0x7f) | 0x80);
-      v >>= 7;
-    }
-    *p++ = static_cast<char>(v);
-  };
-  put(keys_.size());
+  char* p = internal::put_varint(begin, keys_.size());
   uint64_t previous = 0;
   for (const auto& k : keys_) {
-    put(k.key - previous);
+    p = internal::put_varint(p, k.key - previous);
     previous = k.key;
     for (uint32_t i = 0; i < k.count; ++i)
-      put((uint64_t{holder_index[k.first + i]} << 1) | (i + 1 < k.count ? 1 : 0));
+      p = internal::put_varint(p, (uint64_t{holder_index[k.first + i]} << 1) |
+                                      (i + 1 < k.count ? 1 : 0));
   }
   out.resize(body_at + static_cast<size_t>(p - begin));
   seal(out, body_at);

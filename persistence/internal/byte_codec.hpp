@@ -15,6 +15,16 @@
 
 namespace lmcc::persistence::internal {
 
+/// Writes `v` as a LEB128 varint at `p` (at most 10 bytes); returns the end.
+inline char* put_varint(char* p, uint64_t v) noexcept {
+  while (v >= 0x80) {
+    *p++ = static_cast<char>((v & 0x7f) | 0x80);
+    v >>= 7;
+  }
+  *p++ = static_cast<char>(v);
+  return p;
+}
+
 class byte_writer {
 public:
   explicit byte_writer(std::string& out) : out_(out) {}
@@ -37,13 +47,7 @@ public:
 
   void varint(uint64_t v) {
     char b[10];
-    int n = 0;
-    while (v >= 0x80) {
-      b[n++] = static_cast<char>((v & 0x7f) | 0x80);
-      v >>= 7;
-    }
-    b[n++] = static_cast<char>(v);
-    out_.append(b, static_cast<size_t>(n));
+    out_.append(b, static_cast<size_t>(put_varint(b, v) - b));
   }
 
   void bytes(std::string_view s) {
