@@ -303,10 +303,14 @@ bool kv_shard_core::snapshot_due(uint64_t now_ms) const {
   const uint64_t since = now_ms - last_round_start_ms_;
   if (since < static_cast<uint64_t>(opts_.snapshot_min_interval.count()))
     return false;
-  if (log_bytes_since_round_ >= opts_.snapshot_log_bytes)
+  if (log_bytes_since_round_ >= snapshot_log_threshold())
     return true;
   return since >= static_cast<uint64_t>(opts_.snapshot_interval.count()) &&
          log_bytes_since_round_ > 0;
+}
+
+uint64_t kv_shard_core::snapshot_log_threshold() const noexcept {
+  return std::max(opts_.snapshot_log_bytes, last_round_bytes_ / 100 * opts_.snapshot_log_percent);
 }
 
 bool kv_shard_core::background_due(uint64_t now_ms) const {
@@ -375,6 +379,7 @@ void kv_shard_core::snapshot_some() {
       writer.finish(scratch_);
       pending_->put_slot(slot, scratch_);
       counters_.snapshot_bytes += scratch_.size();
+      round_->bytes_written += scratch_.size();
     }
     snapshotted_versions_[slot] = summary.version;
     slot_stamps_[slot] = stamp;
@@ -401,9 +406,11 @@ void kv_shard_core::finish_round(uint64_t now_ms) {
   ++counters_.snapshot_rounds;
   counters_.last_round_ms = static_cast<double>(now_ms - round_->started_ms);
   log_bytes_since_round_ = log_bytes_total_ - round_->start_log_bytes;
-  spdlog::info("snapshot-round-done floor={} slots={} holders={} ms={} log_bytes_left={}",
+  last_round_bytes_ = round_->bytes_written;
+  spdlog::info("snapshot-round-done floor={} slots={} holders={} ms={} bytes={} "
+               "log_bytes_left={} next_round_after_log_bytes={}",
                round_->start_position + 1, round_->slots.size(), written, counters_.last_round_ms,
-               log_bytes_since_round_);
+               last_round_bytes_, log_bytes_since_round_, snapshot_log_threshold());
   round_.reset();
 }
 

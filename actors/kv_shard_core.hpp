@@ -21,7 +21,8 @@
 //
 // Background work, in bounded steps between sub-batches: cleaning holder
 // drops (kv_index drop jobs) and snapshot rounds. A round starts when the log
-// has grown by snapshot_log_bytes since the last round, or snapshot_interval
+// has grown by snapshot_log_bytes (and snapshot_log_percent of what the last
+// round wrote) since the last round, or snapshot_interval
 // has passed with dirty slots, never sooner than snapshot_min_interval after
 // the previous one. It remembers P0 (the last log position), writes every
 // slot whose version changed since its last snapshot (a few thousand entries
@@ -66,6 +67,15 @@ struct shard_options {
   /// last round: bounds what a restart replays (about 9 bytes an op, so the
   /// default is ~3.5 M ops, well under a second of replay). Default: 32 MiB
   uint64_t snapshot_log_bytes = uint64_t{32} << 20;
+
+  /// ... and by at least this percentage of what the last round wrote. A
+  /// round rewrites every dirty slot, so its cost grows with the index; tying
+  /// the log's growth to it keeps the snapshot work per logged op constant
+  /// (Redis's auto-aof-rewrite-percentage does the same for its AOF). A
+  /// restart replays at most max(snapshot_log_bytes, this share of the last
+  /// round) of log: at 10 M entries (~90 MB of slot values) and 50, ~45 MB.
+  /// 0: only snapshot_log_bytes counts. Default: 50
+  uint32_t snapshot_log_percent = 50;
 
   /// ... or once this much time has passed with dirty slots. Default: 60 s
   std::chrono::milliseconds snapshot_interval{60'000};
@@ -262,11 +272,14 @@ public:
   /// The log position `slot`'s latest snapshot covers (0: none).
   uint64_t slot_stamp(uint32_t slot) const { return slot_stamps_.at(slot); }
   uint64_t log_bytes_since_round() const noexcept { return log_bytes_since_round_; }
+  /// How much the log must grow before the next round may start (bytes).
+  uint64_t snapshot_log_threshold() const noexcept;
 
 private:
   struct round_state {
     uint64_t start_position = 0; ///< P0
     uint64_t start_log_bytes = 0;
+    uint64_t bytes_written = 0; ///< slot values so far
     std::vector<uint32_t> slots;
     size_t cursor = 0;
     uint64_t started_ms = 0;
@@ -310,6 +323,8 @@ private:
   std::optional<uint64_t> pending_floor_;
   uint64_t log_bytes_since_round_ = 0;
   uint64_t log_bytes_total_ = 0;
+  /// Slot values the last finished round wrote (snapshot_log_percent).
+  uint64_t last_round_bytes_ = 0;
   shard_counters counters_;
 };
 

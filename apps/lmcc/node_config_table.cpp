@@ -342,6 +342,14 @@ std::vector<option_spec> make_table() {
                 mebibytes_kind{.max_mib = int64_t{1} << 20},
                 member([](auto& o) -> auto& { return o.controller.shard.snapshot_log_bytes; }),
                 size_t{32} << 20),
+    make_option({.key = "lmcc_snapshot_log_percent", .flag = "--snapshot-log-percent",
+                 .value_name = "PERCENT",
+                 .help = "a round also waits until the op log grew by this percentage of what "
+                         "the last round wrote, so snapshot work per op stays flat as the index "
+                         "grows (0: off)"},
+                integer_kind<uint32_t>{.min = 0, .max = 10000},
+                member([](auto& o) -> auto& { return o.controller.shard.snapshot_log_percent; }),
+                uint32_t{50}),
     make_option({.key = "lmcc_snapshot_interval_s", .flag = "--snapshot-interval",
                  .value_name = "SECONDS",
                  .help = "start a slot-snapshot round at least this often when slots are dirty"},

@@ -513,6 +513,36 @@ TEST(kv_shard_core, rounds_start_on_log_growth_or_on_the_interval_never_too_clos
   EXPECT_TRUE(f.core->background_due(14'000));
 }
 
+TEST(kv_shard_core, after_a_large_round_the_log_must_grow_by_its_share_of_it) {
+  shard_fixture f;
+  f.opts.snapshot_log_bytes = 1'000;
+  f.opts.snapshot_log_percent = 200;
+  f.opts.snapshot_interval = std::chrono::milliseconds{600'000};
+  f.opts.snapshot_min_interval = std::chrono::milliseconds{0};
+  f.core = std::make_unique<kv_shard_core>(f.opts, f.index, f.store);
+  EXPECT_EQ(f.core->snapshot_log_threshold(), 1'000u); // no round yet: the floor
+  uint64_t n = 1;
+  auto grow_log_to = [&](uint64_t bytes) {
+    while (f.core->log_bytes_since_round() < bytes) {
+      const uint64_t number = n++;
+      f.core->apply(sb(1, number, h1, {{number * 7919, true}, {number * 104729, true}}));
+    }
+    f.commit();
+  };
+  grow_log_to(1'000);
+  EXPECT_TRUE(f.core->background_due(1'000));
+  f.settle(1'000);
+  ASSERT_EQ(f.core->counters().snapshot_rounds, 1u);
+  // The round wrote every key once; the next one waits for twice those bytes.
+  const uint64_t written = f.core->counters().snapshot_bytes;
+  ASSERT_GT(written, 1'000u);
+  EXPECT_EQ(f.core->snapshot_log_threshold(), written / 100 * 200);
+  grow_log_to(1'000);
+  EXPECT_FALSE(f.core->background_due(2'000)); // past the floor, short of the share
+  grow_log_to(f.core->snapshot_log_threshold());
+  EXPECT_TRUE(f.core->background_due(2'000));
+}
+
 TEST(kv_shard_core, drops_are_cleaned_in_background_steps_before_a_round_starts) {
   shard_fixture f; // 8 slots a drop step
   uint64_t n = 1;
