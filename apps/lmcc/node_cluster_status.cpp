@@ -1,0 +1,225 @@
+// node_cluster's figures: the cluster-wide entry counts per holder (each
+// node counts its primary slots; a node that does not answer is counted by the
+// next owner of its slots), the lmcc_cluster_* gauges and GET /cluster/status.
+#include "apps/lmcc/node_cluster.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <unistd.h>
+
+namespace lmcc::apps {
+namespace {
+
+/// Members (of the current record; standby nodes not counted) this node reaches.
+size_t live_members(const actors::cluster_table& t) {
+  size_t n = 0;
+  for (size_t i = 0; i < t.peers.size(); ++i)
+    n += t.members[i].member && t.reachable(static_cast<actors::node_index>(i)) ? 1 : 0;
+  return n;
+}
+
+size_t member_count(const actors::cluster_table& t) {
+  return static_cast<size_t>(
+      std::count_if(t.members.begin(), t.members.end(), [](const auto& m) { return m.member; }));
+}
+
+} // namespace
+
+actors::holder_counts node_cluster::counts() {
+  auto table = board_->current();
+  actors::holder_counts total;
+  auto add = [&](const std::vector<uint64_t>& flat) {
+    for (size_t i = 0; i + 1 < flat.size(); i += 2)
+      total[flat[i]] += flat[i + 1];
+  };
+  add(actors::share_counts_flat(*parts_.index));
+  caf::scoped_actor self{parts_.system};
+  bool complete = true;
+  // A live peer answers its counts in milliseconds; one that has not within
+  // the failure timeout (and a second) is stuck or cut off, whether or not
+  // the detector has said so yet, and waiting the internal timeout for it
+  // held /controller/workers for 10 s (seen in CI under load).
+  const auto bound = std::min(options_.controller.internal_timeout,
+                              options_.cluster.failure_timeout + std::chrono::milliseconds{1000});
+  // A node that cannot answer: its primary slots are counted by the next
+  // owner lookups would read them from (a scan of those slots, only while it
+  // is away), by the liveness known after it failed.
+  std::vector<std::vector<uint64_t>> orphan_slots(table->peers.size());
+  for (size_t n = 0; n < table->peers.size(); ++n) {
+    if (n == table->self)
+      continue;
+    const auto& service = table->peers[n].handles.service;
+    bool answered = false;
+    if (service && table->reachable(static_cast<actors::node_index>(n)))
+      self->request(caf::actor_cast<actors::cluster_service_actor>(service), bound,
+                    actors::stats_atom::value)
+          .receive(
+              [&](std::vector<uint64_t>& flat) {
+                add(flat);
+                answered = true;
+              },
+              [&](caf::error&) {});
+    if (answered)
+      continue;
+    const auto now_table = board_->current();
+    const actors::node_index away[] = {static_cast<actors::node_index>(n)};
+    for (uint32_t slot : table->owners->slots_of(table->members[n].address.id).primary) {
+      const auto reader = now_table->read_owner(slot, away);
+      if (reader == cluster::no_node)
+        complete = false; // no other owner is reachable
+      else
+        orphan_slots[reader].push_back(slot);
+    }
+  }
+  const auto readers = board_->current();
+  for (size_t r = 0; r < orphan_slots.size(); ++r) {
+    if (orphan_slots[r].empty())
+      continue;
+    if (r == table->self) {
+      add(actors::slot_counts_flat(*parts_.index, orphan_slots[r]));
+      continue;
+    }
+    self->request(caf::actor_cast<actors::cluster_service_actor>(readers->peers[r].handles.service),
+                  bound, actors::stats_atom::value, std::move(orphan_slots[r]))
+        .receive([&](std::vector<uint64_t>& flat) { add(flat); },
+                 [&](caf::error&) { complete = false; });
+  }
+  // A node that did not answer leaves its primary slots' entries out.
+  if (!complete)
+    parts_.metrics.count_event("cluster_counts_incomplete");
+  return total;
+}
+
+actors::node_stats node_cluster::cluster_wide(actors::node_stats s) {
+  const auto totals = counts();
+  s.total_entries = 0;
+  for (auto& w : s.workers) {
+    w.key_count = 0;
+    for (auto h : w.holders)
+      if (auto it = totals.find(h); it != totals.end())
+        w.key_count += it->second;
+  }
+  for (const auto& [h, n] : totals)
+    s.total_entries += n;
+  return s;
+}
+
+uint64_t node_cluster::update_gauges() {
+  auto table = board_->current();
+  const auto& me = table->members[table->self];
+  uint64_t queued = 0;
+  uint64_t timeouts = 0;
+  for (const auto& lc : link_counters_)
+    if (lc) {
+      queued += lc->queued_sub_batches;
+      timeouts += lc->timeouts;
+    }
+  auto gauge = [this](std::string_view name, auto v) {
+    parts_.metrics.set_gauge(name, static_cast<double>(v));
+  };
+  gauge("cluster_members", member_count(*table));
+  gauge("cluster_member_epoch", table->record.epoch);
+  gauge("cluster_live_members", live_members(*table));
+  gauge("cluster_primary_slots", me.primary_slots);
+  gauge("cluster_replica_slots", me.replica_slots);
+  gauge("cluster_replication_lag_sub_batches", queued);
+  gauge("cluster_replication_timeouts", timeouts);
+  gauge("cluster_joins_refused", counters_->joins_refused.load());
+  gauge("cluster_peer_reads_refused", read_server_ ? read_server_->unauthorized() : 0);
+  gauge("cluster_peers_lost", counters_->peers_lost.load());
+  // The entries of the slots this node is the primary of, so that
+  // Prometheus' sum() over the nodes is the cluster's count (README).
+  return parts_.index->read().share_entries();
+}
+
+std::string node_cluster::status_json() const {
+  using nlohmann::json;
+  auto table = board_->current();
+  json members = json::array();
+  for (size_t i = 0; i < table->members.size(); ++i) {
+    const auto& m = table->members[i];
+    members.push_back(
+        {{"id", m.address.id},
+         {"host", m.address.host},
+         {"port", m.address.port},
+         {"http", table->peers[i].handles.http},
+         // Joined and greeting; "presumed": not heard from since
+         // this node started, within the failure timeout.
+         {"live", table->reachable(static_cast<actors::node_index>(i))},
+         {"presumed", m.live && !table->reachable(static_cast<actors::node_index>(i))},
+         {"self", m.self},
+         // Owns slots under the current record (else a standby or removed node).
+         {"member", m.member},
+         {"primary_slots", m.primary_slots},
+         {"replica_slots", m.replica_slots},
+         // Its wall clock minus this node's, from its greetings (0 for
+         // this node, and for a peer not heard from).
+         {"clock_offset_ms", m.self ? 0 : peer_clocks_->of(m.address.id)}});
+  }
+  json links = json::array();
+  uint64_t queued = 0;
+  for (size_t i = 0; i < link_counters_.size(); ++i) {
+    const auto& lc = link_counters_[i];
+    if (!lc)
+      continue;
+    queued += lc->queued_sub_batches;
+    links.push_back({{"peer", table->members[i].address.id},
+                     {"queued_sub_batches", lc->queued_sub_batches.load()},
+                     {"queued_ops", lc->queued_ops.load()},
+                     {"sent_sub_batches", lc->sent_sub_batches.load()},
+                     {"sent_messages", lc->sent_messages.load()},
+                     {"sent_mark_only_sub_batches", lc->sent_mark_only.load()},
+                     {"resent_sub_batches", lc->resent_sub_batches.load()},
+                     {"replication_timeouts", lc->timeouts.load()},
+                     {"dropped_ops", lc->dropped_ops.load()}});
+  }
+  const auto& me = table->members[table->self];
+  char version[17];
+  std::snprintf(version, sizeof version, "%016llx",
+                static_cast<unsigned long long>(table->ring_version));
+  const auto uptime_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::steady_clock::now() - started_)
+                             .count();
+  json out = {{"node", options_.controller.node_id},
+              {"pid", static_cast<int64_t>(::getpid())},
+              {"uptime_ms", uptime_ms},
+              {"ring_version", version},
+              {"replicas", options_.cluster.replicas},
+              {"slots", table->owners->slot_count()},
+              {"members", members},
+              {"live_members", live_members(*table)},
+              {"all_live", live_members(*table) == member_count(*table)},
+              {"membership",
+               {{"epoch", table->record.epoch},
+                {"state", table->record.committed ? "committed" : "joint"},
+                {"members", table->record.member_ids()},
+                {"previous", table->record.previous},
+                {"slots_to_copy", move_counters_->slots_to_copy.load()},
+                {"slots_copied", move_counters_->slots_copied.load()},
+                {"entries_copied", move_counters_->entries_copied.load()},
+                {"copy_failures", move_counters_->copy_failures.load()},
+                {"slots_dropped", move_counters_->slots_dropped.load()},
+                {"records_refused", counters_->records_refused.load()}}},
+              {"slots_primary", me.primary_slots},
+              {"slots_replica", me.replica_slots},
+              {"replication", links},
+              {"replication_lag_sub_batches", queued},
+              {"ingest_inflight_ops", parts_.gate->in_flight()},
+              {"joins_refused", counters_->joins_refused.load()},
+              {"peer_reads_refused", read_server_ ? read_server_->unauthorized() : 0},
+              {"joins_failed", counters_->joins_failed.load()},
+              {"peers_lost", counters_->peers_lost.load()},
+              {"anti_entropy",
+               {{"interval_ms", options_.cluster.anti_entropy_interval.count()},
+                {"rounds", ae_counters_->rounds.load()},
+                {"slots_compared", ae_counters_->slots_compared.load()},
+                {"slots_differing", ae_counters_->slots_differing.load()},
+                {"slots_suspect", suspects_->count()},
+                {"slots_hinted_lagging", hints_->count()},
+                {"slots_repaired", ae_counters_->slots_repaired.load()}}}};
+  return out.dump();
+}
+} // namespace lmcc::apps
