@@ -66,7 +66,7 @@ void node_runtime::impl::spawn_actors(node_state& state) {
   init->start = std::move(state.shard);
   init->monitor = shard_monitor_;
   init->release_memory = [releaser = std::make_shared<memory_releaser>(
-                              options_.memory_free_limit_bytes, std::chrono::seconds{10})] {
+                              options_.memory_free_limit_bytes, options_.memory_check_interval)] {
     releaser->request();
   };
   init->drop_at_start = std::move(state.drop_holders);
