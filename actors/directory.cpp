@@ -278,6 +278,7 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
           renew_entity(self, row.uid);
         adopt_if_home(self, row.uid);
       },
+      [](rows_applied_atom) { return true; },
       [self](row_delete_atom, uint64_t uid, uint64_t incarnation) {
         self->state.logic->remove_replica(uid, incarnation, wall_ms(self));
         const worker_tombstone gone{uid, incarnation};

@@ -50,6 +50,10 @@ using directory_actor = directory_feedback_actor::extend<
     // worker's home node, replicated to every other node's directory.
     caf::reacts_to<row_put_atom, persistence::worker_row>,
     caf::reacts_to<row_delete_atom, uint64_t, uint64_t>,
+    // A cluster: answered once every row the asking directory sent before it
+    // is applied (CAF keeps the order of one sender's messages): a worker's
+    // home holds a registration's answer until the peers hold the new row.
+    caf::replies_to<rows_applied_atom>::with<bool>,
     // A peer (re)joined: send it every worker homed here (its copy may have
     // missed registrations and deregistrations while it was away).
     caf::reacts_to<peer_atom, caf::actor>,
@@ -121,6 +125,12 @@ struct directory_config {
   /// A cluster: how long one attempt of a request forwarded to the worker's
   /// home waits before it is asked again (the home may have died unnoticed).
   std::chrono::milliseconds home_request_timeout{2'500};
+  /// A cluster: how long a worker's home holds a registration's answer until
+  /// every live peer's directory has the new row, so a control command sent
+  /// through any node after the answer reaches the worker's new address (as
+  /// with one LMCache controller). A peer cut off but not yet declared dead
+  /// delays registrations by this much. Default: 500 ms
+  std::chrono::milliseconds registration_replica_wait{500};
   /// A cluster: how long deregistrations are remembered (directory_logic).
   std::chrono::milliseconds tombstone_ttl{3'600'000};
   /// This node's wall clock (fault injection can jump it), and the peers'

@@ -61,6 +61,41 @@ std::optional<uint64_t> worker_in(const msg::Msg& m) {
       m);
 }
 
+/// `reply` once every live peer's directory has applied the rows this one sent
+/// it so far -- the registration's among them -- or after
+/// registration_replica_wait; at once on a single node.
+caf::result<msg::Msg> once_peers_have_the_row(directory_self self, msg::Msg reply) {
+  auto& st = self->state;
+  if (!st.cfg.cluster)
+    return reply;
+  std::vector<directory_actor> peers;
+  auto table = st.cfg.cluster->current();
+  for (size_t i = 0; i < table->peers.size(); ++i)
+    if (i != table->self && table->peers[i].live && table->peers[i].handles.directory)
+      peers.push_back(caf::actor_cast<directory_actor>(table->peers[i].handles.directory));
+  if (peers.empty())
+    return reply;
+  struct waiting {
+    caf::response_promise rp;
+    msg::Msg reply;
+    size_t left;
+  };
+  auto w = std::make_shared<waiting>(
+      waiting{self->make_response_promise<msg::Msg>(), std::move(reply), peers.size()});
+  auto one_done = [self, w] {
+    if (--w->left == 0)
+      w->rp.deliver(std::move(w->reply));
+  };
+  for (const auto& peer : peers)
+    self->request(peer, st.cfg.registration_replica_wait, rows_applied_atom::value)
+        .then([one_done](bool) { one_done(); },
+              [self, one_done](caf::error&) {
+                self->state.cfg.hooks.count_event("registration_replica_wait_expired");
+                one_done();
+              });
+  return w->rp;
+}
+
 } // namespace
 
 /// In a cluster, the directory of the worker's home node when that is another
@@ -205,7 +240,7 @@ caf::result<msg::Msg> on_request(directory_self self, msg::Msg& m) {
             url = st.cfg.hooks.heartbeat_url_for(x.ip);
           auto reply = logic.on_register(x, wall_s(self), wall_ms(self), url);
           publish(self);
-          return reply;
+          return once_peers_have_the_row(self, std::move(reply));
         } else if constexpr (std::is_same_v<M, msg::HeartbeatMsg>) {
           auto reply = logic.on_heartbeat(x, wall_s(self), wall_ms(self), monotonic_s());
           publish(self);

@@ -344,6 +344,46 @@ def repoint(worker: FakeWorker, pull: Node, reply: Node, heartbeat: Node | None 
         worker.hb_sock = worker._dealer(heartbeat.heartbeat_url)
 
 
+def test_a_reregistration_is_answered_once_every_node_routes_to_the_new_address(
+        tmp_path, make_worker):
+    """A worker that restarts on a new REP port re-registers; right after the
+    answer, a control command sent through any node reaches the new port, as
+    with one LMCache controller. The links between the nodes are slowed by
+    100 ms, and the worker registers through each node in turn (one is its
+    home, which answers without a hop), so a node that learned the new row
+    only asynchronously would still send /health to the old port."""
+    from lmcc_worker import ControlServer
+
+    cluster = Cluster(tmp_path / "cluster", proxied=True).start()
+    try:
+        n1 = cluster.nodes[0]
+        w = make_worker(n1, unique("newport-slow"), 0)
+        w.register()
+        for node in cluster.nodes:
+            wait_until(lambda node=node: node.workers(w.instance_id) != [],
+                       message="every node knows the first registration")
+        cluster.slow("n2", 0.1)
+        cluster.slow("n3", 0.1)
+        for round_, through in enumerate(cluster.nodes):
+            repoint(w, n1, through)
+            old = w.control
+            w.control = ControlServer(w.ctx, w.ip)
+            w.port = w.control.port
+            try:
+                w.register()
+                old.health_code = 11
+                w.control.health_code = 22 + round_
+                for node in cluster.nodes:
+                    r = node.post("/health", {"instance_id": w.instance_id})
+                    assert r.status == 200, r.text
+                    assert r.json()["error_codes"] == {"0": 22 + round_}, (node.http_url, r.json())
+            finally:
+                old.close()
+    finally:
+        cluster.heal()
+        cluster.stop()
+
+
 def test_a_node_back_from_downtime_learns_the_registrations_it_missed(cluster, reference):
     from lmcc_cluster import SpreadNode
 
