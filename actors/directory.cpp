@@ -239,6 +239,8 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
       // moment would otherwise bounce it between them).
       [self](sync_state_atom, uint64_t uid, sync_phase phase, uint64_t missing) {
         self->state.logic->on_sync_state(uid, phase, missing);
+        if (from_peer(self) && phase == sync_phase::completed)
+          self->state.logic->on_peer_sync_completed();
         if (self->state.logic->is_home(uid) && !from_peer(self))
           directory_effects::replicate(self, sync_state_atom::value, uid, phase, missing);
       },

@@ -248,6 +248,11 @@ void directory_logic::on_sync_state(uint64_t uid, sync_phase phase, uint64_t mis
   reg_.set_sync_state(uid, phase, missing);
 }
 
+void directory_logic::on_peer_sync_completed() {
+  if (reg_.need_full_sync_all() && reg_.can_exit_freeze(options_.full_sync_completion_threshold))
+    spdlog::info("freeze-exited reason=peer-sync-completed workers={}", reg_.all_workers().size());
+}
+
 void directory_logic::on_resync(uint64_t uid, const std::string& reason) {
   reg_.request_full_sync(uid, reason);
   out_.count("full_sync_requested_" + reason);

@@ -119,6 +119,14 @@ public:
   static constexpr size_t max_tombstones = size_t{1} << 20;
 
   void on_sync_state(uint64_t uid, sync_phase phase, uint64_t missing);
+
+  /// A cluster: a worker homed on another node finished its full sync there
+  /// (a replicated `completed`). Its home answered the status queries that
+  /// may end LMCache's freeze (need_full_sync_all); this node ends it too when
+  /// its own view agrees. Otherwise a node whose workers all synced while
+  /// others were still syncing keeps the flag, and asks a worker it takes
+  /// over later for a `controller_restart` sync the cluster never needed.
+  void on_peer_sync_completed();
   void on_seq_gap(uint64_t n) { seq_discontinuities_ += n; }
   void on_resync(uint64_t uid, const std::string& reason);
   /// The home's resync request, replicated here (not counted again).

@@ -181,6 +181,34 @@ TEST(directory_logic, the_first_heartbeat_persists_the_row_and_requests_follow_t
             (std::vector<std::string>{"sync_failed_retry"}));
 }
 
+TEST(directory_logic, a_sync_completed_on_another_node_ends_the_freeze_here_too) {
+  recording_outbox out;
+  directory_logic d{controller_options{}, out};
+  d.on_register(reg("A", 0), 1, wall, std::nullopt); // homed here
+  d.on_register(reg("B", 0), 1, wall, std::nullopt); // a replica of a worker homed elsewhere
+  const uint64_t a = worker_uid("A", wire_int{0});
+  const uint64_t b = worker_uid("B", wire_int{0});
+  d.on_sync_state(a, sync_phase::syncing, 1);
+  d.on_sync_state(b, sync_phase::syncing, 1);
+  // A's sync ends here while B's still runs: its status query cannot end the freeze.
+  d.on_sync_state(a, sync_phase::completed, 0);
+  msg::FullSyncStatusRetMsg status;
+  d.complete_status(status);
+  EXPECT_FALSE(status.can_exit_freeze);
+  EXPECT_TRUE(d.reg().need_full_sync_all());
+  // B's ends at its home; this node hears of it and ends the freeze as well.
+  // A worker this node takes over later (no sync of its own yet) is asked
+  // while the freeze lasts...
+  d.on_register(reg("C", 0), 1, wall, std::nullopt);
+  EXPECT_EQ(commands_of(d.on_heartbeat(hb("C", 0), 2, wall, 2)),
+            (std::vector<std::string>{"controller_restart"}));
+  // B's sync ends at its home; this node hears of it and ends the freeze too.
+  d.on_sync_state(b, sync_phase::completed, 0);
+  d.on_peer_sync_completed();
+  EXPECT_FALSE(d.reg().need_full_sync_all());
+  EXPECT_TRUE(commands_of(d.on_heartbeat(hb("C", 0), 3, wall, 3)).empty());
+}
+
 TEST(directory_logic, a_resync_reason_is_asked_of_that_worker_alone) {
   recording_outbox out;
   directory_logic d{controller_options{}, out};
