@@ -80,16 +80,23 @@ std::optional<uint64_t> process_set::rss_kib() const {
   return kib;
 }
 
-rss_monitor::rss_monitor(const process_set& processes, std::chrono::milliseconds interval)
-  : processes_(&processes), interval_(interval),
+rss_monitor::rss_monitor(const process_set& processes, std::chrono::milliseconds interval,
+                         index_reader index_bytes)
+  : processes_(&processes), interval_(interval), index_bytes_(std::move(index_bytes)),
     thread_([this](std::stop_token stop) { loop(std::move(stop)); }) {}
 
 void rss_monitor::loop(std::stop_token stop) {
   auto next = steady::now();
   while (!stop.stop_requested()) {
+    // The index first: its GET takes a moment, and the RSS read right after
+    // it is the one the difference is about.
+    std::optional<uint64_t> index_kib;
+    if (index_bytes_)
+      if (auto bytes = index_bytes_(); bytes && *bytes >= 0)
+        index_kib = static_cast<uint64_t>(*bytes / 1024.0);
     if (auto kib = processes_->rss_kib()) {
       std::lock_guard lock{mutex_};
-      samples_.push_back(sample{seconds_since(t0_), *kib});
+      samples_.push_back(sample{seconds_since(t0_), *kib, index_kib});
       peak_ = std::max(peak_, *kib);
     }
     next += interval_;
@@ -111,11 +118,28 @@ uint64_t rss_monitor::peak_kib() const {
   return peak_;
 }
 
+std::optional<uint64_t> rss_monitor::peak_over_index_kib(double from_s, double to_s) const {
+  std::lock_guard lock{mutex_};
+  std::optional<uint64_t> peak;
+  for (const auto& s : samples_) {
+    if (s.t < from_s || s.t > to_s || !s.index_kib)
+      continue;
+    const uint64_t over = s.kib > *s.index_kib ? s.kib - *s.index_kib : 0;
+    peak = std::max(peak.value_or(0), over);
+  }
+  return peak;
+}
+
 nlohmann::json rss_monitor::series_json() const {
   std::lock_guard lock{mutex_};
   nlohmann::json out = nlohmann::json::array();
-  for (const auto& s : samples_)
-    out.push_back({std::round(s.t * 1000) / 1000, std::round(kib_to_mib(s.kib) * 10) / 10});
+  auto mib = [](uint64_t kib) { return std::round(kib_to_mib(kib) * 10) / 10; };
+  for (const auto& s : samples_) {
+    nlohmann::json row = {std::round(s.t * 1000) / 1000, mib(s.kib)};
+    if (index_bytes_)
+      row.push_back(s.index_kib ? nlohmann::json(mib(*s.index_kib)) : nlohmann::json());
+    out.push_back(std::move(row));
+  }
   return out;
 }
 

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -47,15 +48,22 @@ private:
 };
 
 /// RSS samples every `interval` in a thread of its own, from construction
-/// until stop() or destruction; t is seconds since construction.
+/// until stop() or destruction; t is seconds since construction. With an
+/// `index_bytes` reader (called on the monitor's thread, so it must own what
+/// it uses), each sample also holds the index's own size read at the same
+/// moment, which gives the RSS beyond the index (issue 9's flood bound).
 class rss_monitor {
 public:
+  using index_reader = std::function<std::optional<double>()>;
+
   struct sample {
     double t = 0;
     uint64_t kib = 0;
+    std::optional<uint64_t> index_kib; ///< nullopt: no reader, or it failed
   };
 
-  rss_monitor(const process_set& processes, std::chrono::milliseconds interval);
+  rss_monitor(const process_set& processes, std::chrono::milliseconds interval,
+              index_reader index_bytes = {});
   ~rss_monitor() = default;
   rss_monitor(const rss_monitor&) = delete;
   rss_monitor& operator=(const rss_monitor&) = delete;
@@ -65,17 +73,24 @@ public:
   /// The largest RSS seen so far (0 before the first sample).
   uint64_t peak_kib() const;
 
+  /// The largest RSS minus the index's size over the samples taken in
+  /// [from_s, to_s] (series clock) that have both; nullopt if none has.
+  std::optional<uint64_t> peak_over_index_kib(double from_s, double to_s) const;
+
   /// Seconds since construction (the series' clock).
   double now() const { return seconds_since(t0_); }
 
-  /// [[t, MiB], ...]
+  /// [[t, RSS MiB], ...], or [[t, RSS MiB, index MiB or null], ...] with a reader.
   nlohmann::json series_json() const;
+
+  bool reads_index() const { return static_cast<bool>(index_bytes_); }
 
 private:
   void loop(std::stop_token stop);
 
   const process_set* processes_;
   std::chrono::milliseconds interval_;
+  index_reader index_bytes_;
   steady::time_point t0_ = steady::now();
   mutable std::mutex mutex_; // guards samples_ and peak_
   std::vector<sample> samples_;
