@@ -61,6 +61,17 @@ struct zmq_options {
 
   /// A round this large (in ops) is handed over at once. Default: 4096
   uint64_t pull_coalesce_ops = 4096;
+
+  /// Messages libzmq queues per worker connection on S1 (ZMQ_RCVHWM) before
+  /// it stops reading that connection, so that TCP pushes back on the worker.
+  /// lmcc's credits (max_inflight_ops) bound the work past the PULL thread;
+  /// this bounds what waits before it. libzmq counts a multipart as one
+  /// message, and a worker sends up to 50 frames per multipart: at libzmq's
+  /// default of 1000 one connection could queue 50 000 frames, and a flood
+  /// from four workers held ~500 MiB there; 8, 16 and 32 all took that to
+  /// ~0.2 GiB beyond the index and cut the CPU per op (bench/RESULTS.md).
+  /// Default: 16
+  uint32_t pull_queue_messages = 16;
 };
 
 struct control_options {

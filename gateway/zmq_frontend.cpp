@@ -46,7 +46,8 @@ public:
     // Bind everything before starting any thread: a failed bind leaves nothing
     // running and unbinds the sockets already bound (linger 0).
     zmq::socket_t pull = bind_socket(context_, zmq::socket_type::pull, options_.host,
-                                     options_.pull_port, options_.limits.max_frame_bytes);
+                                     options_.pull_port, options_.limits.max_frame_bytes,
+                                     static_cast<int>(options_.pull_queue_messages));
     std::optional<zmq::socket_t> reply, heartbeat;
     if (options_.reply_port)
       reply = bind_socket(context_, zmq::socket_type::router, options_.host, *options_.reply_port,

@@ -343,6 +343,14 @@ std::vector<option_spec> make_table() {
                 integer_kind<uint64_t>{.min = 1, .max = int64_t{1} << 32},
                 member([](auto& o) -> auto& { return o.zmq.pull_coalesce_ops; }),
                 uint64_t{4096}),
+    make_option({.key = "lmcc_pull_queue_messages",
+                 .flag = "--pull-queue-messages",
+                 .value_name = "N",
+                 .help = "multipart messages libzmq queues per worker connection on the PULL "
+                         "socket before TCP pushes back on that worker (ZMQ_RCVHWM)"},
+                integer_kind<uint32_t>{.min = 1, .max = 1'000'000},
+                member([](auto& o) -> auto& { return o.zmq.pull_queue_messages; }),
+                uint32_t{16}),
     make_option({.key = "lmcc_snapshot_log_mb", .flag = "--snapshot-log-mb", .value_name = "MIB",
                  .help = "start a slot-snapshot round once the op log grew this much (bounds "
                          "what a restart replays)"},

@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <sys/eventfd.h>
@@ -141,12 +142,17 @@ inline int64_t transport_frame_limit(size_t max_frame_bytes) {
   return static_cast<int64_t>(std::min<uint64_t>(cap, uint64_t{max_frame_bytes} * 2));
 }
 
-/// A socket of `type` bound to tcp://host:port, closing without linger.
+/// A socket of `type` bound to tcp://host:port, closing without linger; with
+/// `receive_queue_messages`, ZMQ_RCVHWM (per connection) is set before the bind,
+/// which is when libzmq copies it for the connections the socket accepts.
 inline zmq::socket_t bind_socket(zmq::context_t& ctx, zmq::socket_type type,
-                                 const std::string& host, uint16_t port, size_t max_frame_bytes) {
+                                 const std::string& host, uint16_t port, size_t max_frame_bytes,
+                                 std::optional<int> receive_queue_messages = std::nullopt) {
   zmq::socket_t socket(ctx, type);
   // A controller that stops must not wait for unread replies to drain.
   socket.set(zmq::sockopt::linger, 0);
+  if (receive_queue_messages)
+    socket.set(zmq::sockopt::rcvhwm, *receive_queue_messages);
   // libzmq refuses (and disconnects the peer of) a frame over twice the
   // decoder's limit before buffering it, instead of handing lmcc a 2 GiB frame
   // to refuse. Frames between the two limits are still read, and refused by

@@ -6,7 +6,9 @@
 
 #include <zmq.h>
 
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 namespace lmcc::gateway {
 namespace {
@@ -133,6 +135,44 @@ TEST_F(zmq_frontend_test, an_exhausted_gate_stops_the_reads_until_its_eventfd_fi
     gate.open(UINT64_MAX);
   }
   ASSERT_TRUE(wait_until([&] { return handler.pushes().size() == 4; }));
+}
+
+// What a paused node holds for one worker is bounded by pull_queue_messages
+// (libzmq's per-connection queue, which counts a multipart as one message) plus
+// the kernel's socket buffers: the worker's PUSH then blocks. At libzmq's
+// default (1000 multiparts) every multipart below would have been taken in.
+TEST_F(zmq_frontend_test, a_paused_pull_socket_queues_few_multiparts_then_the_pusher_blocks) {
+  options.pull_queue_messages = 4;
+  gate.close_gate();
+  handler.use_gate(&gate);
+  start();
+  ASSERT_TRUE(wait_until([&] { return counters().pull_paused.load() == 1; }));
+  auto push = pusher();
+  push.set(zmq::sockopt::sndhwm, 1);
+  const std::string frame(64 * 1024, 'x'); // four frames: a 256 KiB multipart
+  constexpr int offered = 400;             // 100 MiB, far beyond the kernel's buffers
+  int accepted = 0;
+  auto last_progress = std::chrono::steady_clock::now();
+  while (accepted < offered && std::chrono::steady_clock::now() - last_progress < 1s) {
+    bool sent = true;
+    for (int part = 0; part < 4 && sent; ++part) {
+      // Later parts of a started multipart always go (libzmq takes a multipart whole).
+      const auto more = part < 3 ? zmq::send_flags::sndmore : zmq::send_flags::none;
+      sent = push.send(zmq::buffer(frame), part == 0 ? more | zmq::send_flags::dontwait : more)
+                 .has_value();
+    }
+    if (sent) {
+      ++accepted;
+      last_progress = std::chrono::steady_clock::now();
+    } else {
+      std::this_thread::sleep_for(5ms); // retry: the queues may still be draining into TCP
+    }
+  }
+  // 4 queued in the node + one in each socket's I/O thread + the pusher's one +
+  // what loopback TCP buffers hold (a few MiB: some dozens of multiparts).
+  EXPECT_LT(accepted, 120) << "the node kept taking multiparts while paused";
+  EXPECT_GT(accepted, 4);
+  EXPECT_EQ(counters().pull_frames.load(), 0U);
 }
 
 TEST_F(zmq_frontend_test, a_drain_round_stops_once_its_frames_hold_the_room) {
