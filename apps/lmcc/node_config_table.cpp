@@ -318,14 +318,14 @@ std::vector<option_spec> make_table() {
                          "the kernel (0: only after the index shrinks)"},
                 mebibytes_kind{.min_mib = 0, .max_mib = int64_t{1} << 20},
                 member([](auto& o) -> auto& { return o.memory_free_limit_bytes; }),
-                size_t{128} << 20),
+                size_t{64} << 20),
     make_option({.key = "lmcc_memory_check_interval_ms", .flag = "--memory-check-interval-ms",
                  .value_name = "MS",
                  .help = "how often the node compares its resident memory with what the "
                          "allocator has handed out (lmcc_memory_free_limit_mb)"},
                 milliseconds_kind{.min = 100, .max = 600'000},
                 member([](auto& o) -> auto& { return o.memory_check_interval; }),
-                1'000ms),
+                500ms),
     make_option({.key = "lmcc_max_inflight_ops", .flag = "--max-inflight-ops", .value_name = "N",
                  .help = "ingest ops in flight from the PULL socket to the store; past it the "
                          "node stops reading the socket and the workers feel the push-back"},

@@ -54,14 +54,18 @@ struct node_options {
 
   /// Freed memory glibc may keep in its arenas before the node hands it back
   /// to the kernel (malloc_trim, checked every memory_check_interval;
-  /// memory_releaser.hpp). 0: only after the index shrinks. Default: 128 MiB
-  size_t memory_free_limit_bytes = size_t{128} << 20;
+  /// memory_releaser.hpp). 0: only after the index shrinks. During a flood
+  /// the index's tables double in waves, each freeing the old tables; at
+  /// 128 MiB and a 1 s check a 60 s flood peaked 297-353 MiB beyond the
+  /// index, at 64 MiB and 0.5 s 193-224 MiB, with the same CPU per op
+  /// (bench/RESULTS.md). Default: 64 MiB
+  size_t memory_free_limit_bytes = size_t{64} << 20;
 
   /// How often that is checked (mallinfo2: a walk of the arenas' bins, ~1 ms).
   /// An unthrottled load of 10 M entries leaves ~600 MiB freed but resident
   /// within seconds; at 10 s it stayed for up to 10 s after the load ended.
-  /// Default: 1 s
-  std::chrono::milliseconds memory_check_interval{1'000};
+  /// Default: 500 ms
+  std::chrono::milliseconds memory_check_interval{500};
 
   /// CAF scheduler threads; 0 = the machine's core count. Default: 0
   uint32_t scheduler_threads = 0;
