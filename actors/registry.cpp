@@ -270,9 +270,13 @@ void registry::set_sync_state(uint64_t uid, sync_phase phase, uint64_t missing_b
   auto it = records_.find(uid);
   if (it == records_.end())
     return;
+  // A sync's start answers every reason owed until then; its progress
+  // reports (also `syncing`) must not clear a reason proven after it started
+  // (chaos seed 1725), which the next heartbeat after it asks for.
+  const bool starts = phase == sync_phase::syncing && it->second.sync != sync_phase::syncing;
   it->second.sync = phase;
   it->second.missing_batches = missing_batches;
-  if (phase == sync_phase::syncing)
+  if (starts)
     it->second.resync_reason.clear();
 }
 

@@ -221,6 +221,25 @@ TEST(registry, a_per_worker_resync_reason_holds_until_its_sync_starts) {
   EXPECT_FALSE(r.should_request_full_sync(w).first); // cleared by a re-registration
 }
 
+// Chaos seed 1725: an entity split proven 13 ms after the worker's full sync
+// had started was never asked for, because the sync's next progress report
+// (a batch arrived) cleared the owed reason as its start had.
+TEST(registry, a_resync_owed_during_a_sync_survives_its_progress_and_is_asked_after_it) {
+  registry r;
+  r.set_need_full_sync_all(false);
+  auto w = add(r, "A", 0, "h");
+  r.request_full_sync(w, "frames_lost_with_node");
+  r.set_sync_state(w, sync_phase::syncing, 1);       // the sync asked for starts
+  r.request_full_sync(w, "entity_split");            // a proof made after its start
+  r.set_sync_state(w, sync_phase::syncing, 0);       // its batch arrived
+  EXPECT_FALSE(r.should_request_full_sync(w).first); // not while it runs
+  r.set_sync_state(w, sync_phase::completed, 0);
+  EXPECT_EQ(r.should_request_full_sync(w), std::make_pair(true, std::string("entity_split")));
+  r.set_sync_state(w, sync_phase::syncing, 1); // the next sync starts: the proof is answered
+  r.set_sync_state(w, sync_phase::completed, 0);
+  EXPECT_FALSE(r.should_request_full_sync(w).first);
+}
+
 TEST(registry, locations_get_holder_ids_at_most_256_per_worker) {
   registry r;
   auto w = add(r, "A", 0, "h");
