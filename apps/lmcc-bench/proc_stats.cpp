@@ -130,6 +130,13 @@ std::optional<uint64_t> rss_monitor::peak_over_index_kib(double from_s, double t
   return peak;
 }
 
+nlohmann::json rss_monitor::series_columns() const {
+  nlohmann::json columns = {"t_s", "rss_mib"};
+  if (index_bytes_)
+    columns.push_back("index_mib");
+  return columns;
+}
+
 nlohmann::json rss_monitor::series_json() const {
   std::lock_guard lock{mutex_};
   nlohmann::json out = nlohmann::json::array();

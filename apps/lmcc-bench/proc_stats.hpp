@@ -83,7 +83,8 @@ public:
   /// [[t, RSS MiB], ...], or [[t, RSS MiB, index MiB or null], ...] with a reader.
   nlohmann::json series_json() const;
 
-  bool reads_index() const { return static_cast<bool>(index_bytes_); }
+  /// The names of series_json()'s columns.
+  nlohmann::json series_columns() const;
 
 private:
   void loop(std::stop_token stop);

@@ -154,11 +154,9 @@ report run_flood(scenario_env& env) {
     r.check(
         "RSS falls back to <= 2 x idle + 64 MiB after deregistration", *rss_settled <= limit,
         fmt::format("{:.1f} MiB vs limit {:.1f} MiB", kib_to_mib(*rss_settled), kib_to_mib(limit)));
-    nlohmann::json columns = {"t_s", "rss_mib"};
-    if (rss->reads_index())
-      columns.push_back("index_mib");
-    r.extra()["rss"] = {
-        {"columns", std::move(columns)}, {"rows", rss->series_json()}, {"marks", std::move(marks)}};
+    r.extra()["rss"] = {{"columns", rss->series_columns()},
+                        {"rows", rss->series_json()},
+                        {"marks", std::move(marks)}};
   }
   return r;
 }
