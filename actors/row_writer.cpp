@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <pthread.h>
+
 namespace lmcc::actors {
 
 bool row_writer_state::commit() {
@@ -27,6 +29,7 @@ bool row_writer_state::commit() {
 row_writer_actor::behavior_type
 row_writer_main(row_writer_actor::stateful_pointer<row_writer_state> self,
                 std::shared_ptr<persistence::store> store) {
+  pthread_setname_np(pthread_self(), "lmcc-rows"); // detached: its own thread
   self->state.store = std::move(store);
   auto schedule = [self](std::chrono::milliseconds delay) {
     auto& st = self->state;

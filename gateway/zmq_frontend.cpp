@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <optional>
+#include <pthread.h>
 #include <stdexcept>
 #include <sys/socket.h>
 #include <thread>
@@ -23,6 +24,10 @@ using namespace internal;
 template <class Body>
 std::thread spawn(std::string_view name, Body body) {
   return std::thread([name, body = std::move(body)]() mutable {
+    // "lmcc-pull" etc. in /threads, top -H and perf: per-thread CPU is how an
+    // operator tells ingest from requests.
+    const std::string thread_name = "lmcc-" + std::string{name};
+    pthread_setname_np(pthread_self(), thread_name.substr(0, 15).c_str());
     try {
       body();
     } catch (const std::exception& e) {
