@@ -1,5 +1,6 @@
 #include "gateway/control_channel.hpp"
 
+#include "gateway/io_lanes.hpp"
 #include "messages/codec_msgpack.hpp"
 
 #include <spdlog/fmt/fmt.h>
@@ -331,6 +332,7 @@ private:
 
   zmq::socket_t open_socket(const std::string& endpoint) {
     zmq::socket_t socket(context_, zmq::socket_type::dealer);
+    put_on_lane(context_, socket, io_lane::requests); // commands never queue behind ingest bytes
     // Commands of a closed socket are either answered already or failed by a
     // timeout; nothing left in it is worth delaying shutdown for.
     socket.set(zmq::sockopt::linger, 0);

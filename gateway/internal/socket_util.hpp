@@ -6,6 +6,7 @@
 #pragma once
 
 #include "gateway/frontend_handler.hpp"
+#include "gateway/io_lanes.hpp"
 #include "gateway/unique_fd.hpp"
 
 #include <fmt/format.h>
@@ -142,13 +143,15 @@ inline int64_t transport_frame_limit(size_t max_frame_bytes) {
   return static_cast<int64_t>(std::min<uint64_t>(cap, uint64_t{max_frame_bytes} * 2));
 }
 
-/// A socket of `type` bound to tcp://host:port, closing without linger; with
+/// A socket of `type` bound to tcp://host:port on its I/O lane (io_lanes.hpp),
+/// closing without linger; with
 /// `receive_queue_messages`, ZMQ_RCVHWM (per connection) is set before the bind,
 /// which is when libzmq copies it for the connections the socket accepts.
 inline zmq::socket_t bind_socket(zmq::context_t& ctx, zmq::socket_type type,
                                  const std::string& host, uint16_t port, size_t max_frame_bytes,
                                  std::optional<int> receive_queue_messages = std::nullopt) {
   zmq::socket_t socket(ctx, type);
+  put_on_lane(ctx, socket, type == zmq::socket_type::pull ? io_lane::ingest : io_lane::requests);
   // A controller that stops must not wait for unread replies to drain.
   socket.set(zmq::sockopt::linger, 0);
   if (receive_queue_messages)

@@ -21,6 +21,7 @@
 #include "apps/lmcc/node_runtime.hpp"
 #include "gateway/control_channel.hpp"
 #include "gateway/http_api.hpp"
+#include "gateway/io_lanes.hpp"
 #include "gateway/metrics.hpp"
 #include "gateway/zmq_frontend.hpp"
 
@@ -58,7 +59,7 @@ public:
   // -- member variables (construction order = the order things start) --------
 
   node_options options_;
-  zmq::context_t context_{1};
+  zmq::context_t context_{gateway::zmq_io_threads};
   caf::actor_system_config config_;
   caf::actor_system system_;
   gateway::node_metrics metrics_;
