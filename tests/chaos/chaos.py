@@ -82,12 +82,14 @@ FAULTS = ("kill9", "freeze", "clean_restart", "partition", "worker_restart", "ga
 NODE_FAULTS = ("kill9", "freeze", "clean_restart", "partition", "asym_partition", "slow_links",
                "disk_errors", "slow_disk")
 
-def answered(call, what: str, seconds: float = 15.0):
+def answered(call, what: str, seconds: float = 15.0, between=None):
     """Retries `call` while the cluster answers ErrorMsg, as an LMCache worker
     retries its registration and heartbeats: a home that is frozen or cut off
     lets a request forwarded to it expire ("request expired"), which is
     availability, not a broken invariant. Other failures, and errors for
-    longer than `seconds`, are raised."""
+    longer than `seconds`, are raised. `between` runs before each retry (the
+    schedule's due heals: a worker registering through a cut-off node waits
+    for the heal, which must not wait for the registration)."""
     deadline = time.monotonic() + seconds
     while True:
         try:
@@ -97,6 +99,8 @@ def answered(call, what: str, seconds: float = 15.0):
                 raise
             print(f"{what}: the cluster answered {e}; retrying", file=sys.stderr, flush=True)
             time.sleep(0.3)
+            if between is not None:
+                between()
 
 
 # -- invariant 4: full syncs follow proofs (from the nodes' logs) -----------------------
@@ -377,7 +381,8 @@ class Run:
             t = self.fault_rng.choice(self.twins)
             self.note(f"worker restart {self.where(t)}")
             as_new_process(t)
-            answered(t.register, f"seed {self.seed}: a restarted worker's registration")
+            answered(t.register, f"seed {self.seed}: a restarted worker's registration",
+                     between=lambda: self.run_due_heals(heal_at))
         elif kind == "garbage":
             node = self.fault_rng.choice(self.live_nodes())
             import zmq
@@ -389,6 +394,14 @@ class Run:
             for _ in range(self.fault_rng.randrange(5, 40)):
                 push.send(bytes(self.fault_rng.randrange(256) for _ in range(self.fault_rng.randrange(1, 300))))
             push.close()
+
+    def run_due_heals(self, heal_at: list) -> None:
+        """Heals whose planned time has passed, earliest first (while a fault
+        waits on the cluster)."""
+        now = time.monotonic()
+        for item in sorted(h for h in heal_at if h[0] <= now):
+            heal_at.remove(item)
+            self.heal(item)
 
     def heal(self, item):
         _, what, i = item
@@ -582,7 +595,7 @@ def row(r: dict) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seed", type=int)
-    ap.add_argument("--seeds", help="a range A-B (inclusive)")
+    ap.add_argument("--seeds", help="a range A-B (inclusive), or one seed")
     ap.add_argument("--nodes", type=int, choices=(3, 5), default=3)
     ap.add_argument("--duration", type=float, default=20.0)
     ap.add_argument("--converge", type=float, default=30.0)
@@ -604,7 +617,8 @@ def main() -> int:
     if unknown:
         ap.error(f"unknown fault kind(s) {sorted(unknown)}; known: {', '.join(FAULTS)}")
     if args.seeds:
-        a, b = (int(x) for x in args.seeds.split("-"))
+        first, _, last = args.seeds.partition("-")
+        a, b = int(first), int(last or first)
         seeds = list(range(a, b + 1))
     else:
         seeds = [args.seed if args.seed is not None else 1]
