@@ -8,6 +8,7 @@
 
 #include <charconv>
 #include <cstdlib>
+#include <limits>
 
 namespace lmcc::bench {
 namespace {
@@ -135,6 +136,35 @@ std::optional<double> metric_value(std::string_view text, std::string_view name)
       return v;
   }
   return std::nullopt;
+}
+
+std::vector<std::pair<double, double>> histogram_buckets(std::string_view text,
+                                                         std::string_view name,
+                                                         std::string_view label,
+                                                         std::string_view value) {
+  const std::string prefix = fmt::format("{}_bucket{{{}=\"{}\",le=\"", name, label, value);
+  std::vector<std::pair<double, double>> out;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t eol = text.find('\n', pos);
+    if (eol == std::string_view::npos)
+      eol = text.size();
+    std::string_view line = text.substr(pos, eol - pos);
+    pos = eol + 1;
+    if (!line.starts_with(prefix))
+      continue;
+    line.remove_prefix(prefix.size());
+    const size_t quote = line.find('"');
+    const size_t space = line.rfind(' ');
+    if (quote == std::string_view::npos || space == std::string_view::npos || space < quote)
+      continue;
+    const std::string bound{line.substr(0, quote)};
+    const std::string count{line.substr(space + 1)};
+    const double le = bound == "+Inf" ? std::numeric_limits<double>::infinity()
+                                      : std::strtod(bound.c_str(), nullptr);
+    out.emplace_back(le, std::strtod(count.c_str(), nullptr));
+  }
+  return out;
 }
 
 http_lookup_result controller_http::lookup(std::span<const int64_t> tokens) {

@@ -49,6 +49,15 @@ struct http_get_result {
 /// Prometheus text body.
 std::optional<double> metric_value(std::string_view text, std::string_view name);
 
+/// The cumulative `le` buckets of one histogram series in a Prometheus text
+/// body: (upper bound, count) in the body's order, +Inf as infinity. Matches
+/// `<name>_bucket{<label>="<value>",le="..."} N` (lmcc's
+/// lmcc_request_duration_seconds{op=...}); empty when the series is absent.
+std::vector<std::pair<double, double>> histogram_buckets(std::string_view text,
+                                                         std::string_view name,
+                                                         std::string_view label,
+                                                         std::string_view value);
+
 struct http_lookup_result {
   bool ok = false; ///< HTTP 200 with a parseable body
   int status = 0;

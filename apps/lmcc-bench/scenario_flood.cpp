@@ -20,10 +20,12 @@
 #include "apps/lmcc-bench/ingest_load.hpp"
 #include "apps/lmcc-bench/scenario_support.hpp"
 #include "apps/lmcc-bench/scenarios.hpp"
+#include "apps/lmcc-bench/stats.hpp"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <array>
 #include <memory>
 #include <thread>
 
@@ -57,6 +59,41 @@ std::optional<double> wait_for_zero_keys(key_tracker& keys, double timeout_s) {
   }
   return std::nullopt;
 }
+
+/// The node's own request timings (lmcc_request_duration_seconds, one
+/// series per probed operation), read before and after the probes, so the
+/// report can tell what the node spent from what the probe saw (the rest is
+/// the sockets and the threads of a box the generator shares).
+struct node_request_timings {
+  static constexpr std::array<std::pair<const char*, const char*>, 3> series = {{
+      {"lookup", "http /lookup"},
+      {"p2p", "BatchedP2PLookupMsg"},
+      {"heartbeat", "HeartbeatMsg"},
+  }};
+  using buckets = std::vector<std::pair<double, double>>;
+  std::array<buckets, series.size()> before, after;
+
+  static void read(controller_http& api, std::array<buckets, series.size()>& into) {
+    auto body = api.get("/metrics");
+    if (!body || body->status != 200)
+      return;
+    for (size_t i = 0; i < series.size(); ++i)
+      into[i] =
+          histogram_buckets(body->body, "lmcc_request_duration_seconds", "op", series[i].second);
+  }
+
+  void add_to(report& r) const {
+    for (size_t i = 0; i < series.size(); ++i) {
+      const std::string n = series[i].first;
+      const auto p50 = bucket_quantile(before[i], after[i], 0.50);
+      const auto p99 = bucket_quantile(before[i], after[i], 0.99);
+      if (!p50 || !p99)
+        continue; // not lmcc, or nothing counted
+      r.add(n + "_node_p50_le_ms", n + ": node's own time, p50 at most", *p50 * 1e3, "ms");
+      r.add(n + "_node_p99_le_ms", n + ": node's own time, p99 at most", *p99 * 1e3, "ms");
+    }
+  }
+};
 
 } // namespace
 
@@ -95,6 +132,10 @@ report run_flood(scenario_env& env) {
 
   ingest_load load{c, keys, node, o, &nodes};
   flood_probes probes{env, corpus, c.instance_infos(), c[0]};
+  // One node only: a cluster's probes reach several nodes' series.
+  node_request_timings timings;
+  if (nodes.empty())
+    node_request_timings::read(api, timings.before);
   const double push_start_s = rss ? rss->now() : 0;
   mark("push_start");
   load.push();
@@ -105,6 +146,8 @@ report run_flood(scenario_env& env) {
   const double converged_s = rss ? rss->now() : 0;
   const auto rss_converged = node.rss_kib();
   probes.stop();
+  if (nodes.empty())
+    node_request_timings::read(api, timings.after);
   load.post_window();
 
   spdlog::info("flood: every worker deregisters");
@@ -124,6 +167,7 @@ report run_flood(scenario_env& env) {
 
   load.add_to(r);
   probes.add_to(r);
+  timings.add_to(r);
   r.check("every worker's keys gone after DeRegisterMsg", zero_after.has_value(),
           zero_after ? fmt::format("count 0 after {:.2f} s", *zero_after)
                      : fmt::format("count not 0 within {:g} s", o.settle_timeout_s));

@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
+#include <utility>
 #include <vector>
 
 namespace lmcc::bench {
@@ -29,5 +31,19 @@ latency_summary summarize(std::vector<double> samples);
 
 /// The median of `values` (mean of the middle two for an even count).
 double median(std::vector<double> values);
+
+/// Quantile `q` in (0, 1] of what a cumulative histogram counted between two
+/// readings `before` and `after` of it ((upper bound, count) pairs, the same
+/// bounds in the same order): the upper bound of the first bucket that holds
+/// it, so the true value is at most that. nullopt when nothing was counted or
+/// the readings do not match (a restarted node); an empty `before` counts
+/// as zeros (the series did not exist yet).
+std::optional<double> bucket_quantile(const std::vector<std::pair<double, double>>& before,
+                                      const std::vector<std::pair<double, double>>& after,
+                                      double q);
+
+/// How many observations a cumulative histogram gained between two readings.
+double bucket_total(const std::vector<std::pair<double, double>>& before,
+                    const std::vector<std::pair<double, double>>& after);
 
 } // namespace lmcc::bench
