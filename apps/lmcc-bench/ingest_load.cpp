@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <thread>
 
 namespace lmcc::bench {
@@ -65,6 +66,7 @@ void ingest_load::push() {
   if (nodes_)
     nodes_start_ = nodes_->read();
   cpu_.start = node_->cpu_seconds();
+  threads_start_ = node_->threads_by_name();
   t0_ = steady::now();
   sampler_.emplace(*keys_, c, *node_, t0_);
   const auto deadline = t0_ + seconds_to_duration(by_count ? o.push_timeout_s : o.duration_s);
@@ -119,6 +121,7 @@ void ingest_load::push() {
 void ingest_load::converge() {
   conv_ = wait_for_truth(*sampler_, opts_->settle_timeout_s);
   cpu_.converged = conv_.reached ? conv_.cpu_s : std::nullopt;
+  threads_converged_ = node_->threads_by_name();
   if (!nodes_)
     return;
   // The key count (of the primaries) is in; the replicas may still be
@@ -141,6 +144,24 @@ void ingest_load::converge() {
                    applied ? fmt::to_string(static_cast<uint64_t>(*applied)) : "?",
                    static_cast<uint64_t>(want));
     std::this_thread::sleep_for(50ms);
+  }
+}
+
+void ingest_load::add_thread_use(report& r) const {
+  // Threads that started after the push began count from zero.
+  for (const auto& [name, end] : threads_converged_) {
+    const auto it = threads_start_.find(name);
+    const thread_use start = it != threads_start_.end() ? it->second : thread_use{};
+    const double cpu_s = std::max(0.0, end.cpu_s - start.cpu_s);
+    if (cpu_s <= 0)
+      continue;
+    std::string key = "thread_us_per_op_";
+    for (char ch : name)
+      key += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+    r.add(key,
+          fmt::format("  thread {} (x{}): CPU per applied op, {} context switches", name,
+                      end.threads, end.switches - std::min(end.switches, start.switches)),
+          cpu_s * 1e6 / static_cast<double>(sent_), "us/op");
   }
 }
 
@@ -193,6 +214,8 @@ void ingest_load::add_to(report& r) const {
   }
   r.add("max_lag", "max controller lag while pushing", static_cast<double>(max_lag_), "keys");
   report_cpu(r, cpu_, conv_.reached ? sent_ : 0, push_end_read_s_, o.post_seconds);
+  if (conv_.reached && sent_ > 0)
+    add_thread_use(r);
   if (nodes_) {
     const uint32_t copies = nodes_->copies();
     const auto applied = controller_nodes::shard_ops_delta(nodes_start_, nodes_end_);

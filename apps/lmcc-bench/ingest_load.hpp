@@ -30,6 +30,7 @@
 #include "apps/lmcc-bench/scenario_support.hpp"
 
 #include <array>
+#include <map>
 #include <optional>
 
 namespace lmcc::bench {
@@ -67,6 +68,9 @@ private:
 
   cluster* cluster_;
   const bench_options* opts_;
+  /// CPU per applied op of each thread name, push start to convergence.
+  void add_thread_use(report& r) const;
+
   const process_set* node_;
   key_tracker* keys_;
   steady::time_point t0_;
@@ -80,6 +84,7 @@ private:
   uint64_t count_at_last_push_sample_ = 0;
   convergence conv_;
   cpu_marks cpu_;
+  std::map<std::string, thread_use> threads_start_, threads_converged_;
   double push_end_read_s_ = 0;
   controller_nodes* nodes_;
   std::vector<node_figures> nodes_start_;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <unistd.h>
@@ -11,9 +12,10 @@
 namespace lmcc::bench {
 namespace {
 
-/// utime + stime of one process, in ticks; nullopt if it cannot be read.
-std::optional<uint64_t> cpu_ticks(int pid) {
-  std::ifstream file{fmt::format("/proc/{}/stat", pid)};
+/// utime + stime in ticks of /proc/<path>/stat (a process, or one of its
+/// threads: "<pid>/task/<tid>"); nullopt if it cannot be read.
+std::optional<uint64_t> cpu_ticks(const std::string& path) {
+  std::ifstream file{"/proc/" + path + "/stat"};
   std::string line;
   if (!file || !std::getline(file, line))
     return std::nullopt;
@@ -31,6 +33,27 @@ std::optional<uint64_t> cpu_ticks(int pid) {
   if (!(rest >> utime >> stime))
     return std::nullopt;
   return utime + stime;
+}
+
+std::optional<uint64_t> cpu_ticks(int pid) {
+  return cpu_ticks(std::to_string(pid));
+}
+
+double ticks_to_seconds(uint64_t ticks) {
+  static const long ticks_per_s = sysconf(_SC_CLK_TCK); // a constant of the system
+  return static_cast<double>(ticks) / static_cast<double>(ticks_per_s > 0 ? ticks_per_s : 100);
+}
+
+/// Voluntary + involuntary context switches of a thread (its status file).
+uint64_t context_switches(const std::string& path) {
+  std::ifstream status{"/proc/" + path + "/status"};
+  std::string line;
+  uint64_t n = 0;
+  while (status && std::getline(status, line))
+    if (line.starts_with("voluntary_ctxt_switches:") ||
+        line.starts_with("nonvoluntary_ctxt_switches:"))
+      n += std::stoull(line.substr(line.find(':') + 1));
+  return n;
 }
 
 std::optional<uint64_t> vm_rss_kib(int pid) {
@@ -56,7 +79,6 @@ process_set::process_set(std::vector<int> pids) : pids_(std::move(pids)) {
 std::optional<double> process_set::cpu_seconds() const {
   if (pids_.empty())
     return std::nullopt;
-  static const long ticks_per_s = sysconf(_SC_CLK_TCK); // a constant of the system
   uint64_t ticks = 0;
   for (int pid : pids_) {
     auto t = cpu_ticks(pid);
@@ -64,7 +86,28 @@ std::optional<double> process_set::cpu_seconds() const {
       return std::nullopt;
     ticks += *t;
   }
-  return static_cast<double>(ticks) / static_cast<double>(ticks_per_s > 0 ? ticks_per_s : 100);
+  return ticks_to_seconds(ticks);
+}
+
+std::map<std::string, thread_use> process_set::threads_by_name() const {
+  std::map<std::string, thread_use> out;
+  for (int pid : pids_) {
+    std::error_code ec;
+    const std::string task_dir = fmt::format("/proc/{}/task", pid);
+    for (const auto& entry : std::filesystem::directory_iterator(task_dir, ec)) {
+      const std::string path = fmt::format("{}/task/{}", pid, entry.path().filename().string());
+      std::ifstream comm_file{"/proc/" + path + "/comm"};
+      std::string name;
+      auto ticks = cpu_ticks(path);
+      if (!comm_file || !std::getline(comm_file, name) || !ticks)
+        continue; // the thread ended meanwhile
+      auto& use = out[name];
+      use.cpu_s += ticks_to_seconds(*ticks);
+      use.switches += context_switches(path);
+      ++use.threads;
+    }
+  }
+  return out;
 }
 
 std::optional<uint64_t> process_set::rss_kib() const {

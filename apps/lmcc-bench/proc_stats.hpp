@@ -6,6 +6,7 @@
 //    process, live or exited, in clock ticks (sysconf(_SC_CLK_TCK), usually
 //    100 per second, so a reading is exact to 10 ms per process).
 //  * RSS: VmRSS of /proc/<pid>/status.
+//  * By thread name: CPU and context switches of /proc/<pid>/task/*.
 //
 //   process_set node{opts.pids};
 //   auto cpu0 = node.cpu_seconds();          // nullopt without pids
@@ -21,12 +22,21 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
 namespace lmcc::bench {
+
+/// What the threads of one name (comm) used so far, summed over processes.
+struct thread_use {
+  double cpu_s = 0;      ///< utime + stime
+  uint64_t switches = 0; ///< voluntary + involuntary context switches
+  uint32_t threads = 0;
+};
 
 class process_set {
 public:
@@ -39,6 +49,11 @@ public:
   /// Summed user + system CPU seconds; nullopt without pids or if a process
   /// has gone (a reading that cannot be trusted is not made up).
   std::optional<double> cpu_seconds() const;
+
+  /// CPU and context switches of the live threads, by thread name
+  /// (/proc/<pid>/task/*): where a controller's CPU goes, without a profiler.
+  /// Threads that exited are not in it.
+  std::map<std::string, thread_use> threads_by_name() const;
 
   /// Summed VmRSS in KiB; nullopt as above.
   std::optional<uint64_t> rss_kib() const;
