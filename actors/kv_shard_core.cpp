@@ -74,6 +74,16 @@ void kv_shard_core::apply(const kv_sub_batch& sb) {
     // A sub-batch of a registration that has been replaced (a worker actor
     // of an older incarnation still draining): its entries were dropped.
     ++counters_.fenced;
+    // Once per holder and older incarnation: a short drain is normal, but an
+    // entity that keeps sending under a replaced registration loses every op
+    // (chaos seed 1853), and this line names it.
+    if (meta.fenced_logged_incarnation != sb.incarnation) {
+      meta.fenced_logged_incarnation = sb.incarnation;
+      spdlog::warn("sub-batch-fenced holder={} worker_uid={} incarnation={} current={} ops={} "
+                   "drop={} reason=older-registration",
+                   sb.holder, meta.worker_uid, sb.incarnation, meta.incarnation, sb.ops.size(),
+                   sb.drop);
+    }
     return;
   }
   if (sb.incarnation > meta.incarnation && meta.incarnation != 0 && !sb.drop) {

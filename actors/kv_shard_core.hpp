@@ -142,6 +142,9 @@ struct holder_meta {
   bool changed = false;
   /// The sender's durable seq (kv_sub_batch::durable_seq), in memory only.
   std::optional<uint64_t> durable;
+  /// The older incarnation whose fenced sub-batches were last logged (in
+  /// memory only: one warning per holder and incarnation).
+  uint64_t fenced_logged_incarnation = 0;
 };
 
 using holder_metas = absl::flat_hash_map<holder_id, holder_meta>;

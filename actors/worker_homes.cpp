@@ -325,8 +325,12 @@ void on_seq_start(directory_self self, uint64_t uid, uint64_t incarnation) {
 void renew_entity(directory_self self, uint64_t uid) {
   auto& st = self->state;
   auto it = st.workers.find(uid);
-  if (it == st.workers.end())
+  if (it == st.workers.end()) {
+    // Nothing to renew here now; said, because an entity made later from an
+    // older record would send under a replaced registration (seed 1853).
+    spdlog::debug("worker-entity-renew-skipped uid={} reason=no-entity-here", uid);
     return;
+  }
   const auto* rec = st.logic->reg().record(uid);
   const bool race =
       rec && st.homes && st.homes->race.on_renewed(uid, rec->incarnation, monotonic_ms());
