@@ -203,6 +203,7 @@ class Run:
         self.faults: dict[str, int] = {f: 0 for f in FAULTS + ("member_change",)}
         self.lookups = {"answered": 0, "failed": 0}
         self.full_syncs = 0
+        self.reference_syncs = 0
         self.lock = threading.Lock()
         # What the schedule did, when (wall clock, as the nodes log): kept
         # beside the logs of a failed seed (schedule.log) to read them against.
@@ -490,6 +491,16 @@ class Run:
                                    f"chaos{self.full_syncs}-{next(attempts)}"),
                  f"seed {self.seed}: a full sync")
 
+    def answer_reference_full_sync(self, t: Twin) -> None:
+        """The reference is a single lmcc node and keeps LMCache's rules too:
+        frames of a worker that reach it out of order right after the worker
+        registered again are dropped as sent before the registration, and it
+        asks for a full sync (seed 1870: a reorder_frames fault right after a
+        worker restart). A worker answers that as it answers the cluster; not
+        counted among the cluster's full syncs."""
+        self.reference_syncs += 1
+        full_sync(self.reference, t.r, f"reference{self.reference_syncs}")
+
     def check(self) -> dict:
         crashed = [f"n{i + 1}" for i, n in enumerate(self.cluster.nodes)
                    if n.proc.poll() is not None]
@@ -504,6 +515,8 @@ class Run:
             for t in self.twins:  # the workers answer the full syncs they were asked for
                 if answered(lambda: commands(t.c), f"seed {self.seed}: a heartbeat"):
                     self.answer_full_sync(t)
+                if commands(t.r):
+                    self.answer_reference_full_sync(t)
             want = answers(self.reference, self.prompts, self.twins)
             same = all(answers(n, self.prompts, self.twins) == want for n in self.cluster.nodes)
             if same and self.standby:  # and every node agrees on the member set
