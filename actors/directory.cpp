@@ -22,6 +22,7 @@ worker_actor spawn_worker_actor(directory_self self, const worker_record& rec,
                  st.homes ? caf::actor_cast<frame_return_actor>(self) : frame_return_actor{},
                  std::chrono::duration<double>(st.cfg.options.full_sync_timeout).count(),
                  st.cfg.durable_flush_delay};
+  st.entity_incarnations[rec.uid] = rec.incarnation;
   worker_config wc;
   wc.uid = rec.uid;
   wc.instance_id = rec.instance_id;

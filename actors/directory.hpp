@@ -152,6 +152,9 @@ struct directory_state {
   std::unique_ptr<directory_effects> effects;
   std::unique_ptr<directory_logic> logic;
   std::map<uint64_t, worker_actor> workers;
+  /// The incarnation each of `workers` was made or last reset with (entries
+  /// of gone entities are pruned by the homes tick).
+  std::map<uint64_t, uint64_t> entity_incarnations;
   std::unique_ptr<worker_homes_state> homes; ///< a cluster only
   size_t next_lookup = 0;
   std::mt19937_64 rng;

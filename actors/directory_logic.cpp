@@ -134,6 +134,15 @@ void directory_logic::reap(double mono_s, uint64_t wall_ms) {
       on_deregister(instance, worker, "heartbeat-timeout", wall_ms);
 }
 
+std::vector<uint64_t>
+directory_logic::entities_behind(const std::map<uint64_t, uint64_t>& entity_incarnations) const {
+  std::vector<uint64_t> out;
+  for (const auto& [uid, incarnation] : entity_incarnations)
+    if (const auto* rec = reg_.record(uid); rec && rec->incarnation > incarnation)
+      out.push_back(uid);
+  return out;
+}
+
 bool directory_logic::apply_replica(const persistence::worker_row& row, double now_s,
                                     uint64_t wall_ms, double mono_s) {
   if (auto t = tombstones_.find(row.uid); t != tombstones_.end()) {

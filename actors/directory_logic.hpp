@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -138,6 +139,14 @@ public:
 
   const registry& reg() const noexcept { return reg_; }
   uint64_t seq_discontinuities() const noexcept { return seq_discontinuities_; }
+
+  /// The entities (uid -> the incarnation each was made or last reset with)
+  /// whose worker has registered again since, by the registry: such an
+  /// entity's sub-batches are fenced by every owner that knows the newer
+  /// registration, so everything the worker sends through it, a full sync
+  /// included, is lost until it is renewed (chaos seed 1853). Ascending uid.
+  std::vector<uint64_t>
+  entities_behind(const std::map<uint64_t, uint64_t>& entity_incarnations) const;
 
   /// The registry changed in a way lookups and routes must see.
   bool take_changed() noexcept { return std::exchange(changed_, false); }

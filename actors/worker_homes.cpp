@@ -53,6 +53,22 @@ worker_handoff handoff_answer(uint64_t uid, std::vector<location_mark> marks) {
   return worker_handoff{uid, status, std::move(marks)};
 }
 
+/// Renews the entities hosted here whose worker registered again elsewhere
+/// while the renewal could not reach them (the registration taken by another
+/// node's entity during a partition, then only the row arrived: seed 1853).
+void renew_entities_behind(directory_self self) {
+  auto& st = self->state;
+  std::erase_if(st.entity_incarnations,
+                [&st](const auto& kv) { return !st.workers.contains(kv.first); });
+  for (uint64_t uid : st.logic->entities_behind(st.entity_incarnations)) {
+    const auto* rec = st.logic->reg().record(uid);
+    spdlog::warn("worker-entity-behind uid={} entity_incarnation={} registration={} "
+                 "action=renew",
+                 uid, st.entity_incarnations[uid], rec ? rec->incarnation : 0);
+    renew_entity(self, uid);
+  }
+}
+
 void schedule_tick(directory_self self) {
   auto& h = *self->state.homes;
   if (h.tick_scheduled || (h.takeovers.empty() && h.handed.empty()))
@@ -296,6 +312,7 @@ void on_ring_change(directory_self self) {
   std::erase_if(h.handed, [now](const auto& kv) { return now - kv.second.first > handed_keep_ms; });
   std::erase_if(h.unserved, [&h](uint64_t uid) { return !h.handed.contains(uid); });
   tell_split_entities(self, *table, now);
+  renew_entities_behind(self);
   std::erase_if(h.split_told, [&h](uint64_t uid) { return !h.unserved.contains(uid); });
   answer_leave_waiters(self);
   schedule_tick(self);

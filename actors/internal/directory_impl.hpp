@@ -33,8 +33,10 @@ public:
     st.workers[rec.uid] = spawn_worker_actor(self_, rec, restored, false);
   }
   void reset_worker(uint64_t uid, uint64_t incarnation) override {
-    if (auto it = self_->state.workers.find(uid); it != self_->state.workers.end())
+    if (auto it = self_->state.workers.find(uid); it != self_->state.workers.end()) {
       self_->send(it->second, reset_atom::value, incarnation);
+      self_->state.entity_incarnations[uid] = incarnation;
+    }
   }
   void retire_worker(uint64_t uid) override {
     auto& workers = self_->state.workers;

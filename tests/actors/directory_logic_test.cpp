@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 
 namespace lmcc::actors {
 namespace {
@@ -281,6 +282,36 @@ TEST(directory_logic, a_deregistered_incarnation_is_refused_and_buried_where_it_
   // ... and an old tombstone arriving late does not end it.
   EXPECT_FALSE(away.apply_tombstone(tombs[0], wall + 40));
   EXPECT_EQ(away.reg().worker_count(), 1u);
+}
+
+TEST(directory_logic, an_entity_older_than_a_registration_taken_elsewhere_is_behind) {
+  // Seed 1853: a partition let another node take the worker's registration;
+  // this node's copy then got the newer row by a path that renewed nothing.
+  recording_outbox home_out, other_out;
+  directory_logic home{controller_options{}, home_out};
+  directory_logic other{controller_options{}, other_out};
+  home.on_register(reg("A", 0), 1, wall, std::nullopt);
+  home.on_register(reg("B", 0), 1, wall, std::nullopt);
+  const uint64_t a = worker_uid("A", wire_int{0});
+  const uint64_t b = worker_uid("B", wire_int{0});
+  const uint64_t a_first = home.reg().record(a)->incarnation;
+  const uint64_t b_first = home.reg().record(b)->incarnation;
+  const std::map<uint64_t, uint64_t> entities{{a, a_first}, {b, b_first}};
+  EXPECT_TRUE(home.entities_behind(entities).empty());
+
+  ASSERT_TRUE(other.apply_replica(home_out.rows.back(), 1, wall, 1));
+  ASSERT_TRUE(other.apply_replica(home_out.rows.front(), 1, wall, 1));
+  other.on_register(reg("A", 0), 2, wall + 10, std::nullopt); // taken over there
+  ASSERT_TRUE(home.apply_replica(other_out.rows.back(), 2, wall + 10, 2));
+  ASSERT_GT(home.reg().record(a)->incarnation, a_first);
+  EXPECT_EQ(home.entities_behind(entities), std::vector<uint64_t>{a});
+  // Renewed (made again from the record): no longer behind.
+  auto renewed = entities;
+  renewed[a] = home.reg().record(a)->incarnation;
+  EXPECT_TRUE(home.entities_behind(renewed).empty());
+  // An entity of a worker the registry no longer has is not "behind".
+  ASSERT_TRUE(home.on_deregister("B", 0, "DeRegisterMsg", wall + 20));
+  EXPECT_TRUE(home.entities_behind(renewed).empty());
 }
 
 TEST(directory_logic, tombstones_expire_after_their_ttl) {
