@@ -42,6 +42,13 @@ void tell_split_entities(directory_self self, const cluster_table& table, uint64
                  node_id(table, home));
     // Through this node's own handler, which tells every peer, the home too.
     self->send(self, resync_atom::value, uid, std::string{"entity_split"});
+    // The entity here may have taken a re-registration the home never heard
+    // of (a partition): the home applies this row if it is newer and renews
+    // its entity, or else the sync it asks for runs under the replaced
+    // registration and every owner fences it (chaos seed 1853).
+    if (const auto* rec = st.logic->reg().record(uid))
+      self->send(caf::actor_cast<directory_actor>(table.peers[home].handles.directory),
+                 row_put_atom::value, to_row(*rec));
   }
 }
 
