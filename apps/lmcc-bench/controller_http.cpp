@@ -115,27 +115,41 @@ std::optional<http_get_result> controller_http::get(const std::string& path) {
   return http_get_result{res->status, std::move(res->body)};
 }
 
-std::optional<double> metric_value(std::string_view text, std::string_view name) {
+namespace {
+
+/// Calls `fn(line)` for each line of `text` until it returns true.
+template <class Fn>
+void for_each_line(std::string_view text, Fn&& fn) {
   size_t pos = 0;
   while (pos < text.size()) {
     size_t eol = text.find('\n', pos);
     if (eol == std::string_view::npos)
       eol = text.size();
-    std::string_view line = text.substr(pos, eol - pos);
+    if (fn(text.substr(pos, eol - pos)))
+      return;
     pos = eol + 1;
+  }
+}
+
+} // namespace
+
+std::optional<double> metric_value(std::string_view text, std::string_view name) {
+  std::optional<double> found;
+  for_each_line(text, [&](std::string_view line) {
     if (!line.starts_with(name) || line.size() <= name.size())
-      continue;
+      return false;
     const char next = line[name.size()];
     if (next != '{' && next != ' ')
-      continue;
+      return false;
     const size_t space = line.rfind(' ');
     const std::string number{line.substr(space + 1)};
     char* end = nullptr;
     const double v = std::strtod(number.c_str(), &end);
     if (end != number.c_str())
-      return v;
-  }
-  return std::nullopt;
+      found = v;
+    return found.has_value();
+  });
+  return found;
 }
 
 std::vector<std::pair<double, double>> histogram_buckets(std::string_view text,
@@ -144,26 +158,21 @@ std::vector<std::pair<double, double>> histogram_buckets(std::string_view text,
                                                          std::string_view value) {
   const std::string prefix = fmt::format("{}_bucket{{{}=\"{}\",le=\"", name, label, value);
   std::vector<std::pair<double, double>> out;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t eol = text.find('\n', pos);
-    if (eol == std::string_view::npos)
-      eol = text.size();
-    std::string_view line = text.substr(pos, eol - pos);
-    pos = eol + 1;
+  for_each_line(text, [&](std::string_view line) {
     if (!line.starts_with(prefix))
-      continue;
+      return false;
     line.remove_prefix(prefix.size());
     const size_t quote = line.find('"');
     const size_t space = line.rfind(' ');
     if (quote == std::string_view::npos || space == std::string_view::npos || space < quote)
-      continue;
+      return false;
     const std::string bound{line.substr(0, quote)};
     const std::string count{line.substr(space + 1)};
     const double le = bound == "+Inf" ? std::numeric_limits<double>::infinity()
                                       : std::strtod(bound.c_str(), nullptr);
     out.emplace_back(le, std::strtod(count.c_str(), nullptr));
-  }
+    return false;
+  });
   return out;
 }
 

@@ -65,12 +65,11 @@ public:
 private:
   /// Counter `counter` of ingest_load.cpp's `counted` list since the push began.
   uint64_t pushed(const cluster& c, size_t counter) const;
-
-  cluster* cluster_;
-  const bench_options* opts_;
   /// CPU per applied op of each thread name, push start to convergence.
   void add_thread_use(report& r) const;
 
+  cluster* cluster_;
+  const bench_options* opts_;
   const process_set* node_;
   key_tracker* keys_;
   steady::time_point t0_;

@@ -38,29 +38,23 @@ double median(std::vector<double> values) {
   return values.size() % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
 }
 
-double bucket_total(const std::vector<std::pair<double, double>>& before,
-                    const std::vector<std::pair<double, double>>& after) {
-  if (after.empty())
-    return 0;
-  const double was = before.size() == after.size() ? before.back().second : 0;
-  return after.back().second - was;
-}
-
 std::optional<double> bucket_quantile(const std::vector<std::pair<double, double>>& before,
                                       const std::vector<std::pair<double, double>>& after,
                                       double q) {
   // A series first counted after `before` was read starts from zero.
-  auto was = [&](size_t i) { return before.empty() ? 0.0 : before[i].second; };
   if (after.empty() || (!before.empty() && before.size() != after.size()))
     return std::nullopt;
-  for (size_t i = 0; i < before.size(); ++i)
-    if (before[i].first != after[i].first)
+  std::vector<double> gained(after.size());
+  for (size_t i = 0; i < after.size(); ++i) {
+    if (!before.empty() && before[i].first != after[i].first)
       return std::nullopt;
-  const double total = bucket_total(before, after);
+    gained[i] = after[i].second - (before.empty() ? 0.0 : before[i].second);
+  }
+  const double total = gained.back(); // the +Inf bucket counts everything
   if (total <= 0)
     return std::nullopt;
   for (size_t i = 0; i < after.size(); ++i)
-    if (after[i].second - was(i) >= q * total)
+    if (gained[i] >= q * total)
       return after[i].first;
   return after.back().first;
 }

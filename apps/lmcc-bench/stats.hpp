@@ -42,8 +42,4 @@ std::optional<double> bucket_quantile(const std::vector<std::pair<double, double
                                       const std::vector<std::pair<double, double>>& after,
                                       double q);
 
-/// How many observations a cumulative histogram gained between two readings.
-double bucket_total(const std::vector<std::pair<double, double>>& before,
-                    const std::vector<std::pair<double, double>>& after);
-
 } // namespace lmcc::bench
