@@ -72,6 +72,13 @@ struct zmq_options {
   /// ~0.2 GiB beyond the index and cut the CPU per op (bench/RESULTS.md).
   /// Default: 16
   uint32_t pull_queue_messages = 16;
+
+  /// On a clean stop, how long the PULL thread reads on after half-closing
+  /// the workers' connections, waiting for each worker to close its side
+  /// (what a worker wrote before that is read, not lost as a seq gap). A
+  /// worker's libzmq closes within a round trip; this bounds a peer that does
+  /// not. Default: 1 s
+  std::chrono::milliseconds pull_stop_drain{1000};
 };
 
 struct control_options {

@@ -1,5 +1,6 @@
 #include "gateway/zmq_frontend.hpp"
 
+#include "gateway/internal/pull_connections.hpp"
 #include "gateway/internal/pull_loop.hpp"
 #include "gateway/internal/router_loop.hpp"
 #include "gateway/internal/socket_util.hpp"
@@ -50,9 +51,12 @@ public:
       throw std::logic_error("zmq_frontend already started");
     // Bind everything before starting any thread: a failed bind leaves nothing
     // running and unbinds the sockets already bound (linger 0).
-    zmq::socket_t pull = bind_socket(context_, zmq::socket_type::pull, options_.host,
-                                     options_.pull_port, options_.limits.max_frame_bytes,
-                                     static_cast<int>(options_.pull_queue_messages));
+    std::optional<pull_connections> connections;
+    zmq::socket_t pull =
+        bind_socket(context_, zmq::socket_type::pull, options_.host, options_.pull_port,
+                    options_.limits.max_frame_bytes, static_cast<int>(options_.pull_queue_messages),
+                    [&](zmq::socket_t& socket) { connections.emplace(context_, socket); });
+    connections->set_port(bound_port(pull));
     std::optional<zmq::socket_t> reply, heartbeat;
     if (options_.reply_port)
       reply = bind_socket(context_, zmq::socket_type::router, options_.host, *options_.reply_port,
@@ -64,12 +68,14 @@ public:
     stopping_.store(false);
     pull_wake_.emplace();
     pull_ = std::move(pull);
+    pull_connections_ = std::move(connections);
     reply_ = std::move(reply);
     heartbeat_ = std::move(heartbeat);
     running_ = true;
     try {
       pull_thread_ = spawn("pull", [this] {
-        pull_loop(*pull_, *pull_wake_, handler_, options_, counters_, stopping_).run();
+        pull_loop(*pull_, *pull_connections_, *pull_wake_, handler_, options_, counters_, stopping_)
+            .run();
       });
       if (reply_)
         reply_thread_ = start_router(request_socket::reply, *reply_, reply_mailbox_);
@@ -97,6 +103,7 @@ public:
     reply_mailbox_.reset();
     heartbeat_mailbox_.reset();
     pull_.reset();
+    pull_connections_.reset();
     reply_.reset();
     heartbeat_.reset();
     pull_wake_.reset();
@@ -135,6 +142,7 @@ private:
   bool running_ = false;
   std::optional<event_fd> pull_wake_;
   std::optional<zmq::socket_t> pull_, reply_, heartbeat_;
+  std::optional<pull_connections> pull_connections_;
   std::shared_ptr<reply_mailbox> reply_mailbox_, heartbeat_mailbox_;
   std::thread pull_thread_, reply_thread_, heartbeat_thread_;
 };

@@ -351,6 +351,13 @@ std::vector<option_spec> make_table() {
                 integer_kind<uint32_t>{.min = 1, .max = 1'000'000},
                 member([](auto& o) -> auto& { return o.zmq.pull_queue_messages; }),
                 uint32_t{16}),
+    make_option({.key = "lmcc_pull_stop_drain_ms", .flag = "--pull-stop-drain-ms",
+                 .value_name = "MS",
+                 .help = "on a clean stop, how long the PULL socket is read after the workers' "
+                         "connections are half-closed, so frames on the wire are not lost"},
+                milliseconds_kind{.min = 0, .max = 60'000},
+                member([](auto& o) -> auto& { return o.zmq.pull_stop_drain; }),
+                1000ms),
     make_option({.key = "lmcc_snapshot_log_mb", .flag = "--snapshot-log-mb", .value_name = "MIB",
                  .help = "start a slot-snapshot round once the op log grew this much (bounds "
                          "what a restart replays)"},

@@ -5,10 +5,12 @@
 // Private to gateway/: included by zmq_frontend.cpp only.
 #pragma once
 
+#include "gateway/internal/pull_connections.hpp"
 #include "gateway/internal/socket_util.hpp"
 #include "gateway/zmq_frontend.hpp"
 #include "messages/codec_json.hpp"
 
+#include <algorithm>
 #include <thread>
 #include <vector>
 
@@ -18,21 +20,24 @@ namespace lmcc::gateway::internal {
 
 class pull_loop {
 public:
-  pull_loop(zmq::socket_t& socket, const event_fd& wake, frontend_handler& handler,
-            const zmq_options& options, frontend_counters& counters,
+  pull_loop(zmq::socket_t& socket, pull_connections& connections, const event_fd& wake,
+            frontend_handler& handler, const zmq_options& options, frontend_counters& counters,
             const std::atomic<bool>& stopping)
-    : socket_(socket), wake_(wake), handler_(handler), options_(options), counters_(counters),
-      stopping_(stopping) {}
+    : socket_(socket), connections_(connections), wake_(wake), handler_(handler), options_(options),
+      counters_(counters), stopping_(stopping) {}
 
   void run() {
     ingest_gate* gate = handler_.gate();
-    zmq_pollitem_t items[2] = {{socket_.handle(), 0, ZMQ_POLLIN, 0},
-                               {nullptr, wake_.fd(), ZMQ_POLLIN, 0}};
+    zmq_pollitem_t items[3] = {{socket_.handle(), 0, ZMQ_POLLIN, 0},
+                               {nullptr, wake_.fd(), ZMQ_POLLIN, 0},
+                               connections_.poll_item()};
     while (!stopping_.load()) {
       try {
         if (gate && gate->exhausted() && wait_for_credit(*gate))
           continue;
-        zmq::poll(items, 2, poll_interval);
+        zmq::poll(items, 3, poll_interval);
+        if (items[2].revents & ZMQ_POLLIN)
+          connections_.read_events();
         if (stopping_.load() || !(items[0].revents & ZMQ_POLLIN))
           continue;
         const uint64_t room = gate ? gate->room() : UINT64_MAX;
@@ -56,25 +61,84 @@ public:
   }
 
 private:
-  /// On stop: what ZMQ has already taken off the wire is, for the workers,
-  /// sent; handing it over lets the node's drain commit it instead of making
-  /// every busy worker resync after a clean restart. Bounded in time, since
-  /// workers may keep sending while the socket is open.
+  /// On stop: every frame a worker has written is, for the worker, sent.
+  /// What is read here is handed over and committed by the node's drain,
+  /// instead of every busy worker resyncing after a clean restart. Two steps:
+  ///  1. catch up: read until neither the socket nor the kernel holds unread
+  ///     input (at most half of pull_stop_drain);
+  ///  2. half-close every connection (pull_connections.hpp says why) and read
+  ///     until each worker has closed its side.
+  /// Step 1 is needed: without it, frames still queued in the kernel when a
+  /// worker's close arrived were lost in 4 of 8 runs of a busy-worker restart
+  /// test (0 of 27 with it). The likely cause: the close comes while libzmq
+  /// has stopped reading the connection at its high-water mark
+  /// (pull_queue_messages), and libzmq then ends the connection without
+  /// reading the rest. Bounded by pull_stop_drain: a peer that floods or
+  /// ignores the half-close cannot hold the stop.
   void hand_over_queued() {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    const auto started = std::chrono::steady_clock::now();
+    const auto deadline = started + options_.pull_stop_drain;
     uint64_t handed = 0;
+    size_t half_closed = 0;
     try {
-      while (std::chrono::steady_clock::now() < deadline && receive_one()) {
-        ++handed;
-        if (round_.size() >= 4096)
-          hand_over_round();
-      }
-      hand_over_round();
+      handed += catch_up(started + options_.pull_stop_drain / 2);
+      half_closed = connections_.half_close_all();
+      handed += read_until_closed(deadline);
     } catch (const std::exception& e) {
       spdlog::warn("pull-final-drain-error error={}", e.what());
     }
-    if (handed > 0)
-      spdlog::info("pull-final-drain frames_handed_over={}", handed);
+    hand_over_round();
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::steady_clock::now() - started)
+                        .count();
+    if (connections_.open() > 0)
+      spdlog::warn("pull-final-drain-incomplete frames_handed_over={} connections={} still_open={} "
+                   "ms={} limit_ms={}",
+                   handed, half_closed, connections_.open(), ms, options_.pull_stop_drain.count());
+    else
+      spdlog::info("pull-final-drain frames_handed_over={} connections={} ms={}", handed,
+                   half_closed, ms);
+  }
+
+  /// Reads what is queued now, handing it over in rounds; returns the
+  /// multiparts read.
+  uint64_t read_queued(std::chrono::steady_clock::time_point deadline) {
+    uint64_t read = 0;
+    while (std::chrono::steady_clock::now() < deadline && receive_one()) {
+      ++read;
+      if (round_.size() >= 4096)
+        hand_over_round();
+    }
+    return read;
+  }
+
+  uint64_t catch_up(std::chrono::steady_clock::time_point deadline) {
+    uint64_t read = 0;
+    do {
+      connections_.read_events();
+      const uint64_t now_read = read_queued(deadline);
+      read += now_read;
+      if (now_read == 0 && connections_.unread_bytes() == 0)
+        break;
+    } while (std::chrono::steady_clock::now() < deadline);
+    return read;
+  }
+
+  uint64_t read_until_closed(std::chrono::steady_clock::time_point deadline) {
+    uint64_t read = 0;
+    zmq_pollitem_t items[2] = {{socket_.handle(), 0, ZMQ_POLLIN, 0}, connections_.poll_item()};
+    for (;;) {
+      read += read_queued(deadline);
+      // libzmq queues a connection's last frames for this socket before it
+      // reports the disconnection: once none is open, all were read above.
+      const auto now = std::chrono::steady_clock::now();
+      if (connections_.open() == 0 || now >= deadline)
+        return read;
+      zmq::poll(items, 2,
+                std::min(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now),
+                         std::chrono::milliseconds(10)));
+      connections_.read_events();
+    }
   }
 
   /// Receives and handles one multipart; false when there was none.
@@ -139,10 +203,13 @@ private:
     if (!gate.arm())
       return false;
     counters_.pull_paused.store(1);
-    zmq_pollitem_t items[2] = {{nullptr, gate.wake_fd(), ZMQ_POLLIN, 0},
-                               {nullptr, wake_.fd(), ZMQ_POLLIN, 0}};
+    zmq_pollitem_t items[3] = {{nullptr, gate.wake_fd(), ZMQ_POLLIN, 0},
+                               {nullptr, wake_.fd(), ZMQ_POLLIN, 0},
+                               connections_.poll_item()};
     while (!stopping_.load()) {
-      zmq::poll(items, 2, poll_interval);
+      zmq::poll(items, 3, poll_interval);
+      if (items[2].revents & ZMQ_POLLIN)
+        connections_.read_events();
       if (items[0].revents & ZMQ_POLLIN)
         break;
       if (!gate.exhausted())
@@ -203,6 +270,7 @@ private:
   }
 
   zmq::socket_t& socket_;
+  pull_connections& connections_;
   const event_fd& wake_;
   frontend_handler& handler_;
   const zmq_options& options_;

@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -147,9 +148,12 @@ inline int64_t transport_frame_limit(size_t max_frame_bytes) {
 /// closing without linger; with
 /// `receive_queue_messages`, ZMQ_RCVHWM (per connection) is set before the bind,
 /// which is when libzmq copies it for the connections the socket accepts.
+/// `before_bind` runs on the socket just before the bind (a monitor must be
+/// in place before the first connection is accepted).
 inline zmq::socket_t bind_socket(zmq::context_t& ctx, zmq::socket_type type,
                                  const std::string& host, uint16_t port, size_t max_frame_bytes,
-                                 std::optional<int> receive_queue_messages = std::nullopt) {
+                                 std::optional<int> receive_queue_messages = std::nullopt,
+                                 const std::function<void(zmq::socket_t&)>& before_bind = {}) {
   zmq::socket_t socket(ctx, type);
   put_on_lane(ctx, socket, type == zmq::socket_type::pull ? io_lane::ingest : io_lane::requests);
   // A controller that stops must not wait for unread replies to drain.
@@ -169,6 +173,8 @@ inline zmq::socket_t bind_socket(zmq::context_t& ctx, zmq::socket_type type,
       bind_host = "[" + bind_host + "]";
   }
   const std::string url = fmt::format("tcp://{}:{}", bind_host, port);
+  if (before_bind)
+    before_bind(socket);
   try {
     socket.bind(url);
   } catch (const zmq::error_t& e) {
@@ -176,6 +182,14 @@ inline zmq::socket_t bind_socket(zmq::context_t& ctx, zmq::socket_type type,
   }
   spdlog::info("zmq-frontend-bound url={}", url);
   return socket;
+}
+
+/// The port of a bound socket's last endpoint ("tcp://0.0.0.0:8300" -> 8300).
+inline uint16_t bound_port(zmq::socket_t& socket) {
+  const std::string endpoint = socket.get(zmq::sockopt::last_endpoint);
+  const auto colon = endpoint.rfind(':');
+  return colon == std::string::npos ? 0
+                                    : static_cast<uint16_t>(std::stoul(endpoint.substr(colon + 1)));
 }
 
 inline bool has_input(zmq::socket_t& socket) {
