@@ -112,15 +112,24 @@ private:
     return read;
   }
 
+  /// Reads within the ingest gate's credit, as the loop does; ends early when
+  /// the credit runs out: the node is behind (a flood), it cannot catch up, and
+  /// reading past the credit only adds to what the stop must commit.
   uint64_t catch_up(std::chrono::steady_clock::time_point deadline) {
+    ingest_gate* gate = handler_.gate();
     uint64_t read = 0;
-    do {
+    while (std::chrono::steady_clock::now() < deadline && !(gate && gate->exhausted())) {
       connections_.read_events();
-      const uint64_t now_read = read_queued(deadline);
+      const uint64_t room = gate ? gate->room() : UINT64_MAX;
+      round_credits_ = 0;
+      uint64_t now_read = 0;
+      while (round_credits_ < room && std::chrono::steady_clock::now() < deadline && receive_one())
+        ++now_read;
+      hand_over_round();
       read += now_read;
       if (now_read == 0 && connections_.unread_bytes() == 0)
         break;
-    } while (std::chrono::steady_clock::now() < deadline);
+    }
     return read;
   }
 
