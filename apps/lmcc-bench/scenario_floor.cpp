@@ -4,10 +4,17 @@
 // limit, not the generator. The sink also checks what the generator sends:
 // every frame decodes, and seq_nums run 0, 1, 2, ... per (worker, location).
 // With --pid (e.g. the bench's own), the CPU those processes spent per op.
+//
+// Then the request floor: --requests BatchedP2PLookupMsg requests, one at a
+// time, from the p2p scenario's DEALER to a built-in ROUTER that sends each
+// straight back (its own libzmq context, as a controller has). No controller
+// answers a P2P lookup faster than this round trip on the same machine.
 #include "apps/lmcc-bench/cluster.hpp"
 #include "apps/lmcc-bench/proc_stats.hpp"
 #include "apps/lmcc-bench/scenario_support.hpp"
 #include "apps/lmcc-bench/scenarios.hpp"
+#include "apps/lmcc-bench/stats.hpp"
+#include "apps/lmcc-bench/zmq_io.hpp"
 #include "messages/codec_json.hpp"
 
 #include <fmt/format.h>
@@ -80,6 +87,62 @@ private:
   std::jthread thread_; // last: joins before the socket closes
 };
 
+/// A ROUTER that sends every request straight back from one thread: the
+/// least a controller's request socket does.
+class echo_router {
+public:
+  echo_router() : socket_(make_socket(context_, zmq::socket_type::router, 100)) {
+    socket_.bind("tcp://127.0.0.1:*");
+    url_ = "tcp://127.0.0.1:" + std::to_string(bound_port(socket_));
+    thread_ = std::jthread{[this](std::stop_token stop) { loop(std::move(stop)); }};
+  }
+
+  const std::string& url() const { return url_; }
+
+private:
+  void loop(std::stop_token stop) {
+    std::vector<zmq::message_t> parts;
+    while (!stop.stop_requested()) {
+      parts.clear();
+      if (!zmq::recv_multipart(socket_, std::back_inserter(parts)))
+        continue; // RCVTIMEO: look at the stop token again
+      (void)zmq::send_multipart(socket_, parts);
+    }
+  }
+
+  zmq::context_t context_{1};
+  zmq::socket_t socket_;
+  std::string url_;
+  std::jthread thread_; // last: joins before the socket closes
+};
+
+struct request_floor {
+  std::vector<double> latencies_us;
+  uint32_t failed = 0;
+};
+
+request_floor measure_request_floor(zmq::context_t& ctx, uint32_t requests, uint32_t timeout_ms) {
+  echo_router echo;
+  dealer_channel channel{ctx, echo.url(), timeout_ms};
+  msg::BatchedP2PLookupMsg request{.hashes = {}, .instance_id = "bench-floor", .worker_id = 0};
+  for (int64_t h = 1; h <= 8; ++h)
+    request.hashes.emplace_back(h * 1'000'003);
+  request_floor f;
+  constexpr uint32_t warm_up = 50; // connection set-up and first allocations
+  for (uint32_t i = 0; i < warm_up + requests; ++i) {
+    const auto t0 = steady::now();
+    const request_result result = channel.request(request);
+    const double us = std::chrono::duration<double, std::micro>(steady::now() - t0).count();
+    if (i < warm_up)
+      continue;
+    if (result.status == request_status::ok)
+      f.latencies_us.push_back(us);
+    else
+      ++f.failed;
+  }
+  return f;
+}
+
 } // namespace
 
 floor_result measure_floor(scenario_env& env, double duration_s) {
@@ -143,6 +206,16 @@ report run_floor(scenario_env& env) {
           fmt::format("{} decode errors", f.decode_errors));
   r.check("seq_num runs 0,1,2,... per (worker, location)", f.seq_gaps == 0,
           fmt::format("{} gaps", f.seq_gaps));
+
+  const request_floor rf = measure_request_floor(env.ctx, o.requests, o.request_timeout_ms);
+  const latency_summary lat = summarize(rf.latencies_us);
+  r.add("request_floor_requests", "P2P requests echoed by a bare ROUTER",
+        static_cast<double>(lat.count), "req");
+  r.add("request_floor_p50_us", "bare ROUTER echo round trip: p50", lat.p50, "us");
+  r.add("request_floor_p90_us", "bare ROUTER echo round trip: p90", lat.p90, "us");
+  r.add("request_floor_p99_us", "bare ROUTER echo round trip: p99", lat.p99, "us");
+  r.check("every echo came back", rf.failed == 0 && lat.count == o.requests,
+          fmt::format("{} of {}", lat.count, o.requests));
   return r;
 }
 

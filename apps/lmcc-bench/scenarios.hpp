@@ -9,7 +9,8 @@
 //   restart   time from --restart-cmd until lookups answer fully again
 //   flood     lookup/P2P/heartbeat latency and misses next to an unthrottled
 //             ingest; RSS over time and after every worker deregistered
-//   floor     generator -> built-in decoding sink: the generator's own ceiling
+//   floor     generator -> built-in decoding sink: the generator's own ceiling;
+//             a bare ROUTER echo: the request round-trip floor
 //
 // Context: a scenario runs on the calling thread and starts its own threads.
 #pragma once
