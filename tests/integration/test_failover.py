@@ -216,7 +216,7 @@ def test_a_rolling_restart_under_load_loses_nothing(cluster, reference):
     reference's. Busy workers are not asked to resync either: their frames on
     the wire to the stopping node are read before it closes its PULL socket
     (it half-closes each connection and reads until the worker's side closes;
-    before that, 1-4 of the 4 busy workers resynced in 7 of 12 runs)."""
+    before that, 1-4 of the 4 busy workers resynced in 8 of 12 runs)."""
     rng = random.Random(29)
     tag = unique("roll")
     busy = started_twins(cluster, reference, rng, f"{tag}-busy", 4)
