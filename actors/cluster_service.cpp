@@ -3,6 +3,8 @@
 #include <absl/container/flat_hash_map.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 namespace lmcc::actors {
 namespace {
 
@@ -246,6 +248,21 @@ using forwarder_self = frame_forwarder_actor::stateful_pointer<frame_forwarder_s
 
 void forward_frames(forwarder_self self, uint16_t node, pushed_msgs msgs, bool may_reroute);
 
+/// The distinct workers whose frames `msgs` carries (a forward usually holds
+/// runs of one worker's frames).
+std::vector<uint64_t> workers_of(const pushed_msgs& msgs) {
+  std::vector<uint64_t> uids;
+  for (const auto& pm : msgs) {
+    const auto who = pushing_worker(pm.msg);
+    if (!who)
+      continue;
+    const uint64_t uid = worker_uid(*who->first, *who->second);
+    if (std::find(uids.begin(), uids.end(), uid) == uids.end())
+      uids.push_back(uid);
+  }
+  return uids;
+}
+
 /// Sends `msgs` to `node` now, or with the next answer from it (at most
 /// max_wait later).
 void enqueue_frames(forwarder_self self, uint16_t node, pushed_msgs msgs) {
@@ -287,8 +304,12 @@ void forward_frames(forwarder_self self, uint16_t node, pushed_msgs msgs, bool m
   auto table = st.cfg.board->current();
   const bool reachable =
       node < table->peers.size() && table->reachable(node) && table->peers[node].handles.service;
-  auto drop = [self, credits, node, frames = msgs.size()](std::string_view why) {
+  auto drop = [self, credits, node, frames = msgs.size(),
+               workers = st.cfg.frames_lost ? workers_of(msgs)
+                                            : std::vector<uint64_t>{}](std::string_view why) {
     auto& st = self->state;
+    for (const uint64_t uid : workers)
+      st.cfg.frames_lost(uid);
     // Counted before the credits go back: whoever sees the credits return
     // (a test, /metrics after a drain) must also see the drop.
     if (st.cfg.count_event)

@@ -135,6 +135,12 @@ struct frame_forwarder_config {
   /// there until the timeout.
   std::chrono::milliseconds max_wait{50};
   std::function<void(std::string_view)> count_event;
+  /// Told the uid of every worker whose frames a forward dropped (given up at
+  /// its timeout, or its home unreachable). They may never reach the home,
+  /// and a worker that goes quiet after them shows no seq gap that would
+  /// prove the loss (chaos seed 1937 lost a worker's last batch so): the node
+  /// has the worker asked for a full sync. Unset: nothing is told.
+  std::function<void(uint64_t worker_uid)> frames_lost;
 };
 
 struct frame_forwarder_state {

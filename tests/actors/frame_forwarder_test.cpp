@@ -2,10 +2,11 @@
 // real actor system: frames for a node gather while a forward to it is
 // unanswered, go on their own after max_wait when the answer is slow (a
 // stuck worker at the home must not hold every worker homed there until the
-// forward timeout), credits come back with each answer, and a drain waits
-// for every forward. Links CAF (lmcc_actors).
+// forward timeout), credits come back with each answer, a drain waits for
+// every forward, and a forward given up names its workers for a full sync. Links CAF (lmcc_actors).
 #include "actors/cluster_service.hpp"
 #include "actors/credit_gate.hpp"
+#include "actors/ids.hpp"
 #include "actors/type_ids.hpp"
 
 #include <caf/all.hpp>
@@ -13,6 +14,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <thread>
 
 namespace lmcc::actors {
@@ -66,6 +68,12 @@ struct forwarder_fixture {
   frame_forwarder_actor forwarder;
 
   std::shared_ptr<std::atomic<int>> dropped = std::make_shared<std::atomic<int>>(0);
+  /// The workers the forwarder said frames were lost for.
+  struct lost_workers {
+    std::mutex mutex;
+    std::vector<uint64_t> uids;
+  };
+  std::shared_ptr<lost_workers> lost = std::make_shared<lost_workers>();
 
   explicit forwarder_fixture(std::chrono::milliseconds timeout = 60s) {
     register_message_types(cfg);
@@ -89,6 +97,10 @@ struct forwarder_fixture {
         ++*dropped;
     };
     fc.max_wait = 20ms;
+    fc.frames_lost = [lost = lost](uint64_t uid) {
+      std::lock_guard guard(lost->mutex);
+      lost->uids.push_back(uid);
+    };
     forwarder = sys->spawn(frame_forwarder_main, std::move(fc));
   }
   ~forwarder_fixture() {
@@ -147,6 +159,12 @@ TEST(frame_forwarder, an_unanswered_forward_times_out_once_and_its_late_answer_i
     std::this_thread::yield();
   ASSERT_EQ(f.gate->in_flight(), 0u);
   EXPECT_EQ(f.dropped->load(), 1);
+  {
+    // Its worker must be asked for a full sync: the frames may never arrive,
+    // and no later frame of a quiet worker would show the gap.
+    std::lock_guard guard(f.lost->mutex);
+    EXPECT_EQ(f.lost->uids, std::vector<uint64_t>{worker_uid("inst", msg::wire_int{0})});
+  }
   // Other work holds credits now; the late answer must not give them back.
   f.gate->take(7);
   (*f.observer)
@@ -164,6 +182,8 @@ TEST(frame_forwarder, an_unanswered_forward_times_out_once_and_its_late_answer_i
   EXPECT_TRUE(drained);
   EXPECT_EQ(f.gate->in_flight(), 7u);
   EXPECT_EQ(f.dropped->load(), 1);
+  std::lock_guard guard(f.lost->mutex);
+  EXPECT_EQ(f.lost->uids.size(), 1u); // answered forwards lose nothing
 }
 
 } // namespace
