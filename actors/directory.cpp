@@ -258,6 +258,20 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
         // lost), and the node that proved it may be the next home.
         const bool replica = from_peer(self);
         const bool home = self->state.logic->is_home(uid);
+        if (!replica && reason == frames_not_forwarded_reason) {
+          // The proof itself (this node's forwarder gave the frames up): said
+          // once, here, for a worker still registered (frames of one that has
+          // left need nobody's sync).
+          const auto* rec = self->state.logic->reg().record(uid);
+          if (rec == nullptr) {
+            spdlog::debug("worker-frames-not-forwarded uid={} action=none reason=not-registered",
+                          uid);
+            return;
+          }
+          spdlog::warn("worker-frames-not-forwarded instance={} worker={} uid={} "
+                       "action=full-sync-owed",
+                       rec->instance_id, rec->worker_id.to_string(), uid);
+        }
         spdlog::info("worker-resync-owed uid={} reason={} from={} home_here={}", uid, reason,
                      replica ? "peer" : "entity", home);
         if (replica) {

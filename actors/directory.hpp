@@ -34,8 +34,13 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 
 namespace lmcc::actors {
+
+/// The full-sync reason owed to a worker whose frames this node's forwarder
+/// gave up (frame_forwarder_config::frames_lost); its resync_atom is the proof.
+inline constexpr std::string_view frames_not_forwarded_reason = "frames_not_forwarded";
 
 using directory_actor = directory_feedback_actor::extend<
     caf::reacts_to<push_atom, msg::Msg>, caf::replies_to<request_atom, msg::Msg>::with<msg::Msg>,

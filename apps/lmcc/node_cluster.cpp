@@ -133,7 +133,8 @@ void node_cluster::start(const actors::kv_shard_actor& shard,
   fc.timeout = c.internal_timeout;
   fc.count_event = count;
   fc.frames_lost = [directory](uint64_t uid) {
-    caf::anon_send(directory, actors::resync_atom::value, uid, std::string{"frames_not_forwarded"});
+    caf::anon_send(directory, actors::resync_atom::value, uid,
+                   std::string{actors::frames_not_forwarded_reason});
   };
   forwarder_ = system.spawn(actors::frame_forwarder_main, std::move(fc));
   // The address peers and tools reach this node's HTTP API at.

@@ -129,7 +129,8 @@ def full_sync_audit(events, since: float) -> list[str]:
     proofs, asks, resets, starts = [], [], [], []
     for t, event, f in events:
         key = (f.get("instance"), f.get("worker"))
-        if event in ("seq-gap-proven", "full-sync-needed-after-restart") or (
+        if event in ("seq-gap-proven", "full-sync-needed-after-restart",
+                     "worker-frames-not-forwarded") or (
                 event == "worker-taken-over" and f.get("resync", "no") != "no"):
             proofs.append((t, key))
         elif event == "worker-entity-split" and f.get("uid") in who:

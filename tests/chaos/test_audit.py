@@ -37,6 +37,21 @@ def test_a_proof_answered_by_an_ask_holds(tmp_path):
     assert audit(tmp_path, REGISTERED, SPLIT, ASK_OTHER) == []  # the uid names the worker
 
 
+NOT_FORWARDED = ("[2026-12-02 08:05:59.500] [warning] worker-frames-not-forwarded instance=i-1 "
+                 "worker=0 uid=5 action=full-sync-owed")
+ASK_NOT_FORWARDED = ("[2026-12-02 08:06:01.200] [info] full-sync-requested instance=i-1 worker=0 "
+                     "reason=frames_not_forwarded")
+
+
+def test_frames_a_forwarder_gave_up_are_a_proof(tmp_path):
+    # A worker quiet after a dropped forward shows no gap: the drop itself,
+    # logged by the node that gave the frames up, justifies the ask (chaos
+    # seed 1971), and must be answered by one (seed 1937 lost the frames).
+    assert audit(tmp_path, NOT_FORWARDED, ASK_NOT_FORWARDED) == []
+    problems = audit(tmp_path, NOT_FORWARDED)
+    assert len(problems) == 1 and "never asked" in problems[0], problems
+
+
 def test_an_ask_without_a_proof_is_caught(tmp_path):
     problems = audit(tmp_path, ASK)
     assert len(problems) == 1 and "no proof" in problems[0], problems
