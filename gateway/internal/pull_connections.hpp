@@ -30,6 +30,7 @@
 #include <cstring>
 #include <linux/sockios.h>
 #include <netinet/in.h>
+#include <random>
 #include <string>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -44,9 +45,12 @@ public:
   /// accepted the moment the socket binds, and its connection must be known.
   pull_connections(zmq::context_t& context, zmq::socket_t& pull)
     : monitor_(context, zmq::socket_type::pair) {
-    // Unique per socket within the context while the socket lives.
+    // Unique within the context: libzmq unbinds a closed socket's monitor
+    // endpoint in the background, and a new socket may get the old one's
+    // address, so the name holds a random part.
+    std::random_device entropy;
     const std::string endpoint =
-        fmt::format("inproc://lmcc-pull-monitor-{}", static_cast<const void*>(pull.handle()));
+        fmt::format("inproc://lmcc-pull-monitor-{:08x}{:08x}", entropy(), entropy());
     if (zmq_socket_monitor(pull.handle(), endpoint.c_str(),
                            ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED) != 0)
       throw zmq::error_t();
