@@ -133,10 +133,12 @@ def test_busy_workers_through_a_clean_restart_are_not_asked_to_resync(node_facto
     stop = threading.Event()
 
     def pump(worker, base):
+        # Batches of 20 ops, as a busy LMCache worker sends them, every 0.5 ms
+        # (a worker batches for up to 10 ms).
         for i in itertools.count():
             if stop.is_set():
                 return
-            worker.admit(range(base + i * 4, base + i * 4 + 4))
+            worker.admit(range(base + i * 20, base + i * 20 + 20))
             time.sleep(0.0005)
 
     threads = [threading.Thread(target=pump, args=(w, 1_000_000 * (n + 1)))
@@ -144,10 +146,10 @@ def test_busy_workers_through_a_clean_restart_are_not_asked_to_resync(node_facto
     for t in threads:
         t.start()
     try:
-        wait_until(lambda: node.gauge("kv_pool_keys_count") > 2_000, message="ingest running")
+        wait_until(lambda: node.gauge("kv_pool_keys_count") > 10_000, message="ingest running")
         node.restart()
         restarted_with = node.gauge("kv_pool_keys_count")
-        wait_until(lambda: node.gauge("kv_pool_keys_count") > restarted_with + 2_000,
+        wait_until(lambda: node.gauge("kv_pool_keys_count") > restarted_with + 10_000,
                    message="ingest going on after the restart")
     finally:
         stop.set()
