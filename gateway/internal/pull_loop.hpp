@@ -57,7 +57,7 @@ public:
         spdlog::error("pull-loop-error socket=pull error={}", e.what());
       }
     }
-    hand_over_queued();
+    drain_on_stop();
   }
 
 private:
@@ -75,7 +75,7 @@ private:
   /// (pull_queue_messages), and libzmq then ends the connection without
   /// reading the rest. Bounded by pull_stop_drain: a peer that floods or
   /// ignores the half-close cannot hold the stop.
-  void hand_over_queued() {
+  void drain_on_stop() {
     const auto started = std::chrono::steady_clock::now();
     const auto deadline = started + options_.pull_stop_drain;
     uint64_t handed = 0;
