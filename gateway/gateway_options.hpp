@@ -73,6 +73,13 @@ struct zmq_options {
   /// Default: 16
   uint32_t pull_queue_messages = 16;
 
+  /// Kernel-side coalescing of busy S1 connections (pull_loop.hpp): bytes a
+  /// held connection gathers in the kernel (SO_RCVLOWAT) before libzmq reads
+  /// it ahead of the next release, which comes every pull_coalesce. Holding
+  /// spares libzmq's I/O thread a wake-up per multipart. 0: never hold.
+  /// Default: 64 KiB
+  uint32_t pull_hold_bytes = 64 * 1024;
+
   /// On a clean stop, how long the PULL thread reads on after half-closing
   /// the workers' connections, waiting for each worker to close its side
   /// (what a worker wrote before that is read, not lost as a seq gap). A

@@ -57,6 +57,8 @@ public:
                     options_.limits.max_frame_bytes, static_cast<int>(options_.pull_queue_messages),
                     [&](zmq::socket_t& socket) { connections.emplace(context_, socket); });
     connections->set_port(bound_port(pull));
+    connections->set_hold_bytes(
+        static_cast<int>(std::min<uint32_t>(options_.pull_hold_bytes, INT32_MAX)));
     std::optional<zmq::socket_t> reply, heartbeat;
     if (options_.reply_port)
       reply = bind_socket(context_, zmq::socket_type::router, options_.host, *options_.reply_port,

@@ -45,6 +45,8 @@ struct frontend_counters {
   std::atomic<int64_t> pull_has_pending{0};  ///< 1 if S1 had more input after the last drain
   std::atomic<int64_t> reply_has_pending{0}; ///< 1 if S2 had more input after the last drain
   std::atomic<int64_t> pull_paused{0};       ///< 1 while S1 is not read (no ingest credit)
+  std::atomic<int64_t> pull_holding{0}; ///< 1 while busy S1 connections are held (pull_loop.hpp)
+  std::atomic<uint64_t> pull_hold_starts{0}; ///< times holding began
 };
 
 class zmq_frontend {

@@ -351,6 +351,15 @@ std::vector<option_spec> make_table() {
                 integer_kind<uint32_t>{.min = 1, .max = 1'000'000},
                 member([](auto& o) -> auto& { return o.zmq.pull_queue_messages; }),
                 uint32_t{16}),
+    make_option({.key = "lmcc_pull_hold_bytes",
+                 .flag = "--pull-hold-bytes",
+                 .value_name = "BYTES",
+                 .help = "busy worker connections wait in the kernel between PULL rounds "
+                         "(SO_RCVLOWAT) up to this many bytes, so libzmq does not wake per "
+                         "message (0: never)"},
+                integer_kind<uint32_t>{.min = 0, .max = 16u << 20},
+                member([](auto& o) -> auto& { return o.zmq.pull_hold_bytes; }),
+                uint32_t{64 * 1024}),
     make_option({.key = "lmcc_pull_stop_drain_ms", .flag = "--pull-stop-drain-ms",
                  .value_name = "MS",
                  .help = "on a clean stop, how long the PULL socket is read after the workers' "

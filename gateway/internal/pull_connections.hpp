@@ -22,6 +22,16 @@
 // whose pusher closed with linger 0 while blocked hit it in 4 of 30 runs
 // (0 of 30 with the plain close); with the pusher open, never.
 //
+// Holding (kernel-side coalescing, pull_loop.hpp says when): a held
+// connection has SO_RCVLOWAT set to hold_bytes, so the kernel does not wake
+// libzmq's I/O thread for each multipart a worker sends; its bytes wait in the
+// kernel until the PULL thread releases it (SO_RCVLOWAT 1: the kernel signals
+// the bytes it holds at once) or until hold_bytes of them arrive. Linux wakes
+// a reader below the low-water mark anyway under memory pressure, when the
+// receive window is nearly closed, and at the peer's close, so holding never
+// stalls a connection for good; the PULL thread releases held bytes within
+// one coalescing period.
+//
 // Private to gateway/: used by the PULL thread only (zmq_frontend.cpp).
 #pragma once
 
@@ -38,7 +48,7 @@
 #include <string>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <unordered_set>
+#include <unordered_map>
 #include <vector>
 
 namespace lmcc::gateway::internal {
@@ -84,7 +94,7 @@ public:
       std::memcpy(&fd, static_cast<const char*>(event.data()) + sizeof kind, sizeof fd);
       const int descriptor = static_cast<int>(fd);
       if (kind == ZMQ_EVENT_ACCEPTED) {
-        open_.insert(descriptor);
+        open_[descriptor] = false; // held once drained (hold_drained)
         if (closing_)
           half_close(descriptor);
       } else if (kind == ZMQ_EVENT_DISCONNECTED) {
@@ -97,9 +107,12 @@ public:
   /// returns how many were open.
   size_t half_close_all() {
     read_events();
+    stop_holding();
     closing_ = true;
     const size_t open_at_stop = open_.size();
-    const std::vector<int> descriptors(open_.begin(), open_.end()); // half_close may erase
+    std::vector<int> descriptors; // half_close may erase
+    for (const auto& [fd, held] : open_)
+      descriptors.push_back(fd);
     for (const int fd : descriptors)
       half_close(fd);
     return open_at_stop;
@@ -110,15 +123,81 @@ public:
   /// Bytes the kernel holds unread, summed over the open connections.
   size_t unread_bytes() const {
     size_t total = 0;
-    for (const int fd : open_) {
-      int bytes = 0;
-      if (is_pull_connection(fd) && ::ioctl(fd, SIOCINQ, &bytes) == 0 && bytes > 0)
-        total += static_cast<size_t>(bytes);
-    }
+    for (const auto& [fd, held] : open_)
+      if (is_pull_connection(fd))
+        total += unread(fd);
     return total;
   }
 
+  // -- holding ------------------------------------------------------------------
+
+  /// SO_RCVLOWAT of a held connection; 0: never hold.
+  void set_hold_bytes(int bytes) noexcept { hold_bytes_ = bytes; }
+  bool holding() const noexcept { return holding_; }
+
+  /// From now on connections wait in the kernel between releases: each one
+  /// with nothing unread is held now, the others once drained.
+  void start_holding() {
+    if (hold_bytes_ <= 0 || closing_)
+      return;
+    holding_ = true;
+    hold_drained();
+  }
+
+  /// Every connection is read as its bytes arrive again (libzmq's own way).
+  void stop_holding() {
+    holding_ = false;
+    for (auto& [fd, held] : open_)
+      if (held) {
+        set_low_water(fd, 1); // harmless on a reused descriptor: 1 is the default
+        held = false;
+      }
+  }
+
+  /// Releases every held connection the kernel holds bytes for: libzmq's I/O
+  /// thread reads them now. Returns how many were released.
+  size_t release_pending() {
+    size_t released = 0;
+    for (auto& [fd, held] : open_)
+      if (held && unread(fd) > 0) {
+        set_low_water(fd, 1);
+        held = false;
+        ++released;
+      }
+    return released;
+  }
+
+  /// True while a released connection still has bytes in the kernel (libzmq
+  /// has not read all that a release let through yet).
+  bool release_in_progress() const {
+    for (const auto& [fd, held] : open_)
+      if (!held && unread(fd) > 0)
+        return true;
+    return false;
+  }
+
+  /// Holds again every released connection the kernel holds nothing for.
+  void hold_drained() {
+    if (!holding_ || closing_)
+      return;
+    for (auto& [fd, held] : open_)
+      if (!held && unread(fd) == 0 && is_pull_connection(fd)) {
+        set_low_water(fd, hold_bytes_);
+        held = true;
+      }
+  }
+
 private:
+  static size_t unread(int fd) {
+    int bytes = 0;
+    return ::ioctl(fd, SIOCINQ, &bytes) == 0 && bytes > 0 ? static_cast<size_t>(bytes) : 0;
+  }
+
+  static void set_low_water(int fd, int bytes) {
+    if (::setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &bytes, sizeof bytes) != 0)
+      spdlog::debug("pull-low-water-failed fd={} bytes={} errno={}", fd, bytes, errno);
+  }
+
   void half_close(int fd) {
     if (!is_pull_connection(fd)) {
       open_.erase(fd); // closed and reused meanwhile: nothing of ours to wait for
@@ -142,9 +221,12 @@ private:
   }
 
   zmq::socket_t monitor_;
-  std::unordered_set<int> open_;
+  /// Open connections, and whether each is held.
+  std::unordered_map<int, bool> open_;
   uint16_t port_ = 0;
   bool closing_ = false;
+  int hold_bytes_ = 0;
+  bool holding_ = false;
 };
 
 } // namespace lmcc::gateway::internal

@@ -2,6 +2,18 @@
 // the ingest gate has room, decode each frame in isolation, and hand a drain
 // round's frames to the handler at once.
 //
+// Coalescing. Every round costs thread wake-ups in the node, and on a VM each
+// wake-up is a costly context switch. Two ways to gather a round:
+//  - light traffic: a small round waits pull_coalesce for more (coalesce());
+//  - busy connections (a round held more multiparts than there are
+//    connections): the connections are held (pull_connections.hpp): their
+//    bytes wait in the kernel and libzmq's I/O thread sleeps, instead of
+//    waking for every multipart a worker sends (at a steady 100 k ops/s in
+//    50-op multiparts, ~1 500 wake-ups a second, the largest share of the
+//    node's CPU). Every pull_coalesce the loop releases the connections with
+//    bytes waiting, and their multiparts make one round. Holding stops after a
+//    period with nothing to release. An op waits at most pull_coalesce either way.
+//
 // Private to gateway/: included by zmq_frontend.cpp only.
 #pragma once
 
@@ -35,16 +47,30 @@ public:
       try {
         if (gate && gate->exhausted() && wait_for_credit(*gate))
           continue;
-        zmq::poll(items, 3, poll_interval);
+        zmq::poll(items, 3, poll_timeout());
         if (items[2].revents & ZMQ_POLLIN)
           connections_.read_events();
-        if (stopping_.load() || !(items[0].revents & ZMQ_POLLIN))
+        if (stopping_.load())
+          continue;
+        if (connections_.holding())
+          release_due();
+        if (!(items[0].revents & ZMQ_POLLIN))
           continue;
         const uint64_t room = gate ? gate->room() : UINT64_MAX;
         round_credits_ = 0;
+        round_multiparts_ = 0;
         drain(room);
-        coalesce(room);
+        if (connections_.holding())
+          gather_released(room);
+        else
+          coalesce(room);
+        const uint64_t multiparts = round_multiparts_;
         hand_over_round();
+        if (connections_.holding())
+          connections_.hold_drained();
+        else if (options_.pull_hold_bytes > 0 && options_.pull_coalesce.count() > 0 &&
+                 multiparts > connections_.open())
+          start_holding();
         counters_.pull_has_pending.store(has_input(socket_) ? 1 : 0);
       } catch (const zmq::error_t& e) {
         if (e.num() == ETERM) {
@@ -77,6 +103,8 @@ private:
   /// ignores the half-close cannot hold the stop.
   void drain_on_stop() {
     const auto started = std::chrono::steady_clock::now();
+    connections_.stop_holding(); // what the kernel holds is read now
+    counters_.pull_holding.store(0);
     const auto deadline = started + options_.pull_stop_drain;
     uint64_t handed = 0;
     size_t half_closed = 0;
@@ -166,6 +194,8 @@ private:
         break; // recv cannot fail here: ZMQ delivers multiparts atomically
     }
     counters_.pull_frames.fetch_add(total);
+    ++round_multiparts_;
+    ++multiparts_since_release_;
     if (total > frames.size()) {
       counters_.bad_frames.fetch_add(total - frames.size());
       log_bad(0, {},
@@ -204,6 +234,57 @@ private:
       return;
     std::this_thread::sleep_for(options_.pull_coalesce);
     drain(room);
+  }
+
+  // -- holding (see the top of this file) -------------------------------------
+
+  std::chrono::milliseconds poll_timeout() const {
+    if (!connections_.holding())
+      return poll_interval;
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(
+        next_release_ - std::chrono::steady_clock::now());
+    return std::clamp(left, std::chrono::milliseconds{0}, poll_interval);
+  }
+
+  void start_holding() {
+    connections_.start_holding();
+    counters_.pull_holding.store(1);
+    counters_.pull_hold_starts.fetch_add(1);
+    next_release_ = std::chrono::steady_clock::now() + options_.pull_coalesce;
+    multiparts_since_release_ = 0;
+    spdlog::debug("pull-holding-started connections={}", connections_.open());
+  }
+
+  /// Once a period: releases the held connections with bytes waiting; stops
+  /// holding when a whole period brought nothing.
+  void release_due() {
+    const auto now = std::chrono::steady_clock::now();
+    if (now < next_release_)
+      return;
+    next_release_ = now + options_.pull_coalesce;
+    const size_t released = connections_.release_pending();
+    if (released == 0 && multiparts_since_release_ == 0) {
+      connections_.stop_holding();
+      counters_.pull_holding.store(0);
+      spdlog::debug("pull-holding-stopped connections={}", connections_.open());
+    }
+    multiparts_since_release_ = 0;
+    if (released > 0)
+      std::this_thread::sleep_for(settle); // libzmq reads them meanwhile (gather_released)
+  }
+
+  /// After a release libzmq reads the released connections one after the
+  /// other: waits (briefly) until it has read them all, so that their
+  /// multiparts make one round. It sleeps rather than polls the socket: a
+  /// poll would wake for each connection's first multipart.
+  void gather_released(uint64_t room) {
+    const auto until = std::chrono::steady_clock::now() + max_gather;
+    while (round_credits_ < room && round_credits_ < options_.pull_coalesce_ops &&
+           !stopping_.load() && std::chrono::steady_clock::now() < until &&
+           connections_.release_in_progress()) {
+      std::this_thread::sleep_for(settle);
+      drain(room);
+    }
   }
 
   /// Stops reading S1 until the gate has credit again (or the loop stops);
@@ -290,6 +371,13 @@ private:
   /// Frames decoded in this drain round, handed over together, and their credits.
   std::vector<msg::Msg> round_;
   uint64_t round_credits_ = 0;
+  uint64_t round_multiparts_ = 0;
+  /// Holding: when the held connections are next released, and the
+  /// multiparts read since the last release.
+  std::chrono::steady_clock::time_point next_release_{};
+  uint64_t multiparts_since_release_ = 0;
+  static constexpr auto max_gather = std::chrono::milliseconds{2};
+  static constexpr auto settle = std::chrono::microseconds{500};
 };
 
 } // namespace lmcc::gateway::internal

@@ -7,6 +7,7 @@
 #include <zmq.h>
 
 #include <cstring>
+#include <set>
 #include <stop_token>
 #include <thread>
 
@@ -255,6 +256,95 @@ Msg batch_msg(std::string instance, int ops) {
     batch.operations.push_back(msg::KVOpEvent{
         .op_type = msg::OpType::admit, .key = 1'000'000'007LL * (i + 1), .seq_num = i});
   return batch;
+}
+
+// Busy connections are held in the kernel between releases (pull_loop.hpp):
+// frames still arrive complete and in order while held; a lone frame on a
+// quiet connection, beside a busy one that keeps holding on, arrives at the
+// next release (with releases broken it waits until holding ends, which the
+// busy connection never lets happen here); holding ends once every
+// connection is quiet, and then a frame is read as it arrives.
+TEST_F(zmq_frontend_test, busy_connections_are_held_between_releases_and_nothing_waits_for_good) {
+  // A period long enough that the 1 ms sender never leaves one empty (an
+  // empty period ends holding) even on a loaded machine.
+  options.pull_coalesce = 50ms;
+  start();
+  std::vector<zmq::socket_t> pushes;
+  for (int i = 0; i < 2; ++i)
+    pushes.push_back(pusher());
+  std::atomic<size_t> sent{0};
+  std::atomic<bool> both{true};
+  // Frame i goes to connection i % 2; while `both` is false only odd ones are sent.
+  std::jthread sender([&](std::stop_token stop) {
+    for (size_t i = 0; !stop.stop_requested(); ++i) {
+      if (i % 2 == 0 && !both.load())
+        continue;
+      const std::string frame = msg::encode_msgpack(batch_msg(std::to_string(i), 40));
+      if (!pushes[i % 2].send(zmq::buffer(frame), zmq::send_flags::none))
+        return;
+      sent.fetch_add(1);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  ASSERT_TRUE(wait_until([&] { return counters().pull_holding.load() == 1; }));
+  const uint64_t starts = counters().pull_hold_starts.load();
+  const size_t read = handler.pushes().size();
+  ASSERT_TRUE(wait_until([&] { return handler.pushes().size() > read + 200; }));
+
+  both.store(false); // connection 0 goes quiet; connection 1 stays busy
+  const size_t before_lone = handler.pushes().size();
+  ASSERT_TRUE(wait_until([&] { return handler.pushes().size() > before_lone + 50; }));
+  send_frames(pushes[0], {msg::encode_msgpack(deregister_msg("lone-while-held"))});
+  auto arrived = [&](std::string_view id) {
+    const auto got = handler.pushes();
+    return std::any_of(got.begin(), got.end(), [&](const Msg& m) { return instance_of(m) == id; });
+  };
+  ASSERT_TRUE(wait_until([&] { return arrived("lone-while-held"); }));
+  EXPECT_EQ(counters().pull_holding.load(), 1) << "the busy connection kept holding on";
+  EXPECT_EQ(counters().pull_hold_starts.load(), starts) << "holding never lapsed while busy";
+
+  sender.request_stop();
+  sender.join();
+  ASSERT_TRUE(wait_until([&] { return handler.pushes().size() == sent.load() + 1; }))
+      << handler.pushes().size() << " of " << sent.load() + 1;
+  ASSERT_TRUE(wait_until([&] { return counters().pull_holding.load() == 0; }))
+      << "quiet connections are not held";
+  send_frames(pushes[1], {msg::encode_msgpack(deregister_msg("lone-after"))});
+  ASSERT_TRUE(wait_until([&] { return handler.pushes().size() == sent.load() + 2; }));
+
+  // Every frame once; each connection's frames in the order sent.
+  const auto got = handler.pushes();
+  std::vector<long> last_of(2, -1);
+  size_t stream_frames = 0;
+  std::set<size_t> seen;
+  for (const auto& m : got) {
+    const std::string id = instance_of(m);
+    if (id.starts_with("lone"))
+      continue;
+    const size_t i = std::stoul(id);
+    EXPECT_TRUE(seen.insert(i).second) << "frame " << i << " twice";
+    EXPECT_GT(static_cast<long>(i), last_of[i % 2]) << "frame " << i << " out of order";
+    last_of[i % 2] = static_cast<long>(i);
+    ++stream_frames;
+  }
+  EXPECT_EQ(stream_frames, sent.load());
+  EXPECT_EQ(instance_of(got.back()), "lone-after");
+}
+
+// With holding off (pull_hold_bytes 0) the stream arrives the same way.
+TEST_F(zmq_frontend_test, with_holding_off_busy_connections_are_never_held) {
+  options.pull_hold_bytes = 0;
+  options.pull_coalesce = 20ms;
+  start();
+  auto push = pusher();
+  for (size_t i = 0; i < 300; ++i) {
+    send_frames(push, {msg::encode_msgpack(batch_msg(std::to_string(i), 40))});
+    if (i % 50 == 0) {
+      EXPECT_EQ(counters().pull_holding.load(), 0);
+    }
+  }
+  ASSERT_TRUE(wait_until([&] { return handler.pushes().size() == 300; }));
+  EXPECT_EQ(counters().pull_holding.load(), 0);
 }
 
 // A busy worker always has frames on the wire when the node stops. The stop
