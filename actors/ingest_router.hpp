@@ -10,6 +10,10 @@
 //
 //   anon_send(router, push_atom::value, ingest_round{{worker, frames}, ...});
 //
+// It also relays the shard's acks back to the worker actors (ack_relay_actor
+// in kv_shard.hpp): one message per commit into the scheduler instead of one
+// per worker.
+//
 // Context: a CAF actor; one per node. Local only (its message holds handles).
 #pragma once
 
@@ -33,7 +37,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(lmcc::actors::ingest_round)
 namespace lmcc::actors {
 
 using ingest_router_actor =
-    caf::typed_actor<caf::reacts_to<push_atom, ingest_round>,
+    caf::typed_actor<caf::reacts_to<push_atom, ingest_round>, caf::reacts_to<ack_atom, local_acks>,
                      // Answers once every round before it was forwarded (a clean stop).
                      caf::replies_to<drain_atom>::with<bool>>;
 
@@ -42,6 +46,11 @@ inline ingest_router_actor::behavior_type ingest_router_main(ingest_router_actor
       [self](push_atom, ingest_round& round) {
         for (auto& group : round)
           self->send(group.worker, push_atom::value, std::move(group.msgs));
+      },
+      [self](ack_atom, local_acks& acks) {
+        for (auto& a : acks)
+          self->send(caf::actor_cast<ack_receiver_actor>(std::move(a.sender)), ack_atom::value,
+                     a.stream, a.number);
       },
       [](drain_atom) { return true; },
   };

@@ -42,6 +42,7 @@ void send_acks(self_ptr self, kv_shard_core::commit_result& r) {
   // A sender on another node is that node's peer_link for this shard: its acks
   // are held and go together (send_remote_acks).
   bool remote = false;
+  local_acks local;
   for (const auto& [stream, number] : r.acks) {
     auto it = senders.find(stream);
     if (it == senders.end())
@@ -49,11 +50,18 @@ void send_acks(self_ptr self, kv_shard_core::commit_result& r) {
     if (const auto& sender = it->second; sender && sender->node() != self->node()) {
       st.remote_acks->add(sender, stream, number);
       remote = true;
+    } else if (sender && st.ack_relay) {
+      local.push_back(local_ack{std::move(it->second), stream, number});
     } else if (sender) {
       self->send(caf::actor_cast<ack_receiver_actor>(sender), ack_atom::value, stream, number);
     }
     senders.erase(it);
   }
+  if (local.size() == 1)
+    self->send(caf::actor_cast<ack_receiver_actor>(local[0].sender), ack_atom::value,
+               local[0].stream, local[0].number);
+  else if (!local.empty())
+    self->send(st.ack_relay, ack_atom::value, std::move(local));
   if (remote)
     send_remote_acks(self, false);
 }
@@ -111,6 +119,7 @@ kv_shard_actor::behavior_type kv_shard(kv_shard_actor::stateful_pointer<kv_shard
   st.monitor = init->monitor ? init->monitor : std::make_shared<shard_monitor>();
   st.remote_acks = std::make_unique<ack_batcher<caf::strong_actor_ptr>>(init->remote_ack_delay);
   st.index = init->index;
+  st.ack_relay = init->ack_relay;
   st.release_policy = memory_release_policy{init->release};
   st.release_memory = std::move(init->release_memory);
   st.core = std::make_unique<kv_shard_core>(init->options, std::move(init->index),

@@ -33,6 +33,13 @@ namespace lmcc::actors {
 /// What a sender must accept: the shard's acknowledgements.
 using ack_receiver_actor = caf::typed_actor<caf::reacts_to<ack_atom, uint64_t, uint64_t>>;
 
+/// Hands one commit's acks to local senders out from inside the scheduler
+/// (the ingest router does). The shard runs on a thread of its own: each
+/// message it sends to an idle actor wakes a scheduler thread, and a commit
+/// acknowledges every worker that sent since the last one; relayed, a
+/// commit wakes the scheduler once.
+using ack_relay_actor = caf::typed_actor<caf::reacts_to<ack_atom, local_acks>>;
+
 /// A sender on another node (a peer_link) also takes one commit's acks at once:
 /// stream, number, stream, number, ...
 using batch_ack_receiver_actor = caf::typed_actor<caf::reacts_to<ack_atom, std::vector<uint64_t>>>;
@@ -94,6 +101,8 @@ struct shard_init {
   std::function<void()> release_memory;
   /// How long acks to senders on other nodes may be held (kv_shard_state).
   std::chrono::milliseconds remote_ack_delay{0};
+  /// Relays acks to local senders; none: the shard sends each itself.
+  ack_relay_actor ack_relay;
 };
 
 struct kv_shard_state {
@@ -112,6 +121,7 @@ struct kv_shard_state {
   /// Retry delay after a failed commit (doubles up to a second).
   std::chrono::milliseconds retry_delay{0};
   std::shared_ptr<kv_index> index;
+  ack_relay_actor ack_relay;
   memory_release_policy release_policy;
   std::function<void()> release_memory;
 };

@@ -147,6 +147,15 @@ struct node_stats {
   shard_stats shard;
 };
 
+/// One commit's acknowledgements to senders on this node, sent by the shard
+/// to one actor that hands them out (kv_shard.hpp says why).
+struct local_ack {
+  caf::strong_actor_ptr sender;
+  uint64_t stream = 0;
+  uint64_t number = 0;
+};
+using local_acks = std::vector<local_ack>;
+
 using control_reply = msg::expected<msg::Msg>;
 /// Called exactly once with a request's reply, on any thread.
 using reply_callback = std::function<void(msg::Msg)>;
@@ -155,6 +164,7 @@ using stats_callback = std::function<void(std::optional<node_stats>)>;
 } // namespace lmcc::actors
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(lmcc::actors::node_stats)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(lmcc::actors::local_acks)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(lmcc::actors::control_plan)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(lmcc::actors::control_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(lmcc::actors::reply_callback)

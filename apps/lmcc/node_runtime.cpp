@@ -71,6 +71,8 @@ void node_runtime::impl::spawn_actors(node_state& state) {
   };
   init->drop_at_start = std::move(state.drop_holders);
   init->remote_ack_delay = options_.cluster.replication_ack_delay;
+  router_ = system_.spawn(actors::ingest_router_main);
+  init->ack_relay = router_;
   // Detached: the shard applies whole credit windows of ingest; on the
   // scheduler's threads it would hold one for 64 such messages while a
   // lookup or heartbeat waited for a thread (flood p99 38 -> 16 ms).
@@ -136,7 +138,6 @@ void node_runtime::impl::spawn_actors(node_state& state) {
   dc.need_full_sync_all = state.need_full_sync_all && (!cluster_ || cluster_->founding_member());
   directory_ = system_.spawn(actors::directory_main, std::move(dc));
   bridge_ = system_.spawn(actors::request_bridge_main, directory_);
-  router_ = system_.spawn(actors::ingest_router_main);
   if (cluster_)
     cluster_->start(shard_, directory_, http_->port());
 }
