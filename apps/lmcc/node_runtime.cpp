@@ -21,6 +21,13 @@ caf::actor_system_config& configure(caf::actor_system_config& cfg, const node_op
   // moderate polling phase adds ~50 us to every hop (shared/notes/caf-0.17.md).
   cfg.set("scheduler.max-threads", threads);
   cfg.set("work-stealing.moderate-poll-attempts", 0);
+  // An idle scheduler thread wakes every relaxed-sleep-duration to try to
+  // steal (CAF's default 10 ms: 100 wake-ups a second per thread, a third of
+  // the scheduler's context switches at a steady 100 k ops/s). Work sent to
+  // an idle thread wakes it at once whatever this is; a longer sleep only
+  // delays stealing from a busy thread, which a flood's request latencies
+  // did not show (bench/RESULTS.md).
+  cfg.set("work-stealing.relaxed-sleep-duration", caf::timespan{std::chrono::milliseconds{100}});
   // CAF's default lets an actor keep its thread until its mailbox is empty; a
   // busy shard or worker actor would then hold a thread for a whole credit's
   // worth of ingest while a heartbeat waits. Yielding every 64 messages keeps
