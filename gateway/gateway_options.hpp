@@ -56,7 +56,9 @@ struct zmq_options {
   /// so at moderate rates waiting cuts the CPU per op; it adds at most this
   /// much to when an op is applied. 10 ms is LMCache's own worker-side
   /// batching window; at a steady 100 k ops/s it took the node's CPU per op
-  /// from 2.18 (2 ms) to 1.45 us (bench/RESULTS.md). Default: 10 ms
+  /// from 2.18 (2 ms) to 1.45 us (bench/RESULTS.md). Busy connections are
+  /// held in the kernel instead (pull_hold_bytes) and released once per this
+  /// period; 0 also turns holding off. Default: 10 ms
   std::chrono::milliseconds pull_coalesce{10};
 
   /// A round this large (in ops) is handed over at once. Default: 4096

@@ -334,7 +334,8 @@ std::vector<option_spec> make_table() {
                 uint64_t{262'144}),
     make_option({.key = "lmcc_pull_coalesce_ms", .flag = "--pull-coalesce-ms", .value_name = "MS",
                  .help = "how long the PULL thread waits for more frames before it hands a small "
-                         "round to the actors (0: never); trades a few ms of apply delay for CPU"},
+                         "round to the actors, and how often held busy connections are read "
+                         "(0: never wait, never hold); trades a few ms of apply delay for CPU"},
                 milliseconds_kind{.min = 0},
                 member([](auto& o) -> auto& { return o.zmq.pull_coalesce; }),
                 10ms),
