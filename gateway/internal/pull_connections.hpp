@@ -107,8 +107,7 @@ public:
   /// returns how many were open.
   size_t half_close_all() {
     read_events();
-    stop_holding();
-    closing_ = true;
+    closing_ = true; // no connection is held again (the PULL thread stopped holding first)
     const size_t open_at_stop = open_.size();
     std::vector<int> descriptors; // half_close may erase
     for (const auto& [fd, held] : open_)
