@@ -46,13 +46,11 @@ void on_expiry_tick(Self self) {
 std::vector<uint64_t> read_holders_flat(const kv_index& index, std::span<const uint64_t> keys) {
   std::vector<uint64_t> flat;
   flat.reserve(keys.size() * 2);
-  holder_list holders;
-  auto r = index.read();
-  for (uint64_t key : keys) {
-    holders.clear();
-    r.holders(key, holders);
-    flat.push_back(holders.size());
-    flat.insert(flat.end(), holders.begin(), holders.end());
+  std::vector<holder_list> holders(keys.size());
+  index.lookup(keys, holders); // a peer's lookup: never behind this node's sub-batches
+  for (const auto& list : holders) {
+    flat.push_back(list.size());
+    flat.insert(flat.end(), list.begin(), list.end());
   }
   return flat;
 }

@@ -13,11 +13,17 @@
 //   arena.data(1, b)[0] = h0; arena.data(1, b)[1] = h1;
 //   arena.release(1, b);
 //
-// Context: owned by one kv_index; not thread-safe (the index's lock guards it).
-// CAF-free.
+// Context: owned by one kv_index and changed by its one writer thread. data()
+// may run on other threads at the same time as allocate() and release(), for
+// a block that is live the whole time (the index's slot lock keeps it so):
+// readers find a chunk through a directory that is never moved or freed while
+// a block of its class is live (a grown directory is published and the old
+// one kept), so carving a chunk for one slot never pulls memory from under a
+// reader of another. CAF-free.
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -51,7 +57,13 @@ public:
 
 private:
   struct size_class {
-    std::vector<std::unique_ptr<uint64_t[]>> chunks;
+    std::vector<std::unique_ptr<uint64_t[]>> chunks; ///< the writer's: owns the chunks
+    /// Readers' way to a chunk: chunk i at directory[i]. Grown by publishing a
+    /// bigger copy; the old copies stay in `directories` until the class is
+    /// empty, so a reader holding an old pointer still finds its (older) chunk.
+    std::atomic<uint64_t* const*> directory{nullptr};
+    std::vector<std::unique_ptr<uint64_t*[]>> directories;
+    size_t directory_capacity = 0;
     uint32_t carved = 0; ///< blocks ever handed out of the chunks (high-water mark)
     uint32_t free_head = 0;
     bool has_free = false;

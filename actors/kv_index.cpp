@@ -6,7 +6,36 @@
 namespace lmcc::actors {
 
 kv_index::kv_index(uint32_t slot_count)
-  : slots_(slot_count), group_span_(std::max(1U, slot_count / arena_groups)) {}
+  : slots_(slot_count), slot_locks_(std::make_unique<std::shared_mutex[]>(slot_count)),
+    group_span_(std::max(1U, slot_count / arena_groups)) {}
+
+kv_index::all_slots_lock::all_slots_lock(const kv_index& idx) : idx_(&idx) {
+  for (uint32_t slot = 0; slot < idx.slot_count(); ++slot)
+    idx.slot_lock(slot).lock();
+}
+
+kv_index::all_slots_lock::~all_slots_lock() {
+  for (uint32_t slot = 0; slot < idx_->slot_count(); ++slot)
+    idx_->slot_lock(slot).unlock();
+}
+
+void kv_index::lookup(std::span<const uint64_t> keys, std::span<holder_list> out) const {
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const uint32_t slot = slot_index(keys[i]);
+    std::shared_lock lock{slot_lock(slot)};
+    const auto& s = slots_[slot];
+    auto it = s.map.find(keys[i]);
+    if (it == s.map.end())
+      continue;
+    const size_t from = out[i].size();
+    append_holders(slot, it->second, out[i]);
+    if (dropping_.empty())
+      continue;
+    out[i].erase(std::remove_if(out[i].begin() + static_cast<std::ptrdiff_t>(from), out[i].end(),
+                                [&](holder_id h) { return dropped(slot, h); }),
+                 out[i].end());
+  }
+}
 
 // -- slot-level mutation (under the exclusive lock, or a bulk loader's slot) -------
 
@@ -251,16 +280,23 @@ void kv_index::clean_slot(uint32_t slot) {
   }
   if (!only)
     return;
-  drop(slot, merged.empty() ? only->holders : merged, false);
   bool finished = false;
-  for (auto& job : drops_) {
-    if (job.done[slot])
-      continue;
-    job.done[slot] = true;
-    finished |= --job.remaining == 0;
+  {
+    std::lock_guard lock{slot_lock(slot)};
+    drop(slot, merged.empty() ? only->holders : merged, false);
+    for (auto& job : drops_) {
+      if (job.done[slot])
+        continue;
+      job.done[slot] = 1;
+      finished |= --job.remaining == 0;
+    }
   }
-  if (!finished)
-    return;
+  if (finished)
+    retire_finished_drops();
+}
+
+void kv_index::retire_finished_drops() {
+  all_slots_lock lock{*this};
   std::erase_if(drops_, [](const drop_job& j) { return j.remaining == 0; });
   dropping_.clear();
   for (const auto& job : drops_)
@@ -307,6 +343,7 @@ void kv_index::write_guard::reshare(const std::vector<uint32_t>& slots) {
 
 uint64_t kv_index::write_guard::clear_slot(uint32_t slot) {
   finish_drops_in(slot);
+  std::lock_guard lock{idx_->slot_lock(slot)};
   auto& s = idx_->slots_[slot];
   holder_arena& a = idx_->arena(slot);
   const uint64_t removed = s.entries;
@@ -344,11 +381,14 @@ void kv_index::write_guard::begin_drop(holder_set holders, const std::vector<boo
     }
   }
   drop_job job;
-  job.done = skip ? *skip : std::vector<bool>(idx_->slot_count(), false);
-  job.done.resize(idx_->slot_count(), false);
-  job.remaining = static_cast<uint32_t>(std::count(job.done.begin(), job.done.end(), false));
+  job.done.assign(idx_->slot_count(), 0);
+  if (skip)
+    for (size_t slot = 0; slot < skip->size() && slot < job.done.size(); ++slot)
+      job.done[slot] = (*skip)[slot] ? 1 : 0;
+  job.remaining = static_cast<uint32_t>(std::count(job.done.begin(), job.done.end(), 0));
   if (job.remaining == 0)
     return;
+  all_slots_lock lock{*idx_}; // lookups read drops_ and dropping_
   idx_->dropping_.insert(holders.begin(), holders.end());
   job.holders = std::move(holders);
   idx_->drops_.push_back(std::move(job));
@@ -356,6 +396,7 @@ void kv_index::write_guard::begin_drop(holder_set holders, const std::vector<boo
 
 uint64_t kv_index::write_guard::drop_now(uint32_t slot, const holder_set& holders) {
   finish_drops_in(slot);
+  std::lock_guard lock{idx_->slot_lock(slot)};
   return idx_->drop(slot, holders, true);
 }
 

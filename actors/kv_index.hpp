@@ -22,18 +22,24 @@
 // a time, so no single handler holds the lock for long, however large the
 // holder was.
 //
-// Concurrency: one writer (the node's kv_shard actor) and many readers (lookup
-// actors, statistics). Writers and readers go through guards: a write_guard
-// holds the index's lock exclusively, a read_guard shares it. The writer holds
-// it for one sub-batch at a time (microseconds), so a lookup never waits behind
-// an ingest backlog, only behind the sub-batch being applied.
+// Concurrency: one writer (the node's kv_shard actor) and many readers.
+// Writers and readers of the whole index go through guards: a write_guard
+// holds the index's lock exclusively, a read_guard shares it (statistics,
+// slot walks). The writer holds it for up to a few hundred ops at a time.
+// Lookups (lookup()) take neither: each key is read under its slot's own lock,
+// which the writer holds only while it changes that slot (one op, one slot
+// cleaning). Under a saturating flood the shard thread is often preempted
+// with the index's lock held; lookups that took it waited for the shard to be
+// scheduled again, 25-70 ms at p99 (bench/RESULTS.md). A lookup now waits
+// only if the one slot it reads is the one being changed.
 //
 //   kv_index idx{4096};
 //   { auto w = idx.write(); w.apply(h, ops); }
 //   { auto r = idx.read(); r.holders(key, out); }
+//   idx.lookup(keys, lists);                      // any thread, any time
 //
-// Thread-safety: as above; the guards (and, before any reader exists, the
-// bulk loader) are the only way in. CAF-free.
+// Thread-safety: as above; the guards, lookup() (and, before any reader
+// exists, the bulk loader) are the only way in. CAF-free.
 #pragma once
 
 #include "actors/holder_arena.hpp"
@@ -47,6 +53,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <shared_mutex>
 #include <span>
@@ -116,6 +123,13 @@ public:
   /// Exclusive access for the writer.
   write_guard write();
 
+  /// The holders of each key, as read_guard::holders() gives them, read key by
+  /// key under the key's slot lock only: never waits for a sub-batch, only
+  /// for an op or a slot cleaning in the same slot. Keys are not read at one
+  /// instant (a sub-batch applied meanwhile may show in some of them).
+  /// REQUIRES: out.size() == keys.size(); the lists are appended to.
+  void lookup(std::span<const uint64_t> keys, std::span<holder_list> out) const;
+
   /// The hash an entry contributes to its slot's digest.
   static constexpr uint64_t entry_hash(uint64_t key, holder_id h) noexcept {
     return mix64(key ^ mix64(h + 0x9e3779b97f4a7c15ULL));
@@ -136,7 +150,9 @@ private:
   /// A pending holder drop: the slots it has not cleaned yet.
   struct drop_job {
     holder_set holders;
-    std::vector<bool> done; ///< per slot
+    /// Per slot; a byte each, since lookups read slot i's under slot i's lock
+    /// while the writer sets slot j's (a bit would share a word).
+    std::vector<uint8_t> done;
     uint32_t remaining = 0; ///< slots not done
     uint32_t cursor = 0;    ///< drop_step resumes here
   };
@@ -180,12 +196,32 @@ private:
   bool dropped(uint32_t slot, holder_id h) const;
   /// Cleans the pending drops of `h` in `slot` (before an op of `h` lands there).
   void clean_for(uint32_t slot, holder_id h);
+  /// Cleans every pending drop of `slot` under its slot lock.
   void clean_slot(uint32_t slot);
+  /// Removes the jobs with no slot left (under every slot lock: lookups read drops_).
+  void retire_finished_drops();
+  /// The lock lookups of `slot` share and the writer takes to change it.
+  std::shared_mutex& slot_lock(uint32_t slot) const noexcept { return slot_locks_[slot]; }
+
+  /// Every slot lock, exclusively (changing what lookups read of all slots).
+  class all_slots_lock {
+  public:
+    explicit all_slots_lock(const kv_index& idx);
+    ~all_slots_lock();
+    all_slots_lock(const all_slots_lock&) = delete;
+    all_slots_lock& operator=(const all_slots_lock&) = delete;
+
+  private:
+    const kv_index* idx_;
+  };
 
   // -- member variables ------------------------------------------------------
 
   mutable std::shared_mutex mutex_;
   std::vector<slot_state> slots_;
+  /// One per slot (lookup()); the writer takes slot i's while it changes
+  /// slot i's table, entries or drop marks, and all of them to change drops_.
+  std::unique_ptr<std::shared_mutex[]> slot_locks_;
   uint32_t group_span_ = 1; ///< slots per arena group
   std::array<holder_arena, arena_groups> arenas_;
   holder_counts counts_;
@@ -350,6 +386,7 @@ int64_t kv_index::write_guard::apply_where(holder_id h, std::span<const kv_op> o
         continue;
       if (dropping)
         idx_->clean_for(slot, h);
+      std::lock_guard slot_lock{idx_->slot_lock(slot)};
       int64_t d = 0;
       if (op.admit)
         d = idx_->admit(slot, op.key, h, idx_->keys_) ? 1 : 0;

@@ -8,9 +8,7 @@ namespace lmcc::actors {
 
 std::vector<holder_list> local_holders(const kv_index& index, const std::vector<uint64_t>& keys) {
   std::vector<holder_list> out(keys.size());
-  auto r = index.read();
-  for (size_t i = 0; i < keys.size(); ++i)
-    r.holders(keys[i], out[i]);
+  index.lookup(keys, out);
   return out;
 }
 

@@ -2,9 +2,9 @@
 // thread (the ROUTER socket's or an HTTP worker's), with no actor hop.
 //
 // A lookup only reads: it hashes the prompt's tokens into chunk keys, reads
-// each key's holders from the index under its reader lock (the shard holds the
-// writer lock for at most write_lock_ops ops, never for an ingest backlog) and
-// merges them with the latest directory_view. Each actor hop on the way costs
+// each key's holders from the index under that key's slot lock
+// (kv_index::lookup: never behind a sub-batch, only behind an op in the same
+// slot) and merges them with the latest directory_view. Each actor hop on the way costs
 // two thread wake-ups, 50-100 us on a paravirtualised VM (bench/RESULTS.md) --
 // the whole budget of a P2P lookup -- so the node answers reads where they
 // arrive. The directory publishes a fresh immutable view after every registry
@@ -15,7 +15,7 @@
 //   msg::Msg answer = reader.answer(m);   // any thread
 //
 // Thread-safety: thread-safe; answer() never blocks on anything but the
-// index's reader lock. CAF-free.
+// slot locks of the keys it reads. CAF-free.
 #pragma once
 
 #include "actors/kv_index.hpp"

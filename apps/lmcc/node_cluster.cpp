@@ -327,9 +327,9 @@ std::vector<actors::holder_list> node_cluster::holders(const std::vector<uint64_
   routes.refresh = [&] { table = board_->current(); };
   routes.reachable = [&](gateway::owner_index n) { return table->reachable(n); };
   routes.read_local = [&](std::span<const uint32_t> items) {
-    auto r = parts_.index->read();
     for (uint32_t i : items)
-      r.holders(keys[i], out[i]);
+      parts_.index->lookup(std::span<const uint64_t>{&keys[i], 1},
+                           std::span<actors::holder_list>{&out[i], 1});
   };
   routes.fill = [&](uint32_t i, std::span<const uint64_t> holders) {
     out[i].assign(holders.begin(), holders.end());

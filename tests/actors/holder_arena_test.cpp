@@ -152,5 +152,27 @@ TEST(holder_arena, churn_across_classes_never_mixes_blocks) {
   EXPECT_EQ(a.memory_bytes(), 0u);
 }
 
+TEST(holder_arena, a_readers_pointer_to_a_block_stays_valid_while_the_class_grows) {
+  // Readers (const data()) find chunks through a directory the writer grows by
+  // publishing a copy; a block read before the growth is the same memory after.
+  holder_arena a;
+  const holder_arena& reader = a;
+  const uint32_t first = a.allocate(1);
+  a.data(1, first)[0] = 41;
+  a.data(1, first)[1] = 42;
+  const uint64_t* before = reader.data(1, first);
+  const size_t per_chunk = holder_arena::chunk_words / 2;
+  std::vector<uint32_t> later;
+  for (size_t i = 0; i < per_chunk * 40; ++i) // 40 chunks: the directory grows 4 -> 64
+    later.push_back(a.allocate(1));
+  EXPECT_EQ(reader.data(1, first), before);
+  EXPECT_EQ(reader.data(1, first)[0], 41u);
+  EXPECT_EQ(reader.data(1, first)[1], 42u);
+  const uint32_t last = later.back();
+  a.data(1, last)[0] = 7;
+  EXPECT_EQ(reader.data(1, last), a.data(1, last));
+  EXPECT_EQ(reader.data(1, last)[0], 7u);
+}
+
 } // namespace
 } // namespace lmcc::actors
