@@ -44,6 +44,7 @@
 
 #include "actors/holder_arena.hpp"
 #include "actors/ids.hpp"
+#include "actors/internal/slot_lock.hpp"
 
 #include <absl/container/flat_hash_map.h>
 #include <absl/container/flat_hash_set.h>
@@ -201,7 +202,7 @@ private:
   /// Removes the jobs with no slot left (under every slot lock: lookups read drops_).
   void retire_finished_drops();
   /// The lock lookups of `slot` share and the writer takes to change it.
-  std::shared_mutex& slot_lock(uint32_t slot) const noexcept { return slot_locks_[slot]; }
+  internal::slot_lock& slot_lock(uint32_t slot) const noexcept { return slot_locks_[slot]; }
 
   /// Every slot lock, exclusively (changing what lookups read of all slots).
   class all_slots_lock {
@@ -221,7 +222,7 @@ private:
   std::vector<slot_state> slots_;
   /// One per slot (lookup()); the writer takes slot i's while it changes
   /// slot i's table, entries or drop marks, and all of them to change drops_.
-  std::unique_ptr<std::shared_mutex[]> slot_locks_;
+  std::unique_ptr<internal::slot_lock[]> slot_locks_;
   uint32_t group_span_ = 1; ///< slots per arena group
   std::array<holder_arena, arena_groups> arenas_;
   holder_counts counts_;
