@@ -6,8 +6,7 @@
 namespace lmcc::actors {
 
 kv_index::kv_index(uint32_t slot_count)
-  : slots_(slot_count), slot_locks_(std::make_unique<internal::slot_lock[]>(slot_count)),
-    group_span_(std::max(1U, slot_count / arena_groups)) {}
+  : slots_(slot_count), group_span_(std::max(1U, slot_count / arena_groups)) {}
 
 kv_index::all_slots_lock::all_slots_lock(const kv_index& idx) : idx_(&idx) {
   for (uint32_t slot = 0; slot < idx.slot_count(); ++slot)

@@ -146,6 +146,9 @@ private:
     uint64_t entries = 0;
     uint64_t digest = 0;
     uint64_t version = 0;
+    /// lookup()'s lock of this slot: beside what every op touches anyway, so
+    /// taking it costs no cache miss of its own.
+    mutable internal::slot_lock lock;
   };
 
   /// A pending holder drop: the slots it has not cleaned yet.
@@ -202,7 +205,7 @@ private:
   /// Removes the jobs with no slot left (under every slot lock: lookups read drops_).
   void retire_finished_drops();
   /// The lock lookups of `slot` share and the writer takes to change it.
-  internal::slot_lock& slot_lock(uint32_t slot) const noexcept { return slot_locks_[slot]; }
+  internal::slot_lock& slot_lock(uint32_t slot) const noexcept { return slots_[slot].lock; }
 
   /// Every slot lock, exclusively (changing what lookups read of all slots).
   class all_slots_lock {
@@ -219,10 +222,9 @@ private:
   // -- member variables ------------------------------------------------------
 
   mutable std::shared_mutex mutex_;
-  std::vector<slot_state> slots_;
-  /// One per slot (lookup()); the writer takes slot i's while it changes
+  /// Each with its lock (lookup()); the writer takes slot i's while it changes
   /// slot i's table, entries or drop marks, and all of them to change drops_.
-  std::unique_ptr<internal::slot_lock[]> slot_locks_;
+  std::vector<slot_state> slots_;
   uint32_t group_span_ = 1; ///< slots per arena group
   std::array<holder_arena, arena_groups> arenas_;
   holder_counts counts_;
