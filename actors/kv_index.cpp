@@ -22,18 +22,22 @@ void kv_index::lookup(std::span<const uint64_t> keys, std::span<holder_list> out
   for (size_t i = 0; i < keys.size(); ++i) {
     const uint32_t slot = slot_index(keys[i]);
     std::shared_lock lock{slot_lock(slot)};
-    const auto& s = slots_[slot];
-    auto it = s.map.find(keys[i]);
-    if (it == s.map.end())
-      continue;
-    const size_t from = out[i].size();
-    append_holders(slot, it->second, out[i]);
-    if (dropping_.empty())
-      continue;
-    out[i].erase(std::remove_if(out[i].begin() + static_cast<std::ptrdiff_t>(from), out[i].end(),
-                                [&](holder_id h) { return dropped(slot, h); }),
-                 out[i].end());
+    append_visible(slot, keys[i], out[i]);
   }
+}
+
+void kv_index::append_visible(uint32_t slot, uint64_t key, holder_list& out) const {
+  const auto& s = slots_[slot];
+  auto it = s.map.find(key);
+  if (it == s.map.end())
+    return;
+  const size_t from = out.size();
+  append_holders(slot, it->second, out);
+  if (dropping_.empty())
+    return;
+  out.erase(std::remove_if(out.begin() + static_cast<std::ptrdiff_t>(from), out.end(),
+                           [&](holder_id h) { return dropped(slot, h); }),
+            out.end());
 }
 
 // -- slot-level mutation (under the exclusive lock, or a bulk loader's slot) -------
@@ -427,18 +431,7 @@ kv_index::slot_summary kv_index::write_guard::slot(uint32_t slot) const {
 // -- read_guard ----------------------------------------------------------------
 
 void kv_index::read_guard::holders(uint64_t key, holder_list& out) const {
-  const uint32_t slot = idx_->slot_index(key);
-  const auto& s = idx_->slots_[slot];
-  auto it = s.map.find(key);
-  if (it == s.map.end())
-    return;
-  const size_t from = out.size();
-  idx_->append_holders(slot, it->second, out);
-  if (idx_->dropping_.empty())
-    return;
-  out.erase(std::remove_if(out.begin() + static_cast<std::ptrdiff_t>(from), out.end(),
-                           [&](holder_id h) { return idx_->dropped(slot, h); }),
-            out.end());
+  idx_->append_visible(idx_->slot_index(key), key, out);
 }
 
 bool kv_index::read_guard::holds(uint64_t key, holder_id h) const {

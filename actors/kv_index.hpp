@@ -196,6 +196,9 @@ private:
   void add_share(holder_id h, int64_t delta);
   void append_holders(uint32_t slot, uint64_t value, holder_list& out) const;
   bool value_holds(uint32_t slot, uint64_t value, holder_id h) const;
+  /// Appends the holders of `key` no pending drop hides (the caller holds the
+  /// index's lock or the slot's).
+  void append_visible(uint32_t slot, uint64_t key, holder_list& out) const;
   /// True when a pending drop hides `h` in `slot`.
   bool dropped(uint32_t slot, holder_id h) const;
   /// Cleans the pending drops of `h` in `slot` (before an op of `h` lands there).
