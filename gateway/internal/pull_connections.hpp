@@ -94,7 +94,13 @@ public:
       std::memcpy(&fd, static_cast<const char*>(event.data()) + sizeof kind, sizeof fd);
       const int descriptor = static_cast<int>(fd);
       if (kind == ZMQ_EVENT_ACCEPTED) {
-        open_[descriptor] = false; // held once drained (hold_drained)
+        // Held once drained (hold_drained). The kernel is told so too: the
+        // descriptor may have been reused before this event was read, and a
+        // hold meant for the closed connection then landed on this one -- left
+        // in place, its frames would wait in the kernel after holding ends.
+        open_[descriptor] = false;
+        if (is_pull_connection(descriptor))
+          set_low_water(descriptor, 1);
         if (closing_)
           half_close(descriptor);
       } else if (kind == ZMQ_EVENT_DISCONNECTED) {
