@@ -293,8 +293,11 @@ worker_actor::behavior_type worker_main(worker_actor::stateful_pointer<worker_ac
             push_reordering(self, std::move(m));
           return;
         }
+        // The round's batches of a location go out as one sub-batch.
+        st.logic->begin_round();
         for (auto& m : msgs)
           st.logic->on_push(std::move(m));
+        st.logic->end_round();
       },
       [self](tick_atom) { end_reordering(self); },
       [self](flush_atom) {

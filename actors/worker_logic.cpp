@@ -69,6 +69,10 @@ worker_logic::location_state& worker_logic::location(const std::string& name) {
 // -- ingest --------------------------------------------------------------------
 
 void worker_logic::on_push(pushed_msg&& m) {
+  if (held_.active && !std::holds_alternative<msg::BatchedKVOperationMsg>(m.msg) &&
+      !std::holds_alternative<msg::KVAdmitMsg>(m.msg) &&
+      !std::holds_alternative<msg::KVEvictMsg>(m.msg))
+    flush_held(); // a sync frame, say: after the batches before it
   std::visit(
       [&](auto& x) {
         using M = std::decay_t<decltype(x)>;
@@ -105,7 +109,28 @@ void worker_logic::on_push(pushed_msg&& m) {
       m.msg);
 }
 
+bool worker_logic::continues_held(const msg::BatchedKVOperationMsg& m) const {
+  if (!held_.active || m.location != held_.location || m.operations.empty())
+    return false;
+  const auto it = locations_.find(m.location);
+  return it != locations_.end() && it->second.last_seq && !it->second.expect_first &&
+         m.operations.front().seq_num.bits() == *it->second.last_seq + 1;
+}
+
+void worker_logic::flush_held() {
+  if (!held_.active)
+    return;
+  held_.active = false;
+  const uint64_t credits = std::exchange(held_.credits, 0);
+  // Present: nothing removes a location while a round runs (on_reset, which
+  // clears them, flushes first).
+  auto& loc = locations_.at(held_.location);
+  send_ops(loc, held_.location, std::exchange(held_.ops, {}), held_.mark, credits);
+}
+
 void worker_logic::on_batch(const msg::BatchedKVOperationMsg& m, uint64_t credits) {
+  if (held_.active && !continues_held(m))
+    flush_held();
   if (m.operations.empty() || retired_) {
     out_.give_credits(credits);
     return;
@@ -162,8 +187,10 @@ void worker_logic::on_batch(const msg::BatchedKVOperationMsg& m, uint64_t credit
   }
   std::optional<std::pair<uint64_t, uint64_t>> gap;
   std::optional<uint64_t> last = loc.last_seq;
-  std::vector<kv_op> ops;
-  ops.reserve(m.operations.size());
+  // In a round the ops join the held ones (a continuation, or the first).
+  std::vector<kv_op> own_ops;
+  std::vector<kv_op>& ops = in_round_ ? held_.ops : own_ops;
+  ops.reserve(ops.size() + m.operations.size());
   for (const auto& op : m.operations) {
     const uint64_t seq = op.seq_num.bits();
     if (last && seq != *last + 1 && !gap)
@@ -188,6 +215,14 @@ void worker_logic::on_batch(const msg::BatchedKVOperationMsg& m, uint64_t credit
   }
   if (loc.fault_window > 0)
     --loc.fault_window;
+  if (in_round_) {
+    if (!held_.active)
+      held_.location = m.location;
+    held_.active = true;
+    held_.mark = seq_mark{seq_state::tracking, *last};
+    held_.credits += credits;
+    return;
+  }
   send_ops(loc, m.location, std::move(ops), seq_mark{seq_state::tracking, *last}, credits);
 }
 
@@ -291,6 +326,7 @@ void worker_logic::advance_durable() {
 }
 
 void worker_logic::flush_durable(bool only_if_quiet) {
+  flush_held();
   for (auto& [name, loc] : locations_) {
     if (!loc.durable_untold || !loc.unacked.empty())
       continue; // a batch in flight: its acks ask again
@@ -324,6 +360,7 @@ std::optional<uint64_t> worker_logic::next_seq(const std::string& location) cons
 }
 
 void worker_logic::check_next_batches() {
+  flush_held();
   for (auto& [name, loc] : locations_) {
     if (loc.batches_since_gap <= recent_gap_batches && gate_ == gate::open) {
       spdlog::warn("seq-gap-proven instance={} worker={} location={} batches_since_gap={} "
@@ -361,6 +398,7 @@ std::vector<location_mark> worker_logic::marks() const {
 }
 
 void worker_logic::on_ack(uint64_t stream, uint64_t up_to) {
+  flush_held();
   if (uint64_t released = out_stream_.ack(stream, up_to); released > 0)
     out_.give_credits(released);
   if (cfg_.destinations > 1 && cfg_.placement)
@@ -371,6 +409,7 @@ void worker_logic::on_ack(uint64_t stream, uint64_t up_to) {
 // -- full sync -------------------------------------------------------------------
 
 msg::FullSyncStartRetMsg worker_logic::on_sync_start(const msg::FullSyncStartMsg& m) {
+  flush_held();
   if (retired_ || (gate_ != gate::open && sync_id_ != m.sync_id))
     return msg::FullSyncStartRetMsg{m.sync_id, false, std::string{refused_text}};
   const uint64_t batches = m.batch_count.is_negative() ? 0 : m.batch_count.bits();
@@ -437,6 +476,7 @@ void worker_logic::forget_durable(location_state& loc) {
 }
 
 void worker_logic::on_reset(uint64_t incarnation) {
+  flush_held();
   drop_all(incarnation);
   reregistered_ = true;
   cfg_.incarnation = incarnation;
@@ -447,6 +487,7 @@ void worker_logic::on_reset(uint64_t incarnation) {
 }
 
 void worker_logic::on_retire() {
+  flush_held();
   // One above the registration's: sub-batches of it still in flight (from the
   // session, say) land after the drop and are ignored.
   drop_all(cfg_.incarnation + 1);

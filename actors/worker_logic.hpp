@@ -176,6 +176,19 @@ public:
   /// One message of this worker from the PULL socket.
   void on_push(pushed_msg&& m);
 
+  /// The messages of one PULL round follow, until end_round(): the batches
+  /// of a location that each continue its seq are sent as one sub-batch (per
+  /// destination) carrying their ops, the last one's mark and all their
+  /// credits, instead of one per message. A worker sends many small batches
+  /// (50 ops); each sub-batch costs an actor message, an op-log record and an
+  /// ack. Anything else (another location, a gap, a sync frame, a seq that
+  /// starts over) sends what is held first, so order is kept.
+  void begin_round() noexcept { in_round_ = true; }
+  void end_round() {
+    in_round_ = false;
+    flush_held();
+  }
+
   /// FullSyncStartMsg (spec 4.8.2): accepted unless another sync id runs.
   msg::FullSyncStartRetMsg on_sync_start(const msg::FullSyncStartMsg& m);
 
@@ -275,7 +288,20 @@ private:
     bool announced = false;
   };
 
+  /// Ops of consecutive batches of one location, not sent yet (begin_round).
+  struct held_batches {
+    bool active = false;
+    std::string location;
+    std::vector<kv_op> ops;
+    seq_mark mark;
+    uint64_t credits = 0;
+  };
+
   location_state& location(const std::string& name);
+  /// Sends what begin_round() held back.
+  void flush_held();
+  /// True when batch `m` continues the held batches' seq on their location.
+  bool continues_held(const msg::BatchedKVOperationMsg& m) const;
   void on_batch(const msg::BatchedKVOperationMsg& m, uint64_t credits);
   void send_ops(location_state& loc, const std::string& name, std::vector<kv_op>&& ops,
                 std::optional<seq_mark> mark, uint64_t credits, uint64_t also_mark_to = 0);
@@ -303,6 +329,8 @@ private:
   uint64_t discarded_ = 0;
   std::vector<std::vector<kv_op>> split_; ///< per destination, reused
   std::string sync_location_;             ///< the location the running sync rebuilds
+  bool in_round_ = false;
+  held_batches held_;
 };
 
 } // namespace lmcc::actors
