@@ -190,7 +190,8 @@ void worker_logic::on_batch(const msg::BatchedKVOperationMsg& m, uint64_t credit
   // In a round the ops join the held ones (a continuation, or the first).
   std::vector<kv_op> own_ops;
   std::vector<kv_op>& ops = in_round_ ? held_.ops : own_ops;
-  ops.reserve(ops.size() + m.operations.size());
+  if (const size_t needed = ops.size() + m.operations.size(); needed > ops.capacity())
+    ops.reserve(std::max(needed, 2 * ops.capacity())); // grows geometrically over a round
   for (const auto& op : m.operations) {
     const uint64_t seq = op.seq_num.bits();
     if (last && seq != *last + 1 && !gap)
