@@ -32,6 +32,11 @@ struct worker_handoff {
   uint64_t uid = 0;
   answer status = answer::none;
   std::vector<location_mark> marks;
+  /// A full sync the answering node knows the worker owes (its proof was
+  /// made there or replicated to it), empty when none: it moves with the
+  /// entity, so the new home asks for it at the worker's next heartbeat even
+  /// if the proof's replication never reached it (chaos seed 2020).
+  std::string resync_reason;
 };
 
 } // namespace lmcc::actors

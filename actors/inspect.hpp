@@ -143,7 +143,7 @@ typename Inspector::result_type inspect(Inspector& f, worker_tombstone& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_handoff& x) {
-  return f(caf::meta::type_name("lmcc.worker_handoff"), x.uid, x.status, x.marks);
+  return f(caf::meta::type_name("lmcc.worker_handoff"), x.uid, x.status, x.marks, x.resync_reason);
 }
 
 template <class Inspector>

@@ -55,9 +55,14 @@ void tell_split_entities(directory_self self, const cluster_table& table, uint64
 /// A handoff's answer: its marks, or "none" without any (no trackers to hand
 /// over: an actor that never started, a worker that never pushed, a takeover
 /// whose marks were of an older registration); the new home's own marks do.
-worker_handoff handoff_answer(uint64_t uid, std::vector<location_mark> marks) {
+/// This node's answer to a takeover's question, with the full sync it knows
+/// the worker owes.
+worker_handoff handoff_answer(directory_self self, uint64_t uid, std::vector<location_mark> marks) {
   const auto status = marks.empty() ? worker_handoff::answer::none : worker_handoff::answer::found;
-  return worker_handoff{uid, status, std::move(marks)};
+  worker_handoff answer{uid, status, std::move(marks), {}};
+  if (const auto* rec = self->state.logic->reg().record(uid))
+    answer.resync_reason = rec->resync_reason;
+  return answer;
 }
 
 /// Renews the entities hosted here whose worker registered again elsewhere
@@ -112,7 +117,7 @@ void begin_handoff(directory_self self, uint64_t uid, node_index to) {
             auto& h = *self->state.homes;
             ++h.handed_off_total;
             spdlog::info("worker-handoff-done uid={} locations={}", uid, marks.size());
-            const auto answer = handoff_answer(uid, marks);
+            const auto answer = handoff_answer(self, uid, marks);
             for (auto& rp : h.handing[uid])
               rp.deliver(answer);
             const bool served = !h.handing[uid].empty();
@@ -170,9 +175,12 @@ void finish_takeover(directory_self self, uint64_t uid) {
                          from_peer ? sources : std::string{"local-shard"}, marks.size(),
                          plan.resync_reason.empty() ? "no" : plan.resync_reason);
             // Through the directory's own handler: the request is replicated
-            // like one a worker actor makes.
+            // like one a worker actor makes. A full sync a peer said the
+            // worker owes is asked here too, unless this node knows of it.
             if (!plan.resync_reason.empty())
               self->send(self, resync_atom::value, uid, plan.resync_reason);
+            else if (!tk.resync_reason.empty() && rec->resync_reason.empty())
+              self->send(self, resync_atom::value, uid, tk.resync_reason);
             if (st.cfg.hooks.count_event)
               st.cfg.hooks.count_event("worker_taken_over");
           },
@@ -201,6 +209,8 @@ void ask_peer(directory_self self, uint64_t uid, node_index n, const cluster_tab
               return;
             }
             tk.peers[n] = takeover::peer::done;
+            if (!h.resync_reason.empty())
+              tk.resync_reason = std::move(h.resync_reason);
             if (h.status == worker_handoff::answer::found) {
               tk.found.push_back(std::move(h.marks));
               tk.found_at.push_back(id);
@@ -402,11 +412,11 @@ caf::result<worker_handoff> answer_handoff(directory_self self, uint64_t uid) {
   }
   if (auto it = h.handed.find(uid); it != h.handed.end()) {
     h.unserved.erase(uid);
-    auto answer = handoff_answer(uid, it->second.second);
+    auto answer = handoff_answer(self, uid, it->second.second);
     answer_leave_waiters(self);
     return answer;
   }
-  return worker_handoff{uid, worker_handoff::answer::none, {}};
+  return handoff_answer(self, uid, {}); // not hosted here; it may know of a full sync owed
 }
 
 uint64_t handoffs_pending(directory_self self) {

@@ -47,6 +47,8 @@ struct worker_homes_state {
     std::vector<peer> peers; ///< by node_index
     std::vector<std::vector<location_mark>> found;
     std::vector<std::string> found_at;
+    /// A full sync a peer said the worker owes (worker_handoff::resync_reason).
+    std::string resync_reason;
   };
   std::map<uint64_t, takeover> takeovers;
   /// Handoffs under way (the actor drains) and who waits for their marks.

@@ -158,6 +158,19 @@ TEST(type_ids, marks_ops_params_and_phases_round_trip) {
     EXPECT_EQ(round_trip(phase), phase);
 }
 
+TEST(type_ids, a_handoff_answer_round_trips_with_its_marks_and_the_full_sync_owed) {
+  worker_handoff h{42,
+                   worker_handoff::answer::found,
+                   {location_mark{"LocalCPUBackend", 7, seq_mark{seq_state::tracking, 99}}},
+                   "seq_gap_after_restart"};
+  const auto back = round_trip(h);
+  EXPECT_EQ(back.uid, 42u);
+  EXPECT_EQ(back.status, worker_handoff::answer::found);
+  EXPECT_EQ(back.marks, h.marks);
+  EXPECT_EQ(back.resync_reason, "seq_gap_after_restart");
+  EXPECT_TRUE(round_trip(worker_handoff{}).resync_reason.empty());
+}
+
 TEST(type_ids, messages_of_several_types_round_trip_through_their_msgpack_encoding) {
   msg::HeartbeatRetMsg hb;
   hb.commands.emplace_back(msg::FullSyncCommand{"worker_re_registered", std::nullopt});
