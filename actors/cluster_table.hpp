@@ -98,6 +98,18 @@ struct cluster_table {
         *owners, before, me, slot, [&](node_index n) { return reachable(n) && !peers[n].copying; });
     if (first != cluster::no_node && reachable(first) && !peers[first].copying)
       return first;
+    if (peers[self].copying) {
+      // This node is known to lack the slots it gained; a peer marked copying
+      // may only be unconfirmed (its readiness is re-learnt from its next
+      // greeting after a change is adopted), so it comes before this node.
+      // A node that restarted into a committed change read its own gained
+      // slots here and answered lookups partially until its copy ended.
+      const node_index other =
+          cluster::read_owner(*owners, before, cluster::no_node, slot,
+                              [&](node_index n) { return n != self && reachable(n); });
+      if (other != cluster::no_node && other != self && reachable(other))
+        return other;
+    }
     const node_index any = cluster::read_owner(*owners, before, self, slot, reachable);
     if (!avoid.empty() && !reachable(any))
       return cluster::no_node;
