@@ -5,10 +5,6 @@
 #include "actors/kv_index.hpp"
 #include "kv_index_test_support.hpp"
 
-#if defined(CAF_VERSION)
-#error "kv_index pulls in CAF"
-#endif
-
 #include <gtest/gtest.h>
 
 #include <atomic>

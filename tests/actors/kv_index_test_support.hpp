@@ -4,6 +4,11 @@
 #pragma once
 #include "actors/kv_index.hpp"
 
+// The index is CAF-free: every test that includes this checks it.
+#if defined(CAF_VERSION)
+#error "kv_index pulls in CAF"
+#endif
+
 #include <algorithm>
 #include <cstdint>
 #include <vector>

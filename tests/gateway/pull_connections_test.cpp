@@ -2,6 +2,7 @@
 // told about a connection (SO_RCVLOWAT) matches what the tracker records, even
 // when a descriptor is reused before the monitor's events are read.
 #include "gateway/internal/pull_connections.hpp"
+#include "zmq_frontend_support.hpp"
 
 #include <gtest/gtest.h>
 #include <zmq.hpp>
@@ -16,16 +17,7 @@
 namespace lmcc::gateway::internal {
 namespace {
 
-bool wait_until(const std::function<bool()>& done,
-                std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline)
-      return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return true;
-}
+using test::wait_until;
 
 uint16_t local_port(int fd) {
   sockaddr_in local{};
