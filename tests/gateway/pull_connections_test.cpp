@@ -9,9 +9,7 @@
 
 #include <chrono>
 #include <dirent.h>
-#include <functional>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace lmcc::gateway::internal {
