@@ -22,6 +22,7 @@
 #include "actors/control_fanout.hpp"
 #include "actors/controller_options.hpp"
 #include "actors/directory_logic.hpp"
+#include "actors/heartbeat_reader.hpp"
 #include "actors/ingest_routes.hpp"
 #include "actors/lookup_actor.hpp"
 #include "actors/lookup_reader.hpp"
@@ -49,6 +50,8 @@ using directory_actor = directory_feedback_actor::extend<
     // frozen or cut off does not apply it late (home_request_deadline_slack).
     caf::replies_to<request_atom, msg::Msg, uint64_t>::with<msg::Msg>,
     caf::replies_to<stats_atom>::with<node_stats>, caf::reacts_to<tick_atom>,
+    // A HeartbeatMsg the socket thread answered (heartbeat_reader): record it.
+    caf::reacts_to<heard_atom, msg::Msg>,
     // Answers once everything every worker actor sent so far is acknowledged.
     caf::replies_to<drain_atom>::with<bool>,
     // A cluster: a registration (or update) and a deregistration at the
@@ -106,6 +109,9 @@ struct directory_config {
   std::shared_ptr<route_board> routes;
   /// Answers lookups on the front ends' threads; gets every new view.
   std::shared_ptr<lookup_reader> reader;
+  /// Answers heartbeats on the front ends' threads; gets a fresh view
+  /// whenever its last one went stale (null: the directory answers all).
+  std::shared_ptr<heartbeat_reader> heartbeats;
   /// Workers taken back from the store, in registration order.
   std::vector<restored_worker> restored;
   /// A cluster: the latest cluster table (null: a single node). Requests of a

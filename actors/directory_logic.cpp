@@ -108,6 +108,14 @@ msg::Msg directory_logic::on_heartbeat(const msg::HeartbeatMsg& m, double now_s,
   return msg::Msg{std::move(ret)};
 }
 
+bool directory_logic::on_heartbeat_heard(const msg::HeartbeatMsg& m, double now_s, double mono_s) {
+  if (reg_.heartbeat(m.instance_id, m.worker_id, now_s, mono_s))
+    return true;
+  spdlog::debug("heartbeat-heard-unknown instance={} worker={}", m.instance_id,
+                m.worker_id.to_string());
+  return false;
+}
+
 bool directory_logic::on_deregister(const std::string& instance_id, const msg::wire_int& worker_id,
                                     std::string_view why, uint64_t wall_ms) {
   auto rec = reg_.remove(instance_id, worker_id);

@@ -18,6 +18,35 @@ lookup_actor next_lookup(directory_self self) {
 
 /// The worker answers its own part first; the global progress is filled in
 /// when that answer is back, so it already counts the worker's latest state.
+/// Hands a FullSyncStartMsg to the worker's entity. Its session reports
+/// `syncing` only after the reply has left, and the worker may heartbeat at
+/// once: until the report (or a refusal) the registry treats the worker as
+/// syncing (registry::expect_sync_state), as LMCache's controller, which
+/// marks it syncing before it answers.
+caf::result<msg::Msg> sync_start(directory_self self, const worker_actor& entity, uint64_t uid,
+                                 msg::FullSyncStartMsg m) {
+  auto& st = self->state;
+  st.logic->on_sync_start_sent(uid);
+  publish_heartbeats(self);
+  auto rp = self->make_response_promise<msg::Msg>();
+  auto sync_id = m.sync_id;
+  self->request(entity, st.cfg.options.internal_timeout, sync_start_atom::value,
+                msg::Msg{std::move(m)})
+      .then(
+          [self, rp, uid](msg::Msg& reply) mutable {
+            const auto* ret = std::get_if<msg::FullSyncStartRetMsg>(&reply);
+            if (ret == nullptr || !ret->accepted)
+              self->state.logic->on_sync_start_refused(uid);
+            rp.deliver(std::move(reply));
+          },
+          [self, rp, uid, sync_id](caf::error& e) mutable {
+            self->state.logic->on_sync_start_refused(uid);
+            rp.deliver(msg::Msg{msg::FullSyncStartRetMsg{
+                sync_id, false, "Failed to start sync: " + caf::to_string(e)}});
+          });
+  return rp;
+}
+
 caf::result<msg::Msg> sync_status(directory_self self, msg::FullSyncStatusMsg m) {
   auto& st = self->state;
   const auto* rec = st.logic->reg().find(m.instance_id, m.worker_id);
@@ -256,7 +285,7 @@ caf::result<msg::Msg> on_request(directory_self self, msg::Msg& m) {
                 x.sync_id, false,
                 "Failed to start sync: worker already syncing with different sync_id or worker not "
                 "found"}};
-          return self->delegate(it->second, sync_start_atom::value, msg::Msg{std::move(x)});
+          return sync_start(self, it->second, rec->uid, std::move(x));
         } else if constexpr (std::is_same_v<M, msg::FullSyncStatusMsg>) {
           return sync_status(self, std::move(x));
         } else if constexpr (std::is_same_v<M, msg::BatchedP2PLookupMsg> ||

@@ -72,6 +72,8 @@ registry::registration registry::register_worker(const std::string& instance_id,
               "worker identity hash collision: (" + instance_id + ", " + worker_id.to_string() +
                   ") has the same uid as the registered (" + rec.instance_id + ", " +
                   rec.worker_id.to_string() + ")"};
+    answers_changing();
+    sync_state_expected_.erase(uid);
     rec.ip = ip;
     rec.port = port;
     rec.peer_init_url = peer_init_url;
@@ -82,6 +84,7 @@ registry::registration registry::register_worker(const std::string& instance_id,
     rec.incarnation = stamp;
     return {uid, false, stamp, {}};
   }
+  answers_changing();
   worker_record rec;
   rec.uid = uid;
   rec.instance_id = instance_id;
@@ -102,7 +105,9 @@ registry::registration registry::register_worker(const std::string& instance_id,
 }
 
 void registry::restore_worker(worker_record rec) {
+  answers_changing();
   const uint64_t uid = rec.uid;
+  sync_state_expected_.erase(uid);
   if (auto it = records_.find(uid); it != records_.end()) {
     unplace(it->second);
     for (const auto& loc : it->second.locations)
@@ -135,6 +140,8 @@ std::optional<worker_record> registry::remove(const std::string& instance_id,
   const auto* found = find(instance_id, worker_id);
   if (!found)
     return std::nullopt;
+  answers_changing();
+  sync_state_expected_.erase(found->uid);
   auto node = records_.extract(found->uid);
   unplace(node.mapped());
   for (const auto& loc : node.mapped().locations)
@@ -148,6 +155,8 @@ bool registry::heartbeat(const std::string& instance_id, const msg::wire_int& wo
   if (!found)
     return false;
   auto& rec = records_.at(found->uid);
+  if (!rec.has_heartbeated)
+    answers_changing(); // answered from a heartbeat_view from now on
   rec.last_heartbeat_time = now;
   rec.heard_at = heard_at;
   rec.has_heartbeated = true;
@@ -274,6 +283,9 @@ void registry::set_sync_state(uint64_t uid, sync_phase phase, uint64_t missing_b
   // reports (also `syncing`) must not clear a reason proven after it started
   // (chaos seed 1725), which the next heartbeat after it asks for.
   const bool starts = phase == sync_phase::syncing && it->second.sync != sync_phase::syncing;
+  if (phase != it->second.sync || sync_state_expected_.contains(uid))
+    answers_changing();
+  sync_state_expected_.erase(uid);
   it->second.sync = phase;
   it->second.missing_batches = missing_batches;
   if (starts)
@@ -281,8 +293,24 @@ void registry::set_sync_state(uint64_t uid, sync_phase phase, uint64_t missing_b
 }
 
 void registry::request_full_sync(uint64_t uid, std::string reason) {
-  if (auto it = records_.find(uid); it != records_.end())
+  if (auto it = records_.find(uid); it != records_.end()) {
+    answers_changing();
     it->second.resync_reason = std::move(reason);
+  }
+}
+
+void registry::forget_expected_sync_state(uint64_t uid) {
+  if (sync_state_expected_.contains(uid)) {
+    answers_changing();
+    sync_state_expected_.erase(uid);
+  }
+}
+
+void registry::expect_sync_state(uint64_t uid) {
+  if (records_.contains(uid)) {
+    answers_changing();
+    sync_state_expected_.insert(uid);
+  }
 }
 
 double registry::global_progress() const {
@@ -298,13 +326,13 @@ double registry::global_progress() const {
 bool registry::can_exit_freeze(double completion_threshold) {
   bool can_exit = global_progress() >= completion_threshold;
   if (can_exit)
-    need_full_sync_all_ = false;
+    set_need_full_sync_all(false);
   return can_exit;
 }
 
 std::pair<bool, std::string> registry::should_request_full_sync(uint64_t uid) const {
   const auto* rec = record(uid);
-  if (!rec)
+  if (!rec || sync_state_expected_.contains(uid))
     return {false, {}};
   if (need_full_sync_all_ && rec->sync != sync_phase::syncing && rec->sync != sync_phase::completed)
     return {true, "controller_restart"};
@@ -331,6 +359,24 @@ uint64_t registry::missing_batches_total() const {
 }
 
 // -- views -----------------------------------------------------------------------------
+
+std::shared_ptr<const heartbeat_view> registry::make_heartbeat_view() const {
+  auto view = std::make_shared<heartbeat_view>();
+  view->version = answers_version_->load();
+  view->live = answers_version_;
+  view->workers.reserve(records_.size());
+  for (const auto& [uid, rec] : records_) {
+    // A first heartbeat is stored (the reaper treats the worker differently
+    // from then on): the directory answers it.
+    if (!rec.has_heartbeated)
+      continue;
+    auto [ask, reason] = should_request_full_sync(uid);
+    view->workers.emplace(
+        uid, heartbeat_view::entry{rec.instance_id, rec.worker_id,
+                                   ask ? std::optional{std::move(reason)} : std::nullopt});
+  }
+  return view;
+}
 
 std::shared_ptr<const directory_view> registry::make_view() const {
   auto view = std::make_shared<directory_view>();

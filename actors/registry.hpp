@@ -29,7 +29,9 @@
 #include "messages/lmcache_msgs.hpp"
 
 #include <absl/container/flat_hash_map.h>
+#include <absl/container/flat_hash_set.h>
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -106,6 +108,27 @@ struct directory_view {
 
   /// The holder's worker and location, or nullptr (unknown or deregistered).
   std::pair<const worker_entry*, const holder_entry*> find(holder_id h) const;
+};
+
+/// What a heartbeat's answer depends on, for the workers whose answer is
+/// decided by this state alone (heartbeat_reader answers them on the socket
+/// thread). Immutable, shared; current only while the registry's answers
+/// version is still `version` (any change that could alter an answer bumps it).
+struct heartbeat_view {
+  struct entry {
+    std::string instance_id;
+    msg::wire_int worker_id;
+    /// The FullSyncCommand's reason the answer carries, if it carries one.
+    std::optional<std::string> full_sync_reason;
+  };
+  /// Workers that heartbeated before, with no full-sync start on its way to
+  /// the registry, by uid.
+  absl::flat_hash_map<uint64_t, entry> workers;
+  uint64_t version = 0;
+  /// The registry's answers version (null: never current).
+  std::shared_ptr<const std::atomic<uint64_t>> live;
+
+  bool current() const noexcept { return live && live->load(std::memory_order_acquire) == version; }
 };
 
 /// A worker the controller may have to command (spec 4.10 fan-out).
@@ -201,10 +224,22 @@ public:
   /// Whether the heartbeat reply should carry a FullSyncCommand, and its reason.
   std::pair<bool, std::string> should_request_full_sync(uint64_t uid) const;
 
+  /// A FullSyncStartMsg of the worker went to its entity, whose session
+  /// reports `syncing` after the start's reply (set_sync_state): until then
+  /// the worker counts as syncing for should_request_full_sync, as with
+  /// LMCache, which marks it before it answers. Cleared by its next sync
+  /// state, registration or removal, or forget_expected_sync_state (refused).
+  void expect_sync_state(uint64_t uid);
+  void forget_expected_sync_state(uint64_t uid);
+
   /// Controls `controller_restart` requests: true at start (LMCache's
   /// need_full_sync_all); a node that restored its index from its store
   /// clears it, since it lost nothing it cannot prove per worker.
-  void set_need_full_sync_all(bool v) noexcept { need_full_sync_all_ = v; }
+  void set_need_full_sync_all(bool v) noexcept {
+    if (v != need_full_sync_all_)
+      answers_changing();
+    need_full_sync_all_ = v;
+  }
   bool need_full_sync_all() const noexcept { return need_full_sync_all_; }
 
   uint64_t workers_in(sync_phase phase) const;
@@ -215,6 +250,15 @@ public:
   /// A fresh immutable view for lookup actors.
   std::shared_ptr<const directory_view> make_view() const;
 
+  /// A fresh heartbeat_view, current until the next change of an answer.
+  std::shared_ptr<const heartbeat_view> make_heartbeat_view() const;
+  /// Bumped (before the change) by every change that could alter a
+  /// heartbeat's answer: registrations, removals, first heartbeats, sync
+  /// states, owed full syncs, need_full_sync_all.
+  uint64_t answers_version() const noexcept {
+    return answers_version_->load(std::memory_order_relaxed);
+  }
+
 private:
   struct instance_entry {
     std::string instance_id;
@@ -224,11 +268,18 @@ private:
 
   void place(const worker_record& rec);
   void unplace(const worker_record& rec);
+  /// Seq-cst, before the change: a socket thread that still reads the old
+  /// version answers as if its heartbeat came first.
+  void answers_changing() noexcept { answers_version_->fetch_add(1); }
 
   std::vector<instance_entry> instances_; ///< sorted by (order, instance_id)
   std::map<uint64_t, worker_record> records_;
   absl::flat_hash_map<holder_id, uint64_t> holder_owner_; ///< holder -> worker uid
   bool need_full_sync_all_ = true;
+  /// Workers with a FullSyncStartMsg on its way (expect_sync_state).
+  absl::flat_hash_set<uint64_t> sync_state_expected_;
+  std::shared_ptr<std::atomic<uint64_t>> answers_version_ =
+      std::make_shared<std::atomic<uint64_t>>(0);
 };
 
 } // namespace lmcc::actors

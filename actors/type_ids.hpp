@@ -36,6 +36,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(lmcc, caf::first_custom_type_id)
   CAF_ADD_ATOM(lmcc, lmcc::actors, push_atom, "push")       // S1 messages
   CAF_ADD_ATOM(lmcc, lmcc::actors, request_atom, "request") // a request with one reply
   CAF_ADD_ATOM(lmcc, lmcc::actors, stats_atom, "stats")     // a statistics snapshot
+  CAF_ADD_ATOM(lmcc, lmcc::actors, heard_atom, "heard")     // a heartbeat answered where it arrived
 
   // -- atoms: directory <-> worker and session actors --------------------------------
   CAF_ADD_ATOM(lmcc, lmcc::actors, sync_start_atom, "syncstart")

@@ -98,6 +98,8 @@ inline constexpr uint64_t home_request_deadline_slack_ms = 1000;
 
 /// Publishes what changed to the lookups and the PULL thread (directory.cpp).
 void publish(directory_self self);
+/// A fresh heartbeat_view when the published one went stale.
+void publish_heartbeats(directory_self self);
 
 /// In a cluster, the directory of the worker's home node when that is another
 /// node (directory_requests.cpp).

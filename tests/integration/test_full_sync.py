@@ -23,6 +23,25 @@ def sync_gauges(node):
             "progress": g("global_progress"), "missing": g("missing_batches_total")}
 
 
+def test_the_heartbeat_right_after_a_start_is_not_asked_to_sync_again(node_factory, make_worker):
+    # Its session reports SYNCING after the start's reply has left; the
+    # heartbeat sent right after that reply must not ask for another sync
+    # (LMCache marks the worker syncing before it answers the start), whether
+    # the directory answers it or the socket thread does from its view
+    # (heartbeat_reader.hpp, registry::expect_sync_state). Under load the
+    # report often came after that heartbeat.
+    node = node_factory()
+    for i in range(10):
+        w = make_worker(node, unique(f"fs-hb-{i}"), 0)
+        w.register()
+        asked = [full_sync_command("controller_restart")]
+        assert w.heartbeat()["commands"] == asked  # the first: the directory's
+        assert w.heartbeat()["commands"] == asked  # in place, still frozen
+        sync_id = f"{w.instance_id}_0_hb"
+        assert w.full_sync_start(sync_id, [1, 2, 3], batch_size=4)["accepted"] is True
+        assert w.heartbeat()["commands"] == [], f"worker {i} asked again right after its start"
+
+
 def test_full_sync_round_trip(node_factory, make_worker):
     node = node_factory()
     w = make_worker(node, unique("fs"), 0)

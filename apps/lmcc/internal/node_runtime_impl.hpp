@@ -9,6 +9,7 @@
 #include "actors/control_fanout.hpp"
 #include "actors/credit_gate.hpp"
 #include "actors/directory.hpp"
+#include "actors/heartbeat_reader.hpp"
 #include "actors/ingest_router.hpp"
 #include "actors/ingest_routes.hpp"
 #include "actors/kv_shard.hpp"
@@ -80,6 +81,8 @@ public:
   std::vector<actors::lookup_actor> lookups_;
   /// Answers /lookup and BatchedP2PLookupMsg on the thread they arrive on.
   std::shared_ptr<actors::lookup_reader> reader_;
+  /// Answers HeartbeatMsg on the thread it arrives on when it can.
+  std::shared_ptr<actors::heartbeat_reader> heartbeats_;
   std::atomic<size_t> next_lookup_{0};
   actors::control_fanout_actor fanout_;
   actors::directory_actor directory_;
