@@ -115,6 +115,8 @@ kv_shard_actor::behavior_type kv_shard(kv_shard_actor::stateful_pointer<kv_shard
   // Detached: this runs on the shard's own thread. Named so that top -H,
   // perf and /threads tell ingest's CPU from the requests'.
   pthread_setname_np(pthread_self(), "lmcc-shard");
+  if (init->on_thread_start)
+    init->on_thread_start();
   auto& st = self->state;
   st.monitor = init->monitor ? init->monitor : std::make_shared<shard_monitor>();
   st.remote_acks = std::make_unique<ack_batcher<caf::strong_actor_ptr>>(init->remote_ack_delay);

@@ -99,6 +99,8 @@ struct shard_init {
   /// must not block). Empty: never.
   memory_release_options release;
   std::function<void()> release_memory;
+  /// Called first on the shard's own thread (may set its scheduling). Empty: nothing.
+  std::function<void()> on_thread_start;
   /// How long acks to senders on other nodes may be held (kv_shard_state).
   std::chrono::milliseconds remote_ack_delay{0};
   /// Relays acks to local senders; none: the shard sends each itself.

@@ -28,8 +28,10 @@ bool row_writer_state::commit() {
 
 row_writer_actor::behavior_type
 row_writer_main(row_writer_actor::stateful_pointer<row_writer_state> self,
-                std::shared_ptr<persistence::store> store) {
+                std::shared_ptr<persistence::store> store, std::function<void()> on_thread_start) {
   pthread_setname_np(pthread_self(), "lmcc-rows"); // detached: its own thread
+  if (on_thread_start)
+    on_thread_start(); // may set its scheduling
   self->state.store = std::move(store);
   auto schedule = [self](std::chrono::milliseconds delay) {
     auto& st = self->state;

@@ -17,6 +17,7 @@
 #include "persistence/store.hpp"
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -45,6 +46,7 @@ struct row_writer_state {
 
 row_writer_actor::behavior_type
 row_writer_main(row_writer_actor::stateful_pointer<row_writer_state> self,
-                std::shared_ptr<persistence::store> store);
+                std::shared_ptr<persistence::store> store,
+                std::function<void()> on_thread_start = {});
 
 } // namespace lmcc::actors

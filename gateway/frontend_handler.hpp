@@ -76,6 +76,10 @@ public:
   /// Other families never reach here (the front end counts and logs them).
   virtual void on_push_round(std::vector<msg::Msg>& frames) = 0;
 
+  /// Called first on the PULL thread itself (the handler may set its
+  /// scheduling).
+  virtual void on_pull_thread_start() {}
+
   /// The PULL thread's flow control, or nullptr for none.
   virtual ingest_gate* gate() { return nullptr; }
 

@@ -76,6 +76,7 @@ public:
     running_ = true;
     try {
       pull_thread_ = spawn("pull", [this] {
+        handler_.on_pull_thread_start();
         pull_loop(*pull_, *pull_connections_, *pull_wake_, handler_, options_, counters_, stopping_)
             .run();
       });

@@ -255,6 +255,9 @@ expected<std::unique_ptr<store>> store::open(const store_options& options,
     return error{"open " + path + ": empty node id"};
   if (options.sync && options.disable_wal)
     return error{"open " + path + ": sync needs the WAL (disable_wal is set)"};
+  if (options.idle_background_threads)
+    for (auto pool : {rocksdb::Env::Priority::LOW, rocksdb::Env::Priority::HIGH})
+      (void)rocksdb::Env::Default()->LowerThreadPoolCPUPriority(pool, rocksdb::CpuPriority::kIdle);
   auto start = clock_type::now();
   if (options.create_if_missing) {
     std::error_code ec;

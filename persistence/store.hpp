@@ -91,6 +91,12 @@ struct store_options {
   /// Default: 2.
   int max_background_jobs = 2;
 
+  /// Run those threads under SCHED_IDLE (RocksDB's CpuPriority::kIdle), with
+  /// the node's other ingest threads (lmcc_ingest_idle_priority). Process-wide:
+  /// RocksDB's default Env owns the threads, and never raises them again.
+  /// Default: false.
+  bool idle_background_threads = false;
+
   /// Create the DB when the directory holds none; false makes a missing DB an error.
   /// Default: true.
   bool create_if_missing = true;

@@ -361,6 +361,15 @@ std::vector<option_spec> make_table() {
                 integer_kind<uint32_t>{.min = 0, .max = 16u << 20},
                 member([](auto& o) -> auto& { return o.zmq.pull_hold_bytes; }),
                 uint32_t{64 * 1024}),
+    make_option({.key = "lmcc_ingest_idle_priority", .flag = "--ingest-idle-priority",
+                 .value_name = "on|off",
+                 .help = "run ingest's threads (PULL, its libzmq I/O thread, the shard, the row "
+                         "writer, RocksDB's) under SCHED_IDLE: request threads preempt them at "
+                         "once, but on a host whose cores other processes keep busy ingest "
+                         "falls behind"},
+                switch_kind{},
+                member([](auto& o) -> auto& { return o.ingest_idle_priority; }),
+                false),
     make_option({.key = "lmcc_pull_stop_drain_ms", .flag = "--pull-stop-drain-ms",
                  .value_name = "MS",
                  .help = "on a clean stop, how long the PULL socket is read after the workers' "

@@ -44,6 +44,11 @@ struct node_options {
   /// Default: true
   bool persistence = true;
 
+  /// Ingest's threads (PULL, its libzmq I/O thread, the shard, the row writer,
+  /// RocksDB's) under SCHED_IDLE, so request threads preempt them at once
+  /// (thread_priority.hpp). Off: every thread is ordinary. Default: false
+  bool ingest_idle_priority = false;
+
   /// RocksDB settings (sync policy, block cache, memtables); store.path is
   /// set from data_dir at start.
   persistence::store_options store;

@@ -2,6 +2,7 @@
 
 #include "apps/lmcc/internal/node_runtime_impl.hpp"
 #include "apps/lmcc/memory_releaser.hpp"
+#include "apps/lmcc/thread_priority.hpp"
 
 #include <absl/container/flat_hash_map.h>
 #include <caf/io/middleman.hpp>
@@ -77,6 +78,8 @@ void node_runtime::impl::spawn_actors(node_state& state) {
     releaser->request();
   };
   init->drop_at_start = std::move(state.drop_holders);
+  if (options_.ingest_idle_priority)
+    init->on_thread_start = [] { make_this_thread_idle("lmcc-shard"); };
   init->remote_ack_delay = options_.cluster.replication_ack_delay;
   router_ = system_.spawn(actors::ingest_router_main);
   init->ack_relay = router_;
@@ -103,7 +106,11 @@ void node_runtime::impl::spawn_actors(node_state& state) {
           done(msg::codec_error{"the node is stopping: no command is sent to " + endpoint});
       }});
   if (state.store)
-    rows_ = system_.spawn<caf::detached>(actors::row_writer_main, state.store);
+    rows_ = system_.spawn<caf::detached>(actors::row_writer_main, state.store,
+                                         options_.ingest_idle_priority ? std::function<void()>{[] {
+                                           make_this_thread_idle("lmcc-rows");
+                                         }}
+                                                                       : std::function<void()>{});
   actors::directory_config dc;
   dc.options = c;
   dc.clock = clock_;
@@ -271,6 +278,7 @@ void node_runtime::start() {
     d.cluster_ = std::make_unique<node_cluster>(
         d.options_, node_cluster::node_parts{d.system_, d.context_, d.metrics_, d.index_, d.gate_,
                                              d.routes_, d.clock_});
+  d.options_.store.idle_background_threads = d.options_.ingest_idle_priority;
   auto state = load_node_state(d.options_, *d.index_);
   const auto entries = state.entries;
   const auto seconds = state.seconds;
@@ -284,6 +292,13 @@ void node_runtime::start() {
   // Workers' PUSH sockets hold their messages until this binds, so nothing
   // they sent during the load is lost.
   d.frontend_->start();
+  if (d.options_.ingest_idle_priority) {
+    // S1's libzmq I/O thread (io_lanes.hpp: the ingest lane is the first).
+    const size_t io = make_threads_idle("ZMQbg/IO/0");
+    spdlog::info("ingest-priority policy=idle threads=lmcc-pull,lmcc-shard,lmcc-rows,rocksdb "
+                 "zmq_io_threads={}",
+                 io);
+  }
   d.ready_ = true;
   const auto& z = d.options_.zmq;
   auto port_or_off = [](const std::optional<uint16_t>& p) {
@@ -359,6 +374,11 @@ void node_runtime::on_push_round(std::vector<msg::Msg>& frames) {
 
 gateway::ingest_gate* node_runtime::gate() {
   return &impl_->gate_adapter_;
+}
+
+void node_runtime::on_pull_thread_start() {
+  if (impl_->options_.ingest_idle_priority)
+    make_this_thread_idle("lmcc-pull");
 }
 
 void node_runtime::on_request(gateway::request_socket, msg::Msg m, gateway::reply_fn reply) {

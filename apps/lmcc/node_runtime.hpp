@@ -45,6 +45,7 @@ public:
   // -- frontend_handler ------------------------------------------------------
   void on_push_round(std::vector<msg::Msg>& frames) override;
   gateway::ingest_gate* gate() override;
+  void on_pull_thread_start() override;
   void on_request(gateway::request_socket socket, msg::Msg m, gateway::reply_fn reply) override;
 
   // -- controller_api --------------------------------------------------------
