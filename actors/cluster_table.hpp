@@ -82,28 +82,39 @@ struct cluster_table {
     return n == self || (peers[n].live && peers[n].handles.node);
   }
   bool joint() const noexcept { return !record.committed; }
+  /// Whether node `n` holds all of `slot`: a node still copying lacks only
+  /// the slots it gained in the last membership change, not those it held.
+  bool complete(node_index n, uint32_t slot) const noexcept {
+    return !peers[n].copying || !previous || !gained(n, slot);
+  }
   /// cluster::read_owner() over the peers whose key-read endpoint is known,
-  /// passing over owners still copying slots they gained when another can
-  /// answer, and over `avoid` (owners a lookup already gave up on; then
-  /// no_node when none is left).
-  node_index read_owner(uint32_t slot, std::span<const node_index> avoid = {}) const {
+  /// passing over owners still copying the slot (they gained it) when another
+  /// can answer, and over `avoid` (owners a lookup already gave up on; then
+  /// no_node when none is left). With `complete_only` (a hedge, while the
+  /// avoided owner may still answer) never an owner still copying the slot:
+  /// no_node instead.
+  node_index read_owner(uint32_t slot, std::span<const node_index> avoid = {},
+                        bool complete_only = false) const {
     const cluster::placement* before = joint() ? previous.get() : nullptr;
     auto reachable = [this, avoid](node_index n) {
       if (std::find(avoid.begin(), avoid.end(), n) != avoid.end())
         return false;
       return n == self || (peers[n].live && !peers[n].handles.read.empty());
     };
-    const node_index me = peers[self].copying ? cluster::no_node : self;
+    auto whole = [this, slot](node_index n) { return complete(n, slot); };
+    const node_index me = whole(self) ? self : cluster::no_node;
     const node_index first = cluster::read_owner(
-        *owners, before, me, slot, [&](node_index n) { return reachable(n) && !peers[n].copying; });
-    if (first != cluster::no_node && reachable(first) && !peers[first].copying)
+        *owners, before, me, slot, [&](node_index n) { return reachable(n) && whole(n); });
+    if (first != cluster::no_node && reachable(first) && whole(first))
       return first;
-    if (peers[self].copying) {
-      // This node is known to lack the slots it gained; a peer marked copying
-      // may only be unconfirmed (its readiness is re-learnt from its next
-      // greeting after a change is adopted), so it comes before this node.
-      // A node that restarted into a committed change read its own gained
-      // slots here and answered lookups partially until its copy ended.
+    if (complete_only)
+      return cluster::no_node;
+    if (!whole(self)) {
+      // This node is known to lack the slot (it gained it); a peer marked
+      // copying may only be unconfirmed (its readiness is re-learnt from its
+      // next greeting after a change is adopted), so it comes before this
+      // node. A node that restarted into a committed change read its own
+      // gained slots here and answered lookups partially until its copy ended.
       const node_index other =
           cluster::read_owner(*owners, before, cluster::no_node, slot,
                               [&](node_index n) { return n != self && reachable(n); });

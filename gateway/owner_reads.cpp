@@ -26,14 +26,16 @@ public:
   fan_out(std::span<const uint64_t> keys, const owner_read_routes& routes, peer_read_client& client)
     : keys_(keys), routes_(routes), client_(client), answered_(keys.size(), 0) {}
 
-  /// Asks each item's owner (passing over `avoid`), the local index at once;
-  /// false when no item had an owner left to ask.
-  bool dispatch(std::span<const uint32_t> items, const std::vector<owner_index>& avoid) {
+  /// Asks each item's owner (passing over `avoid`; with `complete_only` only
+  /// an owner holding all of its slot), the local index at once; false when no
+  /// item had an owner left to ask.
+  bool dispatch(std::span<const uint32_t> items, const std::vector<owner_index>& avoid,
+                bool complete_only = false) {
     bool asked = false;
     std::map<owner_index, std::vector<uint32_t>> by_owner;
     for (uint32_t i : items)
       if (!answered_[i])
-        by_owner[routes_.owner(i, avoid)].push_back(i);
+        by_owner[routes_.owner(i, avoid, complete_only)].push_back(i);
     for (auto& [owner, its] : by_owner) {
       if (owner == no_owner || std::find(avoid.begin(), avoid.end(), owner) != avoid.end())
         continue; // no owner left: unanswered unless an open call answers
@@ -53,7 +55,8 @@ public:
       if (!call) {
         ++outcome_.rerouted;
         tried.push_back(owner);
-        asked = dispatch(its, tried) || asked; // ends: each level avoids one more owner
+        // Ends: each level avoids one more owner.
+        asked = dispatch(its, tried, complete_only) || asked;
         continue;
       }
       calls_.push_back(owner_call{owner, std::move(tried), std::move(its), std::move(*call)});
@@ -78,7 +81,7 @@ public:
     auto avoid = calls_[c].avoid;
     avoid.push_back(calls_[c].owner);
     const auto items = calls_[c].items;
-    if (dispatch(items, avoid))
+    if (dispatch(items, avoid, /*complete_only=*/true))
       ++outcome_.hedged;
   }
 

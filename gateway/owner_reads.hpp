@@ -12,8 +12,10 @@
 // (issue 12 asks for complete lookups within the detection timeout + 1 s).
 // Now, for the keys an owner has not answered:
 //  - after `hedge_delay` they are asked again of the next owner of their slots
-//    (the first answer wins; a replica may be a few ms behind the primary,
-//    which the AP index of DESIGN.md accepts: a stale answer costs a miss);
+//    that holds all of them (the first answer wins; a replica may be a few ms
+//    behind the primary, which the AP index of DESIGN.md accepts: a stale
+//    answer costs a miss; an owner still copying slots a membership change gave
+//    it is never hedged to, or its partial answer would win the race);
 //  - every `recheck`, an owner the table now calls down is given up and its
 //    keys go to the next owner at once;
 //  - a send that fails or a connection that breaks re-routes at once.
@@ -56,8 +58,12 @@ struct owner_read_options {
 struct owner_read_routes {
   owner_index self = 0;
   /// The owner to read item `i` (an index into the keys) from, passing over
-  /// `avoid`: `self` for the local index, no_owner when none is left.
-  std::function<owner_index(uint32_t i, std::span<const owner_index> avoid)> owner;
+  /// `avoid`: `self` for the local index, no_owner when none is left. With
+  /// `complete_only` (a hedge: the slow owner's call stays open) only an owner
+  /// known to hold all of the item's slot; otherwise (a first ask, or an owner
+  /// given up) any owner left, since a partial answer beats none.
+  std::function<owner_index(uint32_t i, std::span<const owner_index> avoid, bool complete_only)>
+      owner;
   /// The owner's key-read access endpoint; "" when it is not known.
   std::function<std::string(owner_index)> endpoint;
   /// Reads the liveness the next calls of owner() and reachable() use.

@@ -320,8 +320,8 @@ std::vector<actors::holder_list> node_cluster::holders(const std::vector<uint64_
   std::vector<actors::holder_list> out(keys.size());
   gateway::owner_read_routes routes;
   routes.self = table->self;
-  routes.owner = [&](uint32_t i, std::span<const gateway::owner_index> avoid) {
-    return table->read_owner(actors::slot_of(keys[i], slots), avoid);
+  routes.owner = [&](uint32_t i, std::span<const gateway::owner_index> avoid, bool complete_only) {
+    return table->read_owner(actors::slot_of(keys[i], slots), avoid, complete_only);
   };
   routes.endpoint = [&](gateway::owner_index n) { return table->peers[n].handles.read; };
   routes.refresh = [&] { table = board_->current(); };

@@ -5,27 +5,34 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <string>
+#include <vector>
 
 namespace lmcc::actors {
 namespace {
 
 constexpr uint32_t slots = 64;
 
-/// Two members, n2 and n3, each owning every slot (R = 2), committed; this
-/// node is n3. n2 is live with a key-read endpoint.
-cluster_table two_owner_table() {
+cluster::placement placement_of(std::vector<std::string> members) {
   cluster::ring_options ro;
   ro.slot_count = slots;
   ro.replicas = 2;
-  auto owners = cluster::placement::compute({"n2", "n3"}, {"n2", "n3"}, ro);
-  EXPECT_TRUE(owners) << owners.error().message;
+  auto p = cluster::placement::compute({"n1", "n2", "n3"}, std::move(members), ro);
+  EXPECT_TRUE(p) << p.error().message;
+  return std::move(*p);
+}
+
+/// n1, n2, n3 on the ring; a committed change from {n1, n2} to {n2, n3}
+/// (R = 2): n3 gained every slot, n2 held every slot before and after. This
+/// node is n3; n2 is live with a key-read endpoint, n1 is gone.
+cluster_table two_owner_table() {
   cluster_table t;
-  t.owners = std::make_shared<const cluster::placement>(std::move(*owners));
-  t.previous = t.owners;
+  t.owners = std::make_shared<const cluster::placement>(placement_of({"n2", "n3"}));
+  t.previous = std::make_shared<const cluster::placement>(placement_of({"n1", "n2"}));
   t.record.committed = true;
   t.self = *t.owners->members().index_of("n3");
-  t.peers.resize(2);
-  const node_index peer = t.self == 0 ? 1 : 0;
+  t.peers.resize(3);
+  const node_index peer = *t.owners->members().index_of("n2");
   t.peers[peer].live = true;
   t.peers[peer].handles.read = "127.0.0.1:1";
   t.peers[t.self].live = true;
@@ -33,7 +40,7 @@ cluster_table two_owner_table() {
 }
 
 node_index peer_of(const cluster_table& t) {
-  return t.self == 0 ? 1 : 0;
+  return *t.owners->members().index_of("n2");
 }
 
 TEST(cluster_table, a_node_copying_its_gained_slots_reads_them_from_a_peer) {
@@ -62,6 +69,71 @@ TEST(cluster_table, a_copying_node_reads_itself_when_no_peer_can_answer) {
   t.peers[peer_of(t)].live = false; // a partial answer beats none
   for (uint32_t s = 0; s < slots; ++s)
     EXPECT_EQ(t.read_owner(s), t.self) << "slot " << s;
+}
+
+// A node removed from the member set reads every slot from its owners. When
+// a lookup hedges away from a slow owner, an owner still copying the slot (it
+// gained it) is no choice: its partial answer would win the race with the
+// complete one. Given up on (the owner is down), a partial answer beats none.
+TEST(cluster_table, a_hedge_never_goes_to_an_owner_still_copying_the_slot) {
+  cluster_table t;
+  t.owners = std::make_shared<const cluster::placement>(placement_of({"n2", "n3"}));
+  t.previous = std::make_shared<const cluster::placement>(placement_of({"n1", "n2", "n3"}));
+  t.record.committed = true;
+  t.self = *t.owners->members().index_of("n1");
+  const node_index n2 = *t.owners->members().index_of("n2");
+  const node_index n3 = *t.owners->members().index_of("n3");
+  t.peers.resize(3);
+  for (node_index n : {n2, n3}) {
+    t.peers[n].live = true;
+    t.peers[n].handles.read = "127.0.0.1:1";
+  }
+  t.peers[t.self].live = true;
+  t.peers[n3].copying = true;
+  const std::vector<node_index> slow{n2};
+  size_t gained = 0;
+  for (uint32_t s = 0; s < slots; ++s) {
+    // The slot's primary, unless that is n3 and it has not copied the slot yet.
+    const node_index primary = t.owners->owner_indices(s).front();
+    EXPECT_EQ(t.read_owner(s), t.gained(n3, s) ? n2 : primary) << "slot " << s;
+    EXPECT_EQ(t.read_owner(s, slow), n3) << "slot " << s;
+    if (t.gained(n3, s)) {
+      ++gained;
+      EXPECT_EQ(t.read_owner(s, slow, /*complete_only=*/true), cluster::no_node) << "slot " << s;
+    } else {
+      EXPECT_EQ(t.read_owner(s, slow, /*complete_only=*/true), n3) << "slot " << s << " held";
+    }
+  }
+  EXPECT_GT(gained, 0u);
+}
+
+// Adopting a change, a node marks every node copying (itself until its own
+// copy ends, its peers until their next greeting). A node removed by the
+// change gains nothing: the slots it held are whole here, and the new owner
+// that gained one has not copied it yet (n2 answered with no holders for a
+// slot it had just gained: test_membership, under load).
+TEST(cluster_table, a_node_marked_copying_reads_itself_for_the_slots_it_held) {
+  cluster_table t;
+  t.owners = std::make_shared<const cluster::placement>(placement_of({"n2", "n3"}));
+  t.previous = std::make_shared<const cluster::placement>(placement_of({"n1", "n2", "n3"}));
+  t.record.committed = false; // joint
+  t.self = *t.owners->members().index_of("n1");
+  const node_index n2 = *t.owners->members().index_of("n2");
+  t.peers.resize(3);
+  t.peers[n2].live = true;
+  t.peers[n2].handles.read = "127.0.0.1:1";
+  t.peers[t.self].live = true; // n3 is down
+  for (auto& p : t.peers)
+    p.copying = true;
+  size_t held = 0;
+  for (uint32_t s = 0; s < slots; ++s) {
+    if (!cluster::owns(*t.previous, t.self, s))
+      continue;
+    ++held;
+    EXPECT_EQ(t.read_owner(s), t.self)
+        << "slot " << s << " (n2 gained it: " << t.gained(n2, s) << ")";
+  }
+  EXPECT_GT(held, 0u);
 }
 
 TEST(cluster_table, a_ready_node_reads_its_own_slots) {

@@ -61,6 +61,8 @@ struct thaw {
 struct three_nodes {
   std::map<owner_index, std::string> endpoints;
   std::vector<uint8_t> down = {0, 0, 0};
+  /// Still copying the slots a membership change gave it: holds only part.
+  std::vector<uint8_t> copying = {0, 0, 0};
   std::atomic<int> refreshes{0};
   std::vector<uint64_t> keys;
   std::vector<std::vector<uint64_t>> got;
@@ -74,10 +76,11 @@ struct three_nodes {
   owner_read_routes routes() {
     owner_read_routes r;
     r.self = 0;
-    r.owner = [this](uint32_t i, std::span<const owner_index> avoid) {
+    r.owner = [this](uint32_t i, std::span<const owner_index> avoid, bool complete_only) {
       for (owner_index step = 0; step < 2; ++step) { // R = 2
         const auto n = static_cast<owner_index>((keys[i] + step) % 3);
-        if (std::find(avoid.begin(), avoid.end(), n) == avoid.end() && !down[n])
+        if (std::find(avoid.begin(), avoid.end(), n) == avoid.end() && !down[n] &&
+            !(complete_only && copying[n]))
           return n;
       }
       return no_owner;
@@ -138,6 +141,29 @@ TEST(owner_reads, a_stuck_owner_is_hedged_to_the_next_owner) {
   EXPECT_EQ(outcome.hedged, 1u);
   EXPECT_EQ(outcome.unanswered, 0u);
   EXPECT_EQ(two.requests(), 2u); // its own keys, then owner 1's
+}
+
+TEST(owner_reads, a_stuck_owner_is_not_hedged_to_an_owner_still_copying) {
+  answer_gate frozen;
+  peer_read_server one{"127.0.0.1", "127.0.0.1", test_key,
+                       [&](std::span<const uint64_t> keys) { return frozen.answer(keys); }};
+  const thaw thaw_at_exit{frozen};
+  peer_read_server two{"127.0.0.1", "127.0.0.1", test_key, owner_answer};
+  three_nodes nodes{30};
+  nodes.endpoints = {{1, one.access_endpoint()}, {2, two.access_endpoint()}};
+  nodes.copying[2] = 1; // its answer for owner 1's keys would be partial
+  peer_read_client client;
+  owner_read_options options;
+  options.timeout = 300ms;
+  options.hedge_delay = 50ms;
+  const auto outcome = read_owners(nodes.keys, nodes.routes(), client, options);
+  EXPECT_EQ(outcome.hedged, 0u);
+  EXPECT_EQ(two.requests(), 1u) << "only its own keys: owner 1's were not hedged to it";
+  for (size_t i = 0; i < nodes.keys.size(); ++i) {
+    if (nodes.keys[i] % 3 == 1) {
+      EXPECT_TRUE(nodes.got[i].empty()) << "key " << nodes.keys[i] << " filled by a partial owner";
+    }
+  }
 }
 
 TEST(owner_reads, an_owner_found_down_is_given_up_without_waiting_for_the_hedge) {
