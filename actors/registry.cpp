@@ -105,8 +105,16 @@ registry::registration registry::register_worker(const std::string& instance_id,
 }
 
 void registry::restore_worker(worker_record rec) {
-  answers_changing();
   const uint64_t uid = rec.uid;
+  // A replica's row arrives with every heartbeat at the worker's home: only
+  // a change of what a heartbeat's answer depends on makes views stale.
+  const auto same_answers = [&](const worker_record& old) {
+    return old.instance_id == rec.instance_id && old.worker_id == rec.worker_id &&
+           old.has_heartbeated == rec.has_heartbeated && old.sync == rec.sync &&
+           old.resync_reason == rec.resync_reason && !sync_state_expected_.contains(uid);
+  };
+  if (auto it = records_.find(uid); it == records_.end() || !same_answers(it->second))
+    answers_changing();
   sync_state_expected_.erase(uid);
   if (auto it = records_.find(uid); it != records_.end()) {
     unplace(it->second);

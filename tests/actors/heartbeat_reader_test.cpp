@@ -4,6 +4,7 @@
 // answering as soon as anything that could alter an answer changes.
 // CAF-free: linked with lmcc_actor_logic only.
 #include "actors/heartbeat_reader.hpp"
+#include "actors/restore_plan.hpp"
 #include "directory_test_support.hpp"
 
 #include <gtest/gtest.h>
@@ -78,10 +79,15 @@ TEST(heartbeat_reader, a_view_goes_stale_with_every_change_of_an_answer_and_not_
   reader.publish(d.reg().make_heartbeat_view());
   ASSERT_TRUE(reader.answer(hb("A", 0)).has_value());
 
-  // Neither heartbeats nor a new location alter an answer.
+  // Neither heartbeats nor a new location alter an answer, nor a replica's
+  // row that only brings a newer heartbeat time (one per heartbeat in a cluster).
   EXPECT_TRUE(d.on_heartbeat_heard(hb("A", 0), 3, 3));
   d.on_heartbeat(hb("A", 0), 4, wall, 4);
   d.on_location(worker_uid("A", wire_int{0}), "LocalCPUBackend");
+  auto row = to_row(*d.reg().find("A", 0));
+  row.last_heartbeat_time = 9;
+  EXPECT_TRUE(d.apply_replica(row, 9, wall, 9));
+  EXPECT_DOUBLE_EQ(d.reg().find("A", 0)->last_heartbeat_time, 9);
   EXPECT_TRUE(reader.answer(hb("A", 0)).has_value());
 
   // Each of these may: the published view stops answering at once.
@@ -94,6 +100,13 @@ TEST(heartbeat_reader, a_view_goes_stale_with_every_change_of_an_answer_and_not_
       {"a sync start sent", [&] { d.on_sync_start_sent(worker_uid("A", wire_int{0})); }},
       {"a sync start refused", [&] { d.on_sync_start_refused(worker_uid("A", wire_int{0})); }},
       {"a re-registration", [&] { d.on_register(reg("A", 0), 6, wall, std::nullopt); }},
+      {"a replica's newer registration",
+       [&] {
+         auto row = to_row(*d.reg().find("B", 0));
+         row.incarnation += 1;
+         row.has_heartbeated = false;
+         d.apply_replica(row, 6, wall, 6);
+       }},
       {"a deregistration", [&] { d.on_deregister("B", 0, "test", wall); }},
   };
   for (const auto& [what, change] : changes) {
