@@ -109,11 +109,8 @@ void publish_heartbeats(directory_self self) {
   auto& st = self->state;
   if (!st.cfg.heartbeats)
     return;
-  const auto& reg = st.logic->reg();
-  if (const auto view = st.cfg.heartbeats->current();
-      view->live && view->version == reg.answers_version())
-    return;
-  st.cfg.heartbeats->publish(reg.make_heartbeat_view());
+  if (!st.cfg.heartbeats->current()->current())
+    st.cfg.heartbeats->publish(st.logic->reg().make_heartbeat_view());
 }
 
 void publish_routes(directory_self self) {
@@ -234,11 +231,9 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
       [self](heard_atom, msg::Msg& m) {
         const auto* hb = std::get_if<msg::HeartbeatMsg>(&m);
         auto& logic = *self->state.logic;
-        if (!hb || !logic.on_heartbeat_heard(*hb, wall_s(self), monotonic_s()))
-          return;
+        const auto* rec = hb ? logic.on_heartbeat_heard(*hb, wall_s(self), monotonic_s()) : nullptr;
         // As an answered heartbeat: the replicas learn its time from the
         // home's row (a home that moved meanwhile hears the next one).
-        const auto* rec = logic.reg().find(hb->instance_id, hb->worker_id);
         if (self->state.cfg.cluster && rec && logic.is_home(rec->uid))
           directory_effects::replicate(self, row_put_atom::value, to_row(*rec));
       },

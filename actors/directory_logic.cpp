@@ -108,12 +108,13 @@ msg::Msg directory_logic::on_heartbeat(const msg::HeartbeatMsg& m, double now_s,
   return msg::Msg{std::move(ret)};
 }
 
-bool directory_logic::on_heartbeat_heard(const msg::HeartbeatMsg& m, double now_s, double mono_s) {
+const worker_record* directory_logic::on_heartbeat_heard(const msg::HeartbeatMsg& m, double now_s,
+                                                         double mono_s) {
   if (reg_.heartbeat(m.instance_id, m.worker_id, now_s, mono_s))
-    return true;
+    return reg_.find(m.instance_id, m.worker_id);
   spdlog::debug("heartbeat-heard-unknown instance={} worker={}", m.instance_id,
                 m.worker_id.to_string());
-  return false;
+  return nullptr;
 }
 
 bool directory_logic::on_deregister(const std::string& instance_id, const msg::wire_int& worker_id,

@@ -71,10 +71,11 @@ public:
 
   /// HeartbeatMsg (spec 4.7.2), at wall time now_s / wall_ms and monotonic mono_s.
   msg::Msg on_heartbeat(const msg::HeartbeatMsg& m, double now_s, uint64_t wall_ms, double mono_s);
-  /// A HeartbeatMsg already answered from a heartbeat_view: records its time.
-  /// False when the worker is unknown by now (deregistered meanwhile: its
-  /// next heartbeat, if any, re-registers it through on_heartbeat).
-  bool on_heartbeat_heard(const msg::HeartbeatMsg& m, double now_s, double mono_s);
+  /// A HeartbeatMsg already answered from a heartbeat_view: records its time;
+  /// the worker's record, or nullptr when it is unknown by now (deregistered
+  /// meanwhile: its next heartbeat, if any, re-registers it through
+  /// on_heartbeat).
+  const worker_record* on_heartbeat_heard(const msg::HeartbeatMsg& m, double now_s, double mono_s);
   /// A FullSyncStartMsg of worker `uid` goes to its entity now
   /// (registry::expect_sync_state) / its entity refused it.
   void on_sync_start_sent(uint64_t uid) { reg_.expect_sync_state(uid); }

@@ -16,8 +16,6 @@ lookup_actor next_lookup(directory_self self) {
   return st.cfg.lookups[st.next_lookup++ % st.cfg.lookups.size()];
 }
 
-/// The worker answers its own part first; the global progress is filled in
-/// when that answer is back, so it already counts the worker's latest state.
 /// Hands a FullSyncStartMsg to the worker's entity. Its session reports
 /// `syncing` only after the reply has left, and the worker may heartbeat at
 /// once: until the report (or a refusal) the registry treats the worker as
@@ -47,6 +45,8 @@ caf::result<msg::Msg> sync_start(directory_self self, const worker_actor& entity
   return rp;
 }
 
+/// The worker answers its own part first; the global progress is filled in
+/// when that answer is back, so it already counts the worker's latest state.
 caf::result<msg::Msg> sync_status(directory_self self, msg::FullSyncStatusMsg m) {
   auto& st = self->state;
   const auto* rec = st.logic->reg().find(m.instance_id, m.worker_id);

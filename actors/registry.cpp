@@ -113,10 +113,11 @@ void registry::restore_worker(worker_record rec) {
            old.has_heartbeated == rec.has_heartbeated && old.sync == rec.sync &&
            old.resync_reason == rec.resync_reason && !sync_state_expected_.contains(uid);
   };
-  if (auto it = records_.find(uid); it == records_.end() || !same_answers(it->second))
+  const auto it = records_.find(uid);
+  if (it == records_.end() || !same_answers(it->second))
     answers_changing();
   sync_state_expected_.erase(uid);
-  if (auto it = records_.find(uid); it != records_.end()) {
+  if (it != records_.end()) {
     unplace(it->second);
     for (const auto& loc : it->second.locations)
       holder_owner_.erase(it->second.holder(loc));

@@ -121,8 +121,8 @@ struct heartbeat_view {
     /// The FullSyncCommand's reason the answer carries, if it carries one.
     std::optional<std::string> full_sync_reason;
   };
-  /// Workers that heartbeated before, with no full-sync start on its way to
-  /// the registry, by uid.
+  /// Workers that heartbeated before (a first heartbeat is stored: the
+  /// directory answers it), by uid.
   absl::flat_hash_map<uint64_t, entry> workers;
   uint64_t version = 0;
   /// The registry's answers version (null: never current).

@@ -78,8 +78,7 @@ void node_runtime::impl::spawn_actors(node_state& state) {
     releaser->request();
   };
   init->drop_at_start = std::move(state.drop_holders);
-  if (options_.ingest_idle_priority)
-    init->on_thread_start = [] { make_this_thread_idle("lmcc-shard"); };
+  init->on_thread_start = idle_at_start(options_.ingest_idle_priority, "lmcc-shard");
   init->remote_ack_delay = options_.cluster.replication_ack_delay;
   router_ = system_.spawn(actors::ingest_router_main);
   init->ack_relay = router_;
@@ -107,10 +106,7 @@ void node_runtime::impl::spawn_actors(node_state& state) {
       }});
   if (state.store)
     rows_ = system_.spawn<caf::detached>(actors::row_writer_main, state.store,
-                                         options_.ingest_idle_priority ? std::function<void()>{[] {
-                                           make_this_thread_idle("lmcc-rows");
-                                         }}
-                                                                       : std::function<void()>{});
+                                         idle_at_start(options_.ingest_idle_priority, "lmcc-rows"));
   actors::directory_config dc;
   dc.options = c;
   dc.clock = clock_;

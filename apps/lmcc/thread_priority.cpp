@@ -29,6 +29,12 @@ bool make_this_thread_idle(std::string_view what) {
   return make_idle(0, what);
 }
 
+std::function<void()> idle_at_start(bool idle, std::string_view what) {
+  if (!idle)
+    return {};
+  return [what] { make_this_thread_idle(what); };
+}
+
 size_t make_threads_idle(std::string_view name) {
   size_t changed = 0;
   std::error_code ec;

@@ -11,18 +11,23 @@
 // (the PUSH sockets then push back on the workers). Hence an option, off by
 // default. Measured in bench/RESULTS.md.
 //
-//   if (options.ingest_idle_priority) make_this_thread_idle("lmcc-shard");
+//   init->on_thread_start = idle_at_start(options.ingest_idle_priority, "lmcc-shard");
 //
 // Context: Linux; any thread. Lowering a thread's own policy needs no privilege.
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string_view>
 
 namespace lmcc::apps {
 
 /// Puts the calling thread under SCHED_IDLE; false (logged) when refused.
 bool make_this_thread_idle(std::string_view what);
+
+/// What a thread the node starts calls first: make_this_thread_idle(`what`)
+/// when `idle`, else nothing (an empty function). `what` must outlive it.
+std::function<void()> idle_at_start(bool idle, std::string_view what);
 
 /// Puts this process's threads named `name` under SCHED_IDLE (threads the node
 /// does not start itself: libzmq's I/O threads); how many it changed.

@@ -5,10 +5,6 @@
 #include "actors/worker_logic.hpp"
 #include "worker_test_util.hpp"
 
-#if defined(CAF_VERSION)
-#error "worker_logic pulls in CAF"
-#endif
-
 #include <gtest/gtest.h>
 
 #include <map>

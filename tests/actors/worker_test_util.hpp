@@ -11,6 +11,11 @@
 
 #include "actors/worker_logic.hpp"
 
+// The tests that include this link lmcc_actor_logic only.
+#if defined(CAF_VERSION)
+#error "worker_logic pulls in CAF"
+#endif
+
 #include <memory>
 #include <string>
 #include <vector>

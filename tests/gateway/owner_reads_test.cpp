@@ -107,6 +107,20 @@ struct three_nodes {
   }
 };
 
+/// Owner 1 stuck (connected, silent until the test ends) and owner 2
+/// answering, wired into three_nodes over 30 keys. Members end in reverse:
+/// the gate opens before owner 1's server stops.
+struct owner_one_stuck {
+  answer_gate frozen;
+  peer_read_server one{"127.0.0.1", "127.0.0.1", test_key,
+                       [this](std::span<const uint64_t> keys) { return frozen.answer(keys); }};
+  const thaw thaw_at_exit{frozen};
+  peer_read_server two{"127.0.0.1", "127.0.0.1", test_key, owner_answer};
+  three_nodes nodes{30};
+
+  owner_one_stuck() { nodes.endpoints = {{1, one.access_endpoint()}, {2, two.access_endpoint()}}; }
+};
+
 TEST(owner_reads, every_owner_answers_its_keys_and_the_local_index_its_own) {
   peer_read_server one{"127.0.0.1", "127.0.0.1", test_key, owner_answer};
   peer_read_server two{"127.0.0.1", "127.0.0.1", test_key, owner_answer};
@@ -125,13 +139,9 @@ TEST(owner_reads, every_owner_answers_its_keys_and_the_local_index_its_own) {
 }
 
 TEST(owner_reads, a_stuck_owner_is_hedged_to_the_next_owner) {
-  answer_gate frozen;
-  peer_read_server one{"127.0.0.1", "127.0.0.1", test_key,
-                       [&](std::span<const uint64_t> keys) { return frozen.answer(keys); }};
-  const thaw thaw_at_exit{frozen};
-  peer_read_server two{"127.0.0.1", "127.0.0.1", test_key, owner_answer};
-  three_nodes nodes{30};
-  nodes.endpoints = {{1, one.access_endpoint()}, {2, two.access_endpoint()}};
+  owner_one_stuck stuck;
+  auto& nodes = stuck.nodes;
+  auto& two = stuck.two;
   peer_read_client client;
   owner_read_options options;
   options.timeout = 60s; // the hedge answers, not the timeout
@@ -144,13 +154,9 @@ TEST(owner_reads, a_stuck_owner_is_hedged_to_the_next_owner) {
 }
 
 TEST(owner_reads, a_stuck_owner_is_not_hedged_to_an_owner_still_copying) {
-  answer_gate frozen;
-  peer_read_server one{"127.0.0.1", "127.0.0.1", test_key,
-                       [&](std::span<const uint64_t> keys) { return frozen.answer(keys); }};
-  const thaw thaw_at_exit{frozen};
-  peer_read_server two{"127.0.0.1", "127.0.0.1", test_key, owner_answer};
-  three_nodes nodes{30};
-  nodes.endpoints = {{1, one.access_endpoint()}, {2, two.access_endpoint()}};
+  owner_one_stuck stuck;
+  auto& nodes = stuck.nodes;
+  auto& two = stuck.two;
   nodes.copying[2] = 1; // its answer for owner 1's keys would be partial
   peer_read_client client;
   owner_read_options options;
@@ -167,13 +173,8 @@ TEST(owner_reads, a_stuck_owner_is_not_hedged_to_an_owner_still_copying) {
 }
 
 TEST(owner_reads, an_owner_found_down_is_given_up_without_waiting_for_the_hedge) {
-  answer_gate frozen;
-  peer_read_server one{"127.0.0.1", "127.0.0.1", test_key,
-                       [&](std::span<const uint64_t> keys) { return frozen.answer(keys); }};
-  const thaw thaw_at_exit{frozen};
-  peer_read_server two{"127.0.0.1", "127.0.0.1", test_key, owner_answer};
-  three_nodes nodes{30};
-  nodes.endpoints = {{1, one.access_endpoint()}, {2, two.access_endpoint()}};
+  owner_one_stuck stuck;
+  auto& nodes = stuck.nodes;
   auto routes = nodes.routes();
   // The failure detector takes node 1 for down while its answer is awaited.
   routes.refresh = [&] {
