@@ -165,26 +165,37 @@ bool directory_logic::apply_replica(const persistence::worker_row& row, double n
   }
   clock_.observe(row.registration_order, wall_ms);
   clock_.observe(row.incarnation, wall_ms);
+  const auto* old = reg_.record(row.uid);
+  if (old && row.incarnation < old->incarnation)
+    return false; // an older registration's row (a peer's copy that is late)
+  // Whether the row says what this node's record says, but for the heartbeat time.
+  bool same_but_time = false;
+  if (old) {
+    auto before = to_row(*old);
+    before.last_heartbeat_time = row.last_heartbeat_time;
+    same_but_time = before == row;
+  }
+  const double heard_at = old && row.last_heartbeat_time == old->last_heartbeat_time
+                              ? old->heard_at // no newer heartbeat at the home
+                              : mono_s;
+  // The home sends the row with every heartbeat of the worker. When only the
+  // time moved it is updated in place: marking the directory changed rebuilds
+  // the lookup view and the routes, O(workers), so a fleet's heartbeats would
+  // cost O(workers^2) on every node.
+  if (same_but_time && reg_.refresh_heartbeat(row.uid, row.last_heartbeat_time, heard_at))
+    return true;
   auto rec = to_record(row, now_s);
   rec.last_heartbeat_time = row.last_heartbeat_time;
-  rec.heard_at = mono_s;
-  bool persist_it = true;
-  if (const auto* old = reg_.record(row.uid)) {
-    if (row.incarnation < old->incarnation)
-      return false; // an older registration's row (a peer's copy that is late)
+  rec.heard_at = heard_at;
+  if (old) {
     rec.locations = old->locations;
     rec.sync = old->sync;
     rec.missing_batches = old->missing_batches;
-    if (row.last_heartbeat_time == old->last_heartbeat_time)
-      rec.heard_at = old->heard_at; // no newer heartbeat at the home
     if (row.incarnation == old->incarnation)
       rec.resync_reason = old->resync_reason; // a re-registration clears it
-    auto before = to_row(*old);
-    before.last_heartbeat_time = row.last_heartbeat_time;
-    persist_it = !(before == row);
   }
   reg_.restore_worker(std::move(rec));
-  if (persist_it)
+  if (!same_but_time)
     out_.put_row(row);
   changed_ = true;
   return true;

@@ -158,6 +158,15 @@ std::optional<worker_record> registry::remove(const std::string& instance_id,
   return std::move(node.mapped());
 }
 
+bool registry::refresh_heartbeat(uint64_t uid, double last_heartbeat_time, double heard_at) {
+  const auto it = records_.find(uid);
+  if (it == records_.end() || sync_state_expected_.contains(uid))
+    return false;
+  it->second.last_heartbeat_time = last_heartbeat_time;
+  it->second.heard_at = heard_at;
+  return true;
+}
+
 bool registry::heartbeat(const std::string& instance_id, const msg::wire_int& worker_id, double now,
                          double heard_at) {
   const auto* found = find(instance_id, worker_id);

@@ -166,6 +166,12 @@ public:
   /// Puts back a worker restored from the node's store (any order).
   void restore_worker(worker_record rec);
 
+  /// A replica's row that moved only the worker's heartbeat time (the home
+  /// sends one per heartbeat): the record is updated in place, nothing else
+  /// changes. False when the worker is unknown or a sync state is expected
+  /// for it; restore_worker() then takes the row.
+  bool refresh_heartbeat(uint64_t uid, double last_heartbeat_time, double heard_at);
+
   /// Removes the worker (and its instance when empty); the record, if any.
   std::optional<worker_record> remove(const std::string& instance_id,
                                       const msg::wire_int& worker_id);

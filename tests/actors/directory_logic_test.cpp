@@ -336,6 +336,45 @@ TEST(directory_logic, the_reaper_counts_silence_on_the_monotonic_clock) {
   EXPECT_EQ(replica_out.retired, (std::vector<uint64_t>{worker_uid("r", wire_int{0})}));
 }
 
+// Every heartbeat at a worker's home replicates its row to the other nodes.
+// A row that moved only the heartbeat time must not mark the directory
+// changed: that rebuilds the lookup view and the routes, O(workers) each.
+TEST(directory_logic, a_replicated_heartbeat_moves_the_time_without_a_new_view) {
+  recording_outbox home_out, replica_out;
+  directory_logic home{reaper_options(), home_out};
+  directory_logic replica{reaper_options(), replica_out};
+  home.on_register(reg("r", 0), 5, wall, std::nullopt);
+  home.on_heartbeat(hb("r", 0), 5, wall, 0);
+  ASSERT_TRUE(replica.apply_replica(home_out.rows.back(), 99'999, wall, 100));
+  EXPECT_TRUE(replica.take_changed()); // a worker new here
+  const size_t rows_stored = replica_out.rows.size();
+
+  home.on_heartbeat(hb("r", 0), 6, wall + 1000, 1);
+  const auto heartbeat_row = to_row(*home.reg().find("r", 0)); // what the home replicates
+  ASSERT_EQ(heartbeat_row.last_heartbeat_time, 6);
+  ASSERT_TRUE(replica.apply_replica(heartbeat_row, 99'999, wall + 1000, 110));
+  EXPECT_FALSE(replica.take_changed());
+  EXPECT_EQ(replica_out.rows.size(), rows_stored); // a heartbeat time is not stored
+  const auto* rec = replica.reg().find("r", 0);
+  ASSERT_NE(rec, nullptr);
+  EXPECT_EQ(rec->last_heartbeat_time, 6);
+
+  // Anything else in a row is a change: here a worker registered elsewhere.
+  recording_outbox other_out;
+  directory_logic other{reaper_options(), other_out};
+  other.on_register(reg("s", 0), 7, wall + 2000, std::nullopt);
+  ASSERT_TRUE(replica.apply_replica(other_out.rows.back(), 99'999, wall + 2000, 112));
+  EXPECT_TRUE(replica.take_changed());
+  EXPECT_EQ(replica_out.rows.size(), rows_stored + 1);
+  EXPECT_EQ(replica.reg().make_view()->workers.size(), 2u);
+
+  // The reaper counts r's silence from the newer heartbeat (110), not the first (100).
+  replica.reap(135, wall);
+  EXPECT_TRUE(replica_out.retired.empty());
+  replica.reap(141, wall);
+  EXPECT_EQ(replica_out.retired, (std::vector<uint64_t>{worker_uid("r", wire_int{0})}));
+}
+
 TEST(directory_logic, locations_enter_the_view_with_their_ranks) {
   recording_outbox out;
   directory_logic d{controller_options{}, out};
