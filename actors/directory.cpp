@@ -50,13 +50,22 @@ worker_actor spawn_worker_actor(directory_self self, const worker_record& rec,
 
 namespace {
 
-/// Applies a peer's copy of a worker's row; true when it replaced an older
-/// registration this node knew (an entity of that one must be renewed).
-bool apply_row(directory_self self, const persistence::worker_row& row) {
+/// What applying a peer's copy of a worker's row did.
+struct row_applied {
+  /// It replaced an older registration this node knew: an entity of that one
+  /// must be renewed.
+  bool renew = false;
+  /// Only the heartbeat time moved (directory_logic::replica_applied).
+  bool time_only = false;
+};
+
+row_applied apply_row(directory_self self, const persistence::worker_row& row) {
   const auto* rec = self->state.logic->reg().record(row.uid);
   const uint64_t before = rec ? rec->incarnation : 0;
-  return self->state.logic->apply_replica(row, wall_s(self), wall_ms(self), monotonic_s()) &&
-         before != 0 && row.incarnation > before;
+  const auto applied =
+      self->state.logic->apply_replica(row, wall_s(self), wall_ms(self), monotonic_s());
+  return {.renew = applied && before != 0 && row.incarnation > before,
+          .time_only = applied.time_only};
 }
 
 /// Tells this node's shard the registrations of `uids` as this node knows them
@@ -306,10 +315,14 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
           directory_effects::replicate(self, location_atom::value, uid, location);
       },
       [self](row_put_atom, const persistence::worker_row& row) {
-        const bool renew = apply_row(self, row);
-        retire_older_holders(self, std::span{&row.uid, 1});
-        publish(self);
-        if (renew)
+        const auto applied = apply_row(self, row);
+        if (!applied.time_only) {
+          // A heartbeat's row (most rows) tells the shard nothing new: it
+          // heard of this registration with its first row.
+          retire_older_holders(self, std::span{&row.uid, 1});
+          publish(self);
+        }
+        if (applied.renew)
           renew_entity(self, row.uid);
         adopt_if_home(self, row.uid);
       },
@@ -384,7 +397,7 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
         for (const auto& row : rows) {
           listed.insert(row.uid);
           uids.push_back(row.uid);
-          if (apply_row(self, row))
+          if (apply_row(self, row).renew)
             renewed.push_back(row.uid);
         }
         retire_older_holders(self, uids, tombstones);

@@ -152,14 +152,15 @@ directory_logic::entities_behind(const std::map<uint64_t, uint64_t>& entity_inca
   return out;
 }
 
-bool directory_logic::apply_replica(const persistence::worker_row& row, double now_s,
-                                    uint64_t wall_ms, double mono_s) {
+directory_logic::replica_applied directory_logic::apply_replica(const persistence::worker_row& row,
+                                                                double now_s, uint64_t wall_ms,
+                                                                double mono_s) {
   if (auto t = tombstones_.find(row.uid); t != tombstones_.end()) {
     if (row.incarnation <= t->second) {
       spdlog::info("worker-row-refused instance={} worker={} uid={} incarnation={} "
                    "reason=deregistered",
                    row.instance_id, row.worker_id.to_string(), row.uid, row.incarnation);
-      return false;
+      return {};
     }
     tombstones_.erase(t); // registered again since
   }
@@ -167,7 +168,7 @@ bool directory_logic::apply_replica(const persistence::worker_row& row, double n
   clock_.observe(row.incarnation, wall_ms);
   const auto* old = reg_.record(row.uid);
   if (old && row.incarnation < old->incarnation)
-    return false; // an older registration's row (a peer's copy that is late)
+    return {}; // an older registration's row (a peer's copy that is late)
   // Whether the row says what this node's record says, but for the heartbeat time.
   bool same_but_time = false;
   if (old) {
@@ -183,7 +184,7 @@ bool directory_logic::apply_replica(const persistence::worker_row& row, double n
   // the lookup view and the routes, O(workers), so a fleet's heartbeats would
   // cost O(workers^2) on every node.
   if (same_but_time && reg_.refresh_heartbeat(row.uid, row.last_heartbeat_time, heard_at))
-    return true;
+    return {.applied = true, .time_only = true};
   auto rec = to_record(row, now_s);
   rec.last_heartbeat_time = row.last_heartbeat_time;
   rec.heard_at = heard_at;
@@ -198,7 +199,7 @@ bool directory_logic::apply_replica(const persistence::worker_row& row, double n
   if (!same_but_time)
     out_.put_row(row);
   changed_ = true;
-  return true;
+  return {.applied = true};
 }
 
 void directory_logic::remove_replica(uint64_t uid, uint64_t incarnation, uint64_t wall_ms) {

@@ -97,13 +97,22 @@ public:
   void set_home_filter(std::function<bool(uint64_t uid)> is_home) { is_home_ = std::move(is_home); }
   bool is_home(uint64_t uid) const { return !is_home_ || is_home_(uid); }
 
+  /// What apply_replica() did with a row; true when it took it.
+  struct replica_applied {
+    bool applied = false;
+    /// Only the heartbeat time moved (the home sends the row with every
+    /// heartbeat): nothing a view, a route or a shard knows of changed.
+    bool time_only = false;
+    explicit operator bool() const noexcept { return applied; }
+  };
+
   /// A registration (or its update) from the worker's home node. Persisted
   /// here only when more than its heartbeat time changed. A row of an
   /// incarnation this node saw deregistered is refused (false): a node that
   /// was down when it happened restored it from its disk; so is one older than
   /// the registration this node knows.
-  bool apply_replica(const persistence::worker_row& row, double now_s, uint64_t wall_ms,
-                     double mono_s);
+  replica_applied apply_replica(const persistence::worker_row& row, double now_s, uint64_t wall_ms,
+                                double mono_s);
 
   /// A deregistration at the worker's home node, of registration `incarnation`.
   void remove_replica(uint64_t uid, uint64_t incarnation, uint64_t wall_ms);

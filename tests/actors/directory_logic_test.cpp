@@ -352,7 +352,9 @@ TEST(directory_logic, a_replicated_heartbeat_moves_the_time_without_a_new_view) 
   home.on_heartbeat(hb("r", 0), 6, wall + 1000, 1);
   const auto heartbeat_row = to_row(*home.reg().find("r", 0)); // what the home replicates
   ASSERT_EQ(heartbeat_row.last_heartbeat_time, 6);
-  ASSERT_TRUE(replica.apply_replica(heartbeat_row, 99'999, wall + 1000, 110));
+  const auto applied = replica.apply_replica(heartbeat_row, 99'999, wall + 1000, 110);
+  ASSERT_TRUE(applied);
+  EXPECT_TRUE(applied.time_only);
   EXPECT_FALSE(replica.take_changed());
   EXPECT_EQ(replica_out.rows.size(), rows_stored); // a heartbeat time is not stored
   const auto* rec = replica.reg().find("r", 0);
@@ -363,7 +365,9 @@ TEST(directory_logic, a_replicated_heartbeat_moves_the_time_without_a_new_view) 
   recording_outbox other_out;
   directory_logic other{reaper_options(), other_out};
   other.on_register(reg("s", 0), 7, wall + 2000, std::nullopt);
-  ASSERT_TRUE(replica.apply_replica(other_out.rows.back(), 99'999, wall + 2000, 112));
+  const auto registered = replica.apply_replica(other_out.rows.back(), 99'999, wall + 2000, 112);
+  ASSERT_TRUE(registered);
+  EXPECT_FALSE(registered.time_only);
   EXPECT_TRUE(replica.take_changed());
   EXPECT_EQ(replica_out.rows.size(), rows_stored + 1);
   EXPECT_EQ(replica.reg().make_view()->workers.size(), 2u);
