@@ -68,12 +68,29 @@ row_applied apply_row(directory_self self, const persistence::worker_row& row) {
           .time_only = applied.time_only};
 }
 
+void retire_older_holders(directory_self self, std::span<const uint64_t> uids,
+                          std::span<const worker_tombstone> buried = {});
+
+/// A row from the worker's home, on its own or among gathered heartbeat rows.
+void apply_peer_row(directory_self self, const persistence::worker_row& row) {
+  const auto applied = apply_row(self, row);
+  if (!applied.time_only) {
+    // A heartbeat's row (most rows) tells the shard nothing new: it heard of
+    // this registration with its first row.
+    retire_older_holders(self, std::span{&row.uid, 1});
+    publish(self);
+  }
+  if (applied.renew)
+    renew_entity(self, row.uid);
+  adopt_if_home(self, row.uid);
+}
+
 /// Tells this node's shard the registrations of `uids` as this node knows them
 /// now (and `buried` deregistrations, as incarnation + 1): the shard drops its
 /// holders of older ones (kv_shard_core::retire_older), the drops this copy
 /// missed while it was down or cut off.
 void retire_older_holders(directory_self self, std::span<const uint64_t> uids,
-                          std::span<const worker_tombstone> buried = {}) {
+                          std::span<const worker_tombstone> buried) {
   auto& st = self->state;
   if (!st.cfg.cluster || st.cfg.home_destination >= st.cfg.shards.size())
     return;
@@ -120,6 +137,22 @@ void publish_heartbeats(directory_self self) {
     return;
   if (!st.cfg.heartbeats->current()->current())
     st.cfg.heartbeats->publish(st.logic->reg().make_heartbeat_view());
+}
+
+void replicate_heartbeat(directory_self self, uint64_t uid) {
+  auto& st = self->state;
+  if (!st.cfg.cluster)
+    return;
+  if (st.cfg.heartbeat_replication_delay.count() <= 0) {
+    if (const auto* rec = st.logic->reg().record(uid))
+      directory_effects::replicate(self, row_put_atom::value, to_row(*rec));
+    return;
+  }
+  st.heartbeats_unsent.insert(uid);
+  if (!st.heartbeat_flush_scheduled) {
+    st.heartbeat_flush_scheduled = true;
+    self->delayed_send(self, st.cfg.heartbeat_replication_delay, flush_atom::value);
+  }
 }
 
 void publish_routes(directory_self self) {
@@ -244,7 +277,19 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
         // As an answered heartbeat: the replicas learn its time from the
         // home's row (a home that moved meanwhile hears the next one).
         if (self->state.cfg.cluster && rec && logic.is_home(rec->uid))
-          directory_effects::replicate(self, row_put_atom::value, to_row(*rec));
+          replicate_heartbeat(self, rec->uid);
+      },
+      [self](flush_atom) {
+        auto& st = self->state;
+        st.heartbeat_flush_scheduled = false;
+        std::vector<persistence::worker_row> rows;
+        rows.reserve(st.heartbeats_unsent.size());
+        for (uint64_t uid : st.heartbeats_unsent)
+          if (const auto* rec = st.logic->reg().record(uid); rec && st.logic->is_home(uid))
+            rows.push_back(to_row(*rec));
+        st.heartbeats_unsent.clear();
+        if (!rows.empty())
+          directory_effects::replicate(self, row_put_atom::value, std::move(rows));
       },
       [self](stats_atom) { return collect_stats(self); },
       [self](tick_atom) {
@@ -314,17 +359,10 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
         if (self->state.logic->is_home(uid) && !from_peer(self))
           directory_effects::replicate(self, location_atom::value, uid, location);
       },
-      [self](row_put_atom, const persistence::worker_row& row) {
-        const auto applied = apply_row(self, row);
-        if (!applied.time_only) {
-          // A heartbeat's row (most rows) tells the shard nothing new: it
-          // heard of this registration with its first row.
-          retire_older_holders(self, std::span{&row.uid, 1});
-          publish(self);
-        }
-        if (applied.renew)
-          renew_entity(self, row.uid);
-        adopt_if_home(self, row.uid);
+      [self](row_put_atom, const persistence::worker_row& row) { apply_peer_row(self, row); },
+      [self](row_put_atom, const std::vector<persistence::worker_row>& rows) {
+        for (const auto& row : rows)
+          apply_peer_row(self, row);
       },
       [](rows_applied_atom) { return true; },
       [self](row_delete_atom, uint64_t uid, uint64_t incarnation) {

@@ -29,6 +29,8 @@
 #include "actors/restore_plan.hpp"
 #include "actors/worker_actor.hpp"
 
+#include <absl/container/flat_hash_set.h>
+
 #include <functional>
 #include <map>
 #include <memory>
@@ -57,7 +59,11 @@ using directory_actor = directory_feedback_actor::extend<
     // A cluster: a registration (or update) and a deregistration at the
     // worker's home node, replicated to every other node's directory.
     caf::reacts_to<row_put_atom, persistence::worker_row>,
-    caf::reacts_to<row_delete_atom, uint64_t, uint64_t>,
+    // From a worker's home: the rows of workers whose heartbeat time moved,
+    // gathered for heartbeat_replication_delay.
+    caf::reacts_to<row_put_atom, std::vector<persistence::worker_row>>,
+    // Its own timer: send the gathered heartbeat rows.
+    caf::reacts_to<flush_atom>, caf::reacts_to<row_delete_atom, uint64_t, uint64_t>,
     // A cluster: answered once every row the asking directory sent before it
     // is applied (CAF keeps the order of one sender's messages): a worker's
     // home holds a registration's answer until the peers hold the new row.
@@ -129,6 +135,9 @@ struct directory_config {
   /// A cluster: how long a quiet worker waits before telling its owners its
   /// last batch is durable (worker_logic::flush_durable).
   std::chrono::milliseconds durable_flush_delay{50};
+  /// A cluster: how long the home gathers heartbeat times before it sends them
+  /// to the peers in one message each (cluster_options). 0: at once.
+  std::chrono::milliseconds heartbeat_replication_delay{1000};
   /// A planted bug (chaos-checker tests, lmcc_planted_bug): a takeover forgets
   /// the worker's seq watermarks, so a gap across it goes unnoticed (marks
   /// turned `resynced`: the first op is not checked). Default: false
@@ -169,6 +178,10 @@ struct directory_state {
   std::unique_ptr<worker_homes_state> homes; ///< a cluster only
   size_t next_lookup = 0;
   std::mt19937_64 rng;
+  /// A cluster: workers homed here whose heartbeat time the peers have not
+  /// heard yet, and whether the flush that sends them is scheduled.
+  absl::flat_hash_set<uint64_t> heartbeats_unsent;
+  bool heartbeat_flush_scheduled = false;
 
   std::string random_hex();
 

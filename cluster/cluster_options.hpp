@@ -119,6 +119,15 @@ struct cluster_options {
   /// worst the worker is asked for a full sync. Default: 50 ms
   std::chrono::milliseconds durable_flush_delay{50};
 
+  /// How long a worker's home gathers its workers' heartbeat times before it
+  /// sends them to every peer, one message per peer. The peers keep the times
+  /// for the reaper in case they take a worker over, and a row per heartbeat
+  /// cost every node a message per heartbeat of every worker
+  /// (bench/RESULTS.md). A peer's copy lags by up to this; the reaper's
+  /// timeout (lmcache_worker_timeout) is minutes. 0 sends each at once.
+  /// Default: 1000 ms
+  std::chrono::milliseconds heartbeat_replication_delay{1000};
+
   bool enabled() const noexcept { return !members.empty(); }
 };
 

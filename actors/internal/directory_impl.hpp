@@ -101,6 +101,10 @@ void publish(directory_self self);
 /// A fresh heartbeat_view when the published one went stale.
 void publish_heartbeats(directory_self self);
 
+/// A cluster: tells the peers the heartbeat time of `uid` (homed here) with
+/// the next gathered message (directory_config::heartbeat_replication_delay).
+void replicate_heartbeat(directory_self self, uint64_t uid);
+
 /// In a cluster, the directory of the worker's home node when that is another
 /// node (directory_requests.cpp).
 std::optional<msg::expected<directory_actor>> home_elsewhere(directory_self self,

@@ -95,6 +95,7 @@ void node_cluster::add_destinations(actors::directory_config& dc,
   dc.takeover_timeout = cl.replication_timeout + cl.failure_timeout;
   dc.tombstone_ttl = cl.tombstone_ttl;
   dc.durable_flush_delay = cl.durable_flush_delay;
+  dc.heartbeat_replication_delay = cl.heartbeat_replication_delay;
   // One attempt lasts as long as the failure detector takes to find a node
   // down, so the next one goes to the worker's new home.
   dc.home_request_timeout = cl.failure_timeout + std::chrono::milliseconds(500);

@@ -258,6 +258,13 @@ std::vector<option_spec> make_table() {
                 milliseconds_kind{.min = 1, .max = 60'000},
                 member([](auto& o) -> auto& { return o.cluster.durable_flush_delay; }),
                 50ms),
+    make_option({.key = "lmcc_heartbeat_replication_ms", .value_name = "MS",
+                 .help = "how long a worker's home gathers heartbeat times before it sends "
+                         "them to the other nodes in one message each (their copies, kept "
+                         "for a takeover's reaper, lag by up to this); 0: at once"},
+                milliseconds_kind{.min = 0, .max = 60'000},
+                member([](auto& o) -> auto& { return o.cluster.heartbeat_replication_delay; }),
+                1000ms),
     make_option({.key = "lmcc_read_hedge_ms", .value_name = "MS",
                  .help = "how long a lookup waits for another owner's read before it also "
                          "asks the next owner of those slots (a stuck owner costs about this, "

@@ -384,6 +384,32 @@ def test_a_reregistration_is_answered_once_every_node_routes_to_the_new_address(
         cluster.stop()
 
 
+def test_every_node_hears_a_workers_later_heartbeats(cluster, make_worker):
+    """A worker's home gathers its workers' later heartbeat times and sends them to
+    the other nodes in one message each (lmcc_heartbeat_replication_ms, 1 s): every
+    node's copy of the time advances with them, and a node taking the worker over
+    counts its silence from there."""
+    w = make_worker(cluster.nodes[0], unique("hb-everywhere"), 0)
+    w.register()
+    registered = {n.http_url: None for n in cluster.nodes}
+    for node in cluster.nodes:
+        wait_until(lambda node=node: node.workers(w.instance_id) != [],
+                   message="every node knows the registration")
+        registered[node.http_url] = node.workers(w.instance_id)[0]["registration_time"]
+    w.heartbeat()  # the first one is stored and replicated at once
+
+    def times() -> dict:
+        return {n.http_url: n.workers(w.instance_id)[0]["last_heartbeat_time"] for n in cluster.nodes}
+
+    wait_until(lambda: all(t > registered[url] for url, t in times().items()),
+               message="every node has the first heartbeat's time")
+    first = times()
+    for _ in range(3):
+        w.heartbeat()
+    wait_until(lambda: all(t > first[url] for url, t in times().items()),
+               message="every node has a later heartbeat's time")
+
+
 def test_a_node_back_from_downtime_learns_the_registrations_it_missed(cluster, reference):
     from lmcc_cluster import SpreadNode
 
