@@ -21,7 +21,9 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <iostream>
+#include <sys/resource.h>
 
 namespace {
 
@@ -221,6 +223,18 @@ void find_node_processes(bench_options& o) {
   o.node_pids = std::move(found);
 }
 
+/// Raises this process's soft limit on open descriptors to `wanted` (at most
+/// the hard limit); says so when the hard limit is lower.
+void raise_descriptor_limit(uint64_t wanted) {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= wanted)
+    return;
+  limit.rlim_cur = std::min<rlim_t>(wanted, limit.rlim_max);
+  if (setrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur < wanted)
+    spdlog::warn("open-descriptor limit {} is below the {} this run may need (ulimit -n)",
+                 limit.rlim_cur, wanted);
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -272,7 +286,12 @@ int main(int argc, char** argv) {
     hashing.none_hash = lmcc::msg::none_hash_from_python_hash_seed(*o.python_hash_seed);
 
   find_node_processes(o);
-  zmq::context_t ctx{2};
+  // Each simulated worker holds a PUSH, a REP and up to two DEALER sockets: libzmq's
+  // default of 1023 sockets per context, or a soft limit of 1024 descriptors,
+  // ended runs of a few hundred workers with "Too many open files".
+  const uint64_t sockets = 4 * uint64_t{o.workers} * o.tp + 1024;
+  raise_descriptor_limit(sockets + 1024);
+  zmq::context_t ctx{2, static_cast<int>(std::min<uint64_t>(sockets, INT32_MAX))};
   lmcc::bench::scenario_env env{o, ctx, lmcc::msg::chunk_hasher{hashing}};
   try {
     const lmcc::bench::report r = lmcc::bench::run_scenario(env);
