@@ -5,8 +5,8 @@
 namespace lmcc::bench {
 
 const std::vector<std::string>& scenario_names() {
-  static const std::vector<std::string> names{"ingest", "lookup",  "p2p",   "fullsync",
-                                              "memory", "restart", "flood", "floor"};
+  static const std::vector<std::string> names{"ingest",  "lookup", "p2p",   "fullsync",  "memory",
+                                              "restart", "flood",  "floor", "heartbeats"};
   return names;
 }
 
@@ -28,6 +28,8 @@ report run_scenario(scenario_env& env) {
     return run_flood(env);
   if (name == "floor")
     return run_floor(env);
+  if (name == "heartbeats")
+    return run_heartbeats(env);
   throw std::invalid_argument("unknown scenario '" + name + "'");
 }
 

@@ -46,6 +46,7 @@ report run_memory(scenario_env& env);
 report run_restart(scenario_env& env);
 report run_flood(scenario_env& env);
 report run_floor(scenario_env& env);
+report run_heartbeats(scenario_env& env);
 
 /// What the generator achieved against the built-in sink.
 struct floor_result {
