@@ -31,10 +31,10 @@ echo "floor: generator -> sink $rate ops/s"
 
 # -- 2. unreachable controller ---------------------------------------------------
 # Port 1 on loopback: nothing listens there, so the connection is refused.
-for scenario in ingest flood; do
+for scenario in ingest flood heartbeats; do
   start=$(date +%s)
   timeout 20 "$bench" $scenario --http 127.0.0.1:1 --reply 127.0.0.1:1 --pull 127.0.0.1:1 \
-    --duration 1 >"$work/$scenario.out" 2>"$work/$scenario.err"
+    --duration 1 --heartbeat-interval 1 >"$work/$scenario.out" 2>"$work/$scenario.err"
   rc=$?
   elapsed=$(($(date +%s) - start))
   cat "$work/$scenario.err"
