@@ -271,21 +271,13 @@ caf::result<msg::Msg> on_request(directory_self self, msg::Msg& m) {
           publish(self);
           return once_peers_have_the_row(self, std::move(reply));
         } else if constexpr (std::is_same_v<M, msg::HeartbeatMsg>) {
-          // A worker that heartbeated before under the same registration
-          // moves only its time: the peers hear that with the next gathered
-          // message. A first heartbeat or a re-registration goes at once.
-          const auto* known = logic.reg().find(x.instance_id, x.worker_id);
-          const bool time_only = known && known->has_heartbeated;
-          const uint64_t incarnation = known ? known->incarnation : 0;
           auto reply = logic.on_heartbeat(x, wall_s(self), wall_ms(self), monotonic_s());
           publish(self);
-          if (st.cfg.cluster)
-            if (const auto* rec = logic.reg().find(x.instance_id, x.worker_id)) {
-              if (time_only && rec->incarnation == incarnation)
-                replicate_heartbeat(self, rec->uid);
-              else
-                directory_effects::replicate(self, row_put_atom::value, to_row(*rec));
-            }
+          // A first heartbeat or a re-registration is stored, and storing a
+          // row of a worker homed here sends it to the peers at once
+          // (directory_effects::put_row); the time goes with the gathered ones.
+          if (const auto* rec = logic.reg().find(x.instance_id, x.worker_id))
+            replicate_heartbeat(self, rec->uid);
           return reply;
         } else if constexpr (std::is_same_v<M, msg::FullSyncStartMsg>) {
           const auto* rec = logic.reg().find(x.instance_id, x.worker_id);
