@@ -270,14 +270,22 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
         }
         return on_request(self, m);
       },
-      [self](heard_atom, msg::Msg& m) {
-        const auto* hb = std::get_if<msg::HeartbeatMsg>(&m);
-        auto& logic = *self->state.logic;
-        const auto* rec = hb ? logic.on_heartbeat_heard(*hb, wall_s(self), monotonic_s()) : nullptr;
-        // As an answered heartbeat: the replicas learn its time from the
-        // home's row (a home that moved meanwhile hears the next one).
-        if (self->state.cfg.cluster && rec && logic.is_home(rec->uid))
-          replicate_heartbeat(self, rec->uid);
+      [self](heard_atom) {
+        auto& st = self->state;
+        if (!st.cfg.heartbeats)
+          return;
+        auto& logic = *st.logic;
+        const double wall = wall_s(self);
+        const double mono = monotonic_s();
+        for (const auto& h : st.cfg.heartbeats->take_heard()) {
+          // The wall time the socket thread answered at, on this node's clock.
+          const double at = wall - std::max(0.0, mono - h.mono_s);
+          const auto* rec = logic.on_heartbeat_heard(h.instance_id, h.worker_id, at, h.mono_s);
+          // As an answered heartbeat: the replicas learn its time from the
+          // home's row (a home that moved meanwhile hears the next one).
+          if (st.cfg.cluster && rec && logic.is_home(rec->uid))
+            replicate_heartbeat(self, rec->uid);
+        }
       },
       [self](flush_atom) {
         auto& st = self->state;

@@ -52,8 +52,8 @@ using directory_actor = directory_feedback_actor::extend<
     // frozen or cut off does not apply it late (home_request_deadline_slack).
     caf::replies_to<request_atom, msg::Msg, uint64_t>::with<msg::Msg>,
     caf::replies_to<stats_atom>::with<node_stats>, caf::reacts_to<tick_atom>,
-    // A HeartbeatMsg the socket thread answered (heartbeat_reader): record it.
-    caf::reacts_to<heard_atom, msg::Msg>,
+    // Heartbeats the socket thread answered: record them (heartbeat_reader::take_heard).
+    caf::reacts_to<heard_atom>,
     // Answers once everything every worker actor sent so far is acknowledged.
     caf::replies_to<drain_atom>::with<bool>,
     // A cluster: a registration (or update) and a deregistration at the

@@ -101,19 +101,20 @@ msg::Msg directory_logic::on_heartbeat(const msg::HeartbeatMsg& m, double now_s,
     persist(uid); // the reaper treats workers that heartbeat differently
   auto [ask, reason] = reg_.should_request_full_sync(uid);
   if (ask) {
-    spdlog::info("full-sync-requested instance={} worker={} reason={}", m.instance_id,
-                 m.worker_id.to_string(), reason);
+    asks_.asked(uid, m.instance_id, m.worker_id, reason, reg_.answers_version(),
+                static_cast<uint64_t>(mono_s * 1000.0));
     ret.commands.emplace_back(msg::FullSyncCommand{reason, std::nullopt});
   }
   return msg::Msg{std::move(ret)};
 }
 
-const worker_record* directory_logic::on_heartbeat_heard(const msg::HeartbeatMsg& m, double now_s,
-                                                         double mono_s) {
-  if (reg_.heartbeat(m.instance_id, m.worker_id, now_s, mono_s))
-    return reg_.find(m.instance_id, m.worker_id);
-  spdlog::debug("heartbeat-heard-unknown instance={} worker={}", m.instance_id,
-                m.worker_id.to_string());
+const worker_record* directory_logic::on_heartbeat_heard(const std::string& instance_id,
+                                                         const msg::wire_int& worker_id,
+                                                         double now_s, double mono_s) {
+  if (reg_.heartbeat(instance_id, worker_id, now_s, mono_s))
+    return reg_.find(instance_id, worker_id);
+  spdlog::debug("heartbeat-heard-unknown instance={} worker={}", instance_id,
+                worker_id.to_string());
   return nullptr;
 }
 

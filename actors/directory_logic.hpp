@@ -20,6 +20,7 @@
 #pragma once
 
 #include "actors/controller_options.hpp"
+#include "actors/full_sync_ask_log.hpp"
 #include "actors/registry.hpp"
 #include "actors/restore_plan.hpp"
 #include "cluster/hlc.hpp"
@@ -75,7 +76,9 @@ public:
   /// the worker's record, or nullptr when it is unknown by now (deregistered
   /// meanwhile: its next heartbeat, if any, re-registers it through
   /// on_heartbeat).
-  const worker_record* on_heartbeat_heard(const msg::HeartbeatMsg& m, double now_s, double mono_s);
+  const worker_record* on_heartbeat_heard(const std::string& instance_id,
+                                          const msg::wire_int& worker_id, double now_s,
+                                          double mono_s);
   /// A FullSyncStartMsg of worker `uid` goes to its entity now
   /// (registry::expect_sync_state) / its entity refused it.
   void on_sync_start_sent(uint64_t uid) { reg_.expect_sync_state(uid); }
@@ -188,6 +191,7 @@ private:
   controller_options options_;
   directory_outbox& out_;
   registry reg_;
+  full_sync_ask_log asks_;
   cluster::hlc clock_;
   std::function<bool(uint64_t)> is_home_;
   uint64_t seq_discontinuities_ = 0;

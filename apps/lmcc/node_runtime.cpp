@@ -393,9 +393,14 @@ void node_runtime::on_request(gateway::request_socket, msg::Msg m, gateway::repl
     return;
   }
   if (const auto* hb = std::get_if<msg::HeartbeatMsg>(&m); hb && d.heartbeats_) {
-    if (auto ret = d.heartbeats_->answer(*hb)) {
-      // The directory records it before anything the reply leads to reaches it.
-      caf::anon_send(d.directory_, actors::heard_atom::value, std::move(m));
+    const auto now_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(started.time_since_epoch()).count();
+    if (auto ret = d.heartbeats_->answer(*hb, static_cast<uint64_t>(now_ms))) {
+      // The directory records the heartbeats answered here in batches.
+      const double mono_s = std::chrono::duration<double>(started.time_since_epoch()).count();
+      if (d.heartbeats_->note_heard(*hb, mono_s))
+        caf::delayed_anon_send(d.directory_, actors::heartbeat_reader::heard_record_delay,
+                               actors::heard_atom::value);
       metrics->count_event("heartbeat_answered_in_place");
       done(msg::Msg{std::move(*ret)});
       return;

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 
 namespace lmcc::actors {
@@ -21,7 +22,7 @@ using namespace directory_testing;
 std::optional<msg::HeartbeatRetMsg> fresh_answer(heartbeat_reader& reader, const directory_logic& d,
                                                  const msg::HeartbeatMsg& m) {
   reader.publish(d.reg().make_heartbeat_view());
-  return reader.answer(m);
+  return reader.answer(m, 0);
 }
 
 /// The reader answers `m` exactly as the directory does in the same state.
@@ -77,18 +78,18 @@ TEST(heartbeat_reader, a_view_goes_stale_with_every_change_of_an_answer_and_not_
   d.on_register(reg("A", 0), 1, wall, std::nullopt);
   d.on_heartbeat(hb("A", 0), 2, wall, 2);
   reader.publish(d.reg().make_heartbeat_view());
-  ASSERT_TRUE(reader.answer(hb("A", 0)).has_value());
+  ASSERT_TRUE(reader.answer(hb("A", 0), 0).has_value());
 
   // Neither heartbeats nor a new location alter an answer, nor a replica's
   // row that only brings a newer heartbeat time (one per heartbeat in a cluster).
-  EXPECT_TRUE(d.on_heartbeat_heard(hb("A", 0), 3, 3));
+  EXPECT_TRUE(d.on_heartbeat_heard("A", wire_int{0}, 3, 3));
   d.on_heartbeat(hb("A", 0), 4, wall, 4);
   d.on_location(worker_uid("A", wire_int{0}), "LocalCPUBackend");
   auto row = to_row(*d.reg().find("A", 0));
   row.last_heartbeat_time = 9;
   EXPECT_TRUE(d.apply_replica(row, 9, wall, 9));
   EXPECT_DOUBLE_EQ(d.reg().find("A", 0)->last_heartbeat_time, 9);
-  EXPECT_TRUE(reader.answer(hb("A", 0)).has_value());
+  EXPECT_TRUE(reader.answer(hb("A", 0), 0).has_value());
 
   // Each of these may: the published view stops answering at once.
   const std::vector<std::pair<std::string, std::function<void()>>> changes = {
@@ -114,7 +115,7 @@ TEST(heartbeat_reader, a_view_goes_stale_with_every_change_of_an_answer_and_not_
     ASSERT_TRUE(reader.current()->current()) << what;
     change();
     EXPECT_FALSE(reader.current()->current()) << what;
-    EXPECT_FALSE(reader.answer(hb("A", 0)).has_value()) << what;
+    EXPECT_FALSE(reader.answer(hb("A", 0), 0).has_value()) << what;
   }
 }
 
@@ -123,7 +124,7 @@ TEST(heartbeat_reader, leaves_unknown_workers_others_homes_and_empty_views_to_th
   directory_logic d{controller_options{}, out};
   const uint64_t a = worker_uid("A", wire_int{0});
   heartbeat_reader nothing_published;
-  EXPECT_FALSE(nothing_published.answer(hb("A", 0)).has_value());
+  EXPECT_FALSE(nothing_published.answer(hb("A", 0), 0).has_value());
 
   d.on_register(reg("A", 0), 1, wall, std::nullopt);
   d.on_register(reg("B", 0), 1, wall, std::nullopt);
@@ -131,10 +132,10 @@ TEST(heartbeat_reader, leaves_unknown_workers_others_homes_and_empty_views_to_th
   d.on_heartbeat(hb("B", 0), 2, wall, 2);
   heartbeat_reader homes{[a](uint64_t uid) { return uid == a; }};
   homes.publish(d.reg().make_heartbeat_view());
-  EXPECT_TRUE(homes.answer(hb("A", 0)).has_value());
-  EXPECT_FALSE(homes.answer(hb("B", 0)).has_value()) << "B's home is another node";
-  EXPECT_FALSE(homes.answer(hb("C", 0)).has_value()) << "unknown: the directory re-registers it";
-  EXPECT_FALSE(homes.answer(hb("A", 1)).has_value());
+  EXPECT_TRUE(homes.answer(hb("A", 0), 0).has_value());
+  EXPECT_FALSE(homes.answer(hb("B", 0), 0).has_value()) << "B's home is another node";
+  EXPECT_FALSE(homes.answer(hb("C", 0), 0).has_value()) << "unknown: the directory re-registers it";
+  EXPECT_FALSE(homes.answer(hb("A", 1), 0).has_value());
 }
 
 TEST(heartbeat_reader, a_heard_heartbeat_moves_the_reapers_clock_and_skips_a_worker_gone_since) {
@@ -144,13 +145,31 @@ TEST(heartbeat_reader, a_heard_heartbeat_moves_the_reapers_clock_and_skips_a_wor
   directory_logic d{o, out};
   d.on_register(reg("A", 0), 1, wall, std::nullopt);
   d.on_heartbeat(hb("A", 0), 2, wall, 2);
-  EXPECT_TRUE(d.on_heartbeat_heard(hb("A", 0), 11, 11));
+  EXPECT_TRUE(d.on_heartbeat_heard("A", wire_int{0}, 11, 11));
   EXPECT_DOUBLE_EQ(d.reg().find("A", 0)->last_heartbeat_time, 11);
   d.reap(20, wall); // 9 s after the heard one: not silent
   ASSERT_NE(d.reg().find("A", 0), nullptr);
   d.on_deregister("A", 0, "test", wall);
-  EXPECT_FALSE(d.on_heartbeat_heard(hb("A", 0), 21, 21));
+  EXPECT_FALSE(d.on_heartbeat_heard("A", wire_int{0}, 21, 21));
   EXPECT_EQ(d.reg().find("A", 0), nullptr) << "a heard heartbeat never registers";
+}
+
+TEST(heartbeat_reader, keeps_each_workers_latest_heard_heartbeat_until_the_directory_takes_them) {
+  heartbeat_reader reader;
+  EXPECT_TRUE(reader.note_heard(hb("A", 0), 1.0)) << "the first: the directory must be told";
+  EXPECT_FALSE(reader.note_heard(hb("B", 0), 1.5));
+  EXPECT_FALSE(reader.note_heard(hb("A", 0), 2.0));
+  auto taken = reader.take_heard();
+  std::sort(taken.begin(), taken.end(),
+            [](const auto& x, const auto& y) { return x.instance_id < y.instance_id; });
+  ASSERT_EQ(taken.size(), 2u) << "one per worker";
+  EXPECT_EQ(taken[0].instance_id, "A");
+  EXPECT_EQ(taken[0].worker_id, wire_int{0});
+  EXPECT_DOUBLE_EQ(taken[0].mono_s, 2.0) << "the worker's latest";
+  EXPECT_EQ(taken[1].instance_id, "B");
+  EXPECT_DOUBLE_EQ(taken[1].mono_s, 1.5);
+  EXPECT_TRUE(reader.take_heard().empty());
+  EXPECT_TRUE(reader.note_heard(hb("A", 0), 3.0)) << "taken: the next one tells again";
 }
 
 } // namespace

@@ -45,6 +45,25 @@ def test_first_heartbeat_on_fresh_node_asks_controller_restart(node_factory, mak
     assert w.heartbeat()["commands"] == [full_sync_command("controller_restart")]
 
 
+def test_a_worker_asked_on_every_heartbeat_is_not_logged_on_every_one(node_factory, make_worker):
+    # A worker that never starts the sync it owes is asked on every heartbeat;
+    # the log keeps its first ask, not a line per heartbeat (full_sync_ask_log.hpp).
+    fresh = node_factory()
+    w = make_worker(fresh, unique("asked"), 0)
+    w.register()
+    replies = [w.heartbeat() for _ in range(20)]
+    assert all(r["commands"] == [full_sync_command("controller_restart")] for r in replies)
+
+    def asks():
+        return [line for line in fresh.log_text().splitlines()
+                if "full-sync-requested" in line and w.instance_id in line]
+
+    wait_until(lambda: asks(), message="the first ask in the log")
+    # The directory answers the first heartbeat, the socket thread the rest:
+    # each logs its first ask.
+    assert len(asks()) <= 2, asks()
+
+
 def test_heartbeat_of_unknown_worker_reregisters_it(node, make_worker):
     w = make_worker(node, unique("unknown-hb"), 3, peer_init_url="127.0.0.1:8203")
     assert node.workers(w.instance_id) == []
