@@ -54,7 +54,7 @@
 // A value no kind fits (several members, warnings, LMCache's quirks) takes
 // custom_option() with its own apply and emit, as controller_monitor_ports
 // does. Rules between options (two keys for one setting, a legacy fallback,
-// replicas <= members) go into apply_cross_option_rules().
+// replicas <= members) go into apply_cross_option_rules() (node_config_rules.cpp).
 //
 // Context: the table is built once, on first use, and is immutable after
 // that; it is safe to read from any thread.

@@ -1,0 +1,66 @@
+// Rules between `lmcc node`'s options, applied once every layer is read: two
+// keys for one setting, a legacy fallback, a cluster's member list against this
+// node and its replica count. The options themselves are in node_config_table.cpp.
+#include "apps/lmcc/node_config_table.hpp"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace lmcc::apps::config {
+
+void apply_cross_option_rules(resolve_state& s) {
+  // -- controller_monitor_ports null: LMCache's legacy layout, pull only.
+  uint16_t legacy_port = s.legacy_monitor_port.value_or(legacy_default_monitor_port);
+  if (!s.monitor_ports_null) {
+    if (s.legacy_monitor_port)
+      s.warnings.push_back("--monitor-port " + std::to_string(legacy_port) +
+                           " ignored: it applies only when controller_monitor_ports is null");
+  } else {
+    s.options.zmq.pull_port = legacy_port;
+    s.options.zmq.reply_port.reset();
+    s.options.zmq.heartbeat_port.reset();
+    // Without a reply socket workers cannot register, so say so.
+    s.warnings.push_back("controller_monitor_ports is null: legacy mode, PULL on port " +
+                         std::to_string(legacy_port) +
+                         " only, no reply and no heartbeat socket (workers cannot register)");
+  }
+
+  // -- a cluster: this node is a member, ids are distinct, R fits.
+  if (const auto& c = s.options.cluster; c.enabled()) {
+    const auto& self = s.options.controller.node_id;
+    std::vector<std::string> ids;
+    for (const auto& m : c.members) {
+      if (std::find(ids.begin(), ids.end(), m.id) != ids.end())
+        s.errors.push_back("lmcc_cluster_members: node id \"" + m.id + "\" is listed twice");
+      ids.push_back(m.id);
+    }
+    if (std::find(ids.begin(), ids.end(), self) == ids.end())
+      s.errors.push_back("lmcc_cluster_members: this node's id \"" + self +
+                         "\" (lmcc_node_id) is not in the member list");
+    if (c.replicas > c.members.size())
+      s.errors.push_back("lmcc_replicas: " + std::to_string(c.replicas) + " owners per slot but " +
+                         std::to_string(c.members.size()) + " members");
+  }
+
+  // -- a planted bug only where faults may be injected.
+  if (s.options.planted() != planted_bug_kind::none && !s.options.fault_injection)
+    s.errors.push_back(
+        "lmcc_planted_bug: " + std::to_string(static_cast<int>(s.options.planted_bug)) +
+        " needs lmcc_fault_injection on (it is for chaos-checker tests only)");
+
+  // -- lmcc_none_hash or lmcc_python_hash_seed: the higher layer wins.
+  const auto& none = s.none_hash;
+  const auto& seed = s.python_hash_seed;
+  if (none && seed && none->from == seed->from) {
+    s.errors.push_back(seed->label + ": set lmcc_none_hash or lmcc_python_hash_seed, not both (" +
+                       none->label + ")");
+    return;
+  }
+  const auto& winner =
+      (none && seed) ? (none->from > seed->from ? none : seed) : (none ? none : seed);
+  if (winner)
+    s.options.controller.chunk_hashing.none_hash = winner->none_hash;
+}
+
+} // namespace lmcc::apps::config
