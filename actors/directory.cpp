@@ -8,8 +8,11 @@
 #include <absl/container/flat_hash_set.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
+#include <map>
 #include <span>
+#include <vector>
 
 namespace lmcc::actors {
 
@@ -149,9 +152,62 @@ void replicate_heartbeat(directory_self self, uint64_t uid) {
     return;
   }
   st.heartbeats_unsent.insert(uid);
+  schedule_heartbeat_flush(self);
+}
+
+void tell_home_heard(directory_self self, uint64_t uid) {
+  auto& st = self->state;
+  st.heartbeats_for_homes.insert(uid);
+  schedule_heartbeat_flush(self);
+}
+
+namespace {
+
+/// Gathered for heartbeat_replication_delay, but never for more than a quarter
+/// of the reaper's timeout: the home reaps a worker whose heartbeats it does
+/// not hear of (a test may set that timeout to a second).
+std::chrono::milliseconds heartbeat_flush_delay(const directory_config& cfg) {
+  return std::min(cfg.heartbeat_replication_delay, cfg.options.lmcache_worker_timeout / 4);
+}
+
+/// Sends the workers homed elsewhere that heartbeated here to their homes.
+void send_heard_to_homes(directory_self self) {
+  auto& st = self->state;
+  if (st.heartbeats_for_homes.empty())
+    return;
+  const auto table = st.cfg.cluster->current();
+  std::map<node_index, std::vector<uint64_t>> by_home;
+  for (uint64_t uid : st.heartbeats_for_homes)
+    by_home[table->home_of(uid)].push_back(uid);
+  st.heartbeats_for_homes.clear();
+  for (auto& [home, uids] : by_home) {
+    if (home == table->self) {
+      // Its home moved here meanwhile: this node's copy has the time.
+      for (uint64_t uid : uids)
+        replicate_heartbeat(self, uid);
+      continue;
+    }
+    const auto& peer = table->peers[home];
+    // An unreachable home hears the next ones, or a node taking its workers
+    // over counts their silence from its own copies, which have the times.
+    if (peer.live && peer.handles.directory)
+      self->send(caf::actor_cast<directory_actor>(peer.handles.directory), heard_atom::value,
+                 std::move(uids));
+  }
+}
+
+} // namespace
+
+void schedule_heartbeat_flush(directory_self self) {
+  auto& st = self->state;
+  const auto delay = heartbeat_flush_delay(st.cfg);
+  if (delay.count() <= 0) {
+    self->send(self, flush_atom::value);
+    return;
+  }
   if (!st.heartbeat_flush_scheduled) {
     st.heartbeat_flush_scheduled = true;
-    self->delayed_send(self, st.cfg.heartbeat_replication_delay, flush_atom::value);
+    self->delayed_send(self, delay, flush_atom::value);
   }
 }
 
@@ -281,11 +337,23 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
           // The wall time the socket thread answered at, on this node's clock.
           const double at = wall - std::max(0.0, mono - h.mono_s);
           const auto* rec = logic.on_heartbeat_heard(h.instance_id, h.worker_id, at, h.mono_s);
+          if (!st.cfg.cluster || rec == nullptr)
+            continue;
           // As an answered heartbeat: the replicas learn its time from the
-          // home's row (a home that moved meanwhile hears the next one).
-          if (st.cfg.cluster && rec && logic.is_home(rec->uid))
+          // home's row, and a home elsewhere from this node.
+          if (logic.is_home(rec->uid))
             replicate_heartbeat(self, rec->uid);
+          else
+            tell_home_heard(self, rec->uid);
         }
+      },
+      [self](heard_atom, std::vector<uint64_t>& uids) {
+        auto& logic = *self->state.logic;
+        const double wall = wall_s(self);
+        const double mono = monotonic_s();
+        for (uint64_t uid : uids)
+          if (logic.on_heartbeat_heard_elsewhere(uid, wall, mono) && logic.is_home(uid))
+            replicate_heartbeat(self, uid);
       },
       [self](flush_atom) {
         auto& st = self->state;
@@ -298,6 +366,8 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
         st.heartbeats_unsent.clear();
         if (!rows.empty())
           directory_effects::replicate(self, row_put_atom::value, std::move(rows));
+        if (st.cfg.cluster)
+          send_heard_to_homes(self);
       },
       [self](stats_atom) { return collect_stats(self); },
       [self](tick_atom) {

@@ -62,7 +62,10 @@ using directory_actor = directory_feedback_actor::extend<
     // From a worker's home: the rows of workers whose heartbeat time moved,
     // gathered for heartbeat_replication_delay.
     caf::reacts_to<row_put_atom, std::vector<persistence::worker_row>>,
-    // Its own timer: send the gathered heartbeat rows.
+    // From another node: workers homed here that heartbeated there (their
+    // heartbeats answered there), gathered like the rows above.
+    caf::reacts_to<heard_atom, std::vector<uint64_t>>,
+    // Its own timer: send the gathered heartbeat rows and heard workers.
     caf::reacts_to<flush_atom>, caf::reacts_to<row_delete_atom, uint64_t, uint64_t>,
     // A cluster: answered once every row the asking directory sent before it
     // is applied (CAF keeps the order of one sender's messages): a worker's
@@ -179,8 +182,10 @@ struct directory_state {
   size_t next_lookup = 0;
   std::mt19937_64 rng;
   /// A cluster: workers homed here whose heartbeat time the peers have not
-  /// heard yet, and whether the flush that sends them is scheduled.
+  /// heard yet, workers homed elsewhere that heartbeated here since the last
+  /// flush (their homes hear of it), and whether the flush is scheduled.
   absl::flat_hash_set<uint64_t> heartbeats_unsent;
+  absl::flat_hash_set<uint64_t> heartbeats_for_homes;
   bool heartbeat_flush_scheduled = false;
 
   std::string random_hex();

@@ -118,6 +118,17 @@ const worker_record* directory_logic::on_heartbeat_heard(const std::string& inst
   return nullptr;
 }
 
+const worker_record* directory_logic::on_heartbeat_heard_elsewhere(uint64_t uid, double now_s,
+                                                                   double mono_s) {
+  const auto* rec = reg_.record(uid);
+  if (rec == nullptr || !rec->has_heartbeated)
+    return nullptr;
+  const std::string instance_id = rec->instance_id;
+  const msg::wire_int worker_id = rec->worker_id;
+  return on_heartbeat_heard(instance_id, worker_id, std::max(now_s, rec->last_heartbeat_time),
+                            mono_s);
+}
+
 bool directory_logic::on_deregister(const std::string& instance_id, const msg::wire_int& worker_id,
                                     std::string_view why, uint64_t wall_ms) {
   auto rec = reg_.remove(instance_id, worker_id);

@@ -79,6 +79,11 @@ public:
   const worker_record* on_heartbeat_heard(const std::string& instance_id,
                                           const msg::wire_int& worker_id, double now_s,
                                           double mono_s);
+  /// A cluster: worker `uid` heartbeated at another node, which answered it
+  /// and tells this node now (wall now_s, monotonic mono_s). Only a
+  /// registration that heartbeated here before takes it (a re-registration's
+  /// first heartbeat is stored by on_heartbeat). null: not taken.
+  const worker_record* on_heartbeat_heard_elsewhere(uint64_t uid, double now_s, double mono_s);
   /// A FullSyncStartMsg of worker `uid` goes to its entity now
   /// (registry::expect_sync_state) / its entity refused it.
   void on_sync_start_sent(uint64_t uid) { reg_.expect_sync_state(uid); }

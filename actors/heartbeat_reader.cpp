@@ -14,10 +14,11 @@ std::optional<msg::HeartbeatRetMsg> heartbeat_reader::answer(const msg::Heartbea
   if (it == view->workers.end() || it->second.instance_id != m.instance_id ||
       it->second.worker_id != m.worker_id)
     return std::nullopt;
-  if (home_here_ && !home_here_(uid))
-    return std::nullopt;
+  const auto& reason = it->second.full_sync_reason;
+  if (reason && home_here_ && !home_here_(uid))
+    return std::nullopt; // only the worker's home asks (see the header)
   msg::HeartbeatRetMsg ret;
-  if (const auto& reason = it->second.full_sync_reason) {
+  if (reason) {
     asks_.asked(uid, m.instance_id, m.worker_id, *reason, view->version, now_ms);
     ret.commands.emplace_back(msg::FullSyncCommand{*reason, std::nullopt});
   }

@@ -22,8 +22,21 @@
 // could alter an answer bumps the registry's answers version before it
 // happens, and a stale view sends heartbeats to the directory until it
 // publishes a fresh one. The directory answers (as before) a worker's first
-// heartbeat (it is stored), an unknown worker's (it re-registers), and in a
-// cluster one whose home is another node.
+// heartbeat (it is stored) and an unknown worker's (it re-registers).
+//
+// In a cluster a worker heartbeats to the node it registered through, which
+// is its home for one worker in N. Only the home asks for a full sync: it
+// alone knows that a start is on its way (registry::expect_sync_state), and
+// an ask it would not make starts a second sync. But "nothing owed" is what
+// the home's copies on the other nodes say too, almost always: every proof
+// (resync_atom) and every sync state reaches every node. So a node answers a
+// worker homed elsewhere here when its view owes the worker nothing, and
+// sends the directory (hence the home) the heartbeat's time; a view that owes
+// it a sync sends the heartbeat home, as before. What a copy can miss is a
+// proof made in the last few milliseconds, or one a partition holds back: the
+// worker is then asked at a later heartbeat, once the copy has it. Forwarding
+// each heartbeat home cost the three nodes ~0.5 ms of CPU per heartbeat
+// (bench/RESULTS.md, issue 9, twenty-first cut).
 //
 //   heartbeat_reader reader{home_here};      // null: a single node
 //   reader.publish(registry.make_heartbeat_view());             // directory

@@ -105,6 +105,14 @@ void publish_heartbeats(directory_self self);
 /// the next gathered message (directory_config::heartbeat_replication_delay).
 void replicate_heartbeat(directory_self self, uint64_t uid);
 
+/// A cluster: tells the home of `uid` (another node) that the worker
+/// heartbeated here, with the next gathered message.
+void tell_home_heard(directory_self self, uint64_t uid);
+
+/// Schedules the flush_atom that sends both of the above (at once when the
+/// delay is 0).
+void schedule_heartbeat_flush(directory_self self);
+
 /// In a cluster, the directory of the worker's home node when that is another
 /// node (directory_requests.cpp).
 std::optional<msg::expected<directory_actor>> home_elsewhere(directory_self self,

@@ -119,10 +119,11 @@ TEST(heartbeat_reader, a_view_goes_stale_with_every_change_of_an_answer_and_not_
   }
 }
 
-TEST(heartbeat_reader, leaves_unknown_workers_others_homes_and_empty_views_to_the_directory) {
+TEST(heartbeat_reader, leaves_unknown_workers_others_homes_asks_and_empty_views_to_the_directory) {
   recording_outbox out;
   directory_logic d{controller_options{}, out};
   const uint64_t a = worker_uid("A", wire_int{0});
+  const uint64_t b = worker_uid("B", wire_int{0});
   heartbeat_reader nothing_published;
   EXPECT_FALSE(nothing_published.answer(hb("A", 0), 0).has_value());
 
@@ -132,10 +133,45 @@ TEST(heartbeat_reader, leaves_unknown_workers_others_homes_and_empty_views_to_th
   d.on_heartbeat(hb("B", 0), 2, wall, 2);
   heartbeat_reader homes{[a](uint64_t uid) { return uid == a; }};
   homes.publish(d.reg().make_heartbeat_view());
+  // A fresh registry owes every worker a full sync (controller_restart):
+  // only the home asks.
+  ASSERT_TRUE(d.reg().should_request_full_sync(b).first);
   EXPECT_TRUE(homes.answer(hb("A", 0), 0).has_value());
-  EXPECT_FALSE(homes.answer(hb("B", 0), 0).has_value()) << "B's home is another node";
+  EXPECT_FALSE(homes.answer(hb("B", 0), 0).has_value()) << "B's home is another node, and it asks";
   EXPECT_FALSE(homes.answer(hb("C", 0), 0).has_value()) << "unknown: the directory re-registers it";
   EXPECT_FALSE(homes.answer(hb("A", 1), 0).has_value());
+
+  // Once nothing is owed, B's heartbeats are answered here too, as its home would.
+  d.on_sync_state(b, sync_phase::syncing, 0);
+  d.on_sync_state(b, sync_phase::completed, 0);
+  ASSERT_FALSE(d.reg().should_request_full_sync(b).first);
+  homes.publish(d.reg().make_heartbeat_view());
+  const auto answer = homes.answer(hb("B", 0), 0);
+  ASSERT_TRUE(answer.has_value()) << "nothing owed: a node that is not B's home answers";
+  EXPECT_EQ(msg::Msg{*answer}, d.on_heartbeat(hb("B", 0), 3, wall, 3));
+  // A proof reaches every node (resync_atom): the copy owes a sync again.
+  d.on_replicated_resync(b, "seq_gap");
+  homes.publish(d.reg().make_heartbeat_view());
+  EXPECT_FALSE(homes.answer(hb("B", 0), 0).has_value()) << "owed: only the home asks";
+}
+
+TEST(heartbeat_reader,
+     a_home_takes_the_heartbeats_another_node_answered_only_for_a_heartbeated_registration) {
+  recording_outbox out;
+  directory_logic d{controller_options{}, out};
+  const uint64_t a = worker_uid("A", wire_int{0});
+  d.on_register(reg("A", 0), 1, wall, std::nullopt);
+  EXPECT_EQ(d.on_heartbeat_heard_elsewhere(a, 5, 5), nullptr)
+      << "no heartbeat yet: its first is stored by the directory that answers it";
+  d.on_heartbeat(hb("A", 0), 2, wall, 2);
+  const auto* rec = d.on_heartbeat_heard_elsewhere(a, 7, 7);
+  ASSERT_NE(rec, nullptr);
+  EXPECT_DOUBLE_EQ(rec->last_heartbeat_time, 7);
+  EXPECT_DOUBLE_EQ(rec->heard_at, 7);
+  rec = d.on_heartbeat_heard_elsewhere(a, 6, 8);
+  ASSERT_NE(rec, nullptr);
+  EXPECT_DOUBLE_EQ(rec->last_heartbeat_time, 7) << "a late report never moves the time back";
+  EXPECT_EQ(d.on_heartbeat_heard_elsewhere(worker_uid("Z", wire_int{0}), 9, 9), nullptr);
 }
 
 TEST(heartbeat_reader, a_heard_heartbeat_moves_the_reapers_clock_and_skips_a_worker_gone_since) {

@@ -16,7 +16,7 @@ import pytest
 
 from conftest import Node, unique, unique_ip, wait_until
 from lmcc_cluster import Cluster
-from lmcc_worker import FakeWorker, LOCATION, chunk_hashes, p2p_lookup_msg
+from lmcc_worker import FakeWorker, LOCATION, chunk_hashes, full_sync_status_msg, p2p_lookup_msg
 
 SEEDS = [1, 2]
 
@@ -410,6 +410,45 @@ def test_every_node_hears_a_workers_later_heartbeats(cluster, make_worker):
                message="every node has a later heartbeat's time")
 
 
+def test_a_node_answers_heartbeats_of_workers_homed_elsewhere_once_nothing_is_owed(cluster,
+                                                                                   make_worker):
+    """A worker heartbeats to the node it registered through, its home for one
+    worker in three. While a full sync is owed only the home asks; once nothing is
+    owed that node answers the heartbeats itself (heartbeat_reader.hpp) and tells
+    the home, so every node's time of the worker still advances."""
+    via = cluster.nodes[0]
+    workers = [make_worker(via, unique("hb-here"), 0) for _ in range(6)]
+    restart = [{"command_type": "full_sync", "reason": "controller_restart", "args": None}]
+    for w in workers:
+        w.register()
+        assert w.heartbeat()["commands"] == restart  # a fresh cluster: every home asks
+        sync_id = unique("sync")
+        assert w.full_sync_start(sync_id, [1, 2, 3], batch_size=2)["accepted"] is True
+        w.full_sync_batches(sync_id, [1, 2, 3], batch_size=2)
+        w.full_sync_end(sync_id, 3)
+    for w in workers:
+        wait_until(lambda w=w: w.heartbeat()["commands"] == [], message="nothing owed after the sync")
+
+    def times() -> dict:
+        return {(n.http_url, w.instance_id): n.workers(w.instance_id)[0]["last_heartbeat_time"]
+                for n in cluster.nodes for w in workers}
+
+    def a_round_answered_in_place() -> bool:
+        # A view made stale by the syncs' last states sends one heartbeat to
+        # the directory, which publishes a fresh one: rounds settle.
+        in_place = via.event_count("heartbeat_answered_in_place")
+        for w in workers:
+            assert w.heartbeat()["commands"] == []
+        return via.event_count("heartbeat_answered_in_place") >= in_place + len(workers)
+
+    before = times()
+    wait_until(a_round_answered_in_place, timeout=5,
+               message="every heartbeat answered where it arrived, whichever node is the "
+                       "worker's home")
+    wait_until(lambda: all(t > before[k] for k, t in times().items()),
+               message="every node, each worker's home included, has the later heartbeats' time")
+
+
 def test_a_node_back_from_downtime_learns_the_registrations_it_missed(cluster, reference):
     from lmcc_cluster import SpreadNode
 
@@ -452,9 +491,11 @@ def test_a_node_back_from_downtime_learns_the_registrations_it_missed(cluster, r
         assert len(added) == 2, "two of sixteen identities should be homed off n3"
         for t in twins:
             repoint(t.c, live[1], live[0])
-        # A worker whose home is up answers heartbeats (one homed on n3 gets an error).
-        gone = next(t for t in twins
-                    if t.c.request(t.c.heartbeat_message()).get("type") == "HeartbeatRetMsg")
+        # A worker whose home is up answers requests that only the home answers
+        # (one homed on n3 gets an error; a heartbeat owing nothing is answered
+        # by any node).
+        gone = next(t for t in twins if t.c.request(full_sync_status_msg(
+            t.c.instance_id, t.c.worker_id, "probe")).get("type") == "FullSyncStatusRetMsg")
         gone.c.deregister()
         gone.r.deregister()
         twins.remove(gone)
