@@ -5,6 +5,12 @@
 // over a window that starts once every worker's first heartbeat was answered
 // (a first heartbeat is stored; the later ones are the steady cost). In a
 // cluster this is where a heartbeat's forwarding and replication show.
+//
+// A fresh controller asks every worker for a full sync, and asks again on
+// every heartbeat until the sync starts. With --full-sync-on-request the
+// workers run those syncs (they hold no keys) and the window starts once the
+// asks have stopped: the steady state of a fleet that owes nothing. Without
+// it every heartbeat in the window carries an ask.
 #include "apps/lmcc-bench/cluster.hpp"
 #include "apps/lmcc-bench/scenario_support.hpp"
 #include "apps/lmcc-bench/scenarios.hpp"
@@ -30,6 +36,14 @@ report run_heartbeats(scenario_env& env) {
   check_other_nodes_reachable(o);
   cluster c{env.ctx, o};
   c.register_all();
+  const auto interval = seconds_to_duration(o.heartbeat_interval_s);
+  cluster::running serving;
+  if (o.full_sync_on_request) {
+    const auto until = steady::now() + seconds_to_duration(o.duration_s + 60) + 8 * interval;
+    serving = c.start_all([until](simulated_worker& w, std::stop_token stop) {
+      w.serve_full_sync_requests(push_limits{.deadline = until, .stop = std::move(stop)});
+    });
+  }
 
   // Every worker's first heartbeat answered: what follows is the steady cost.
   const auto first_deadline =
@@ -45,6 +59,19 @@ report run_heartbeats(scenario_env& env) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20)); // polling a counter
   r.check("every worker's first heartbeat answered", everyone_beat(),
           fmt::format("within {:.0f} s", 4 * o.heartbeat_interval_s + 10));
+  if (o.full_sync_on_request) {
+    // Settled once two intervals pass with no ask (every worker beat twice).
+    const auto settle_deadline = steady::now() + std::chrono::seconds{60};
+    bool settled = false;
+    while (!settled && steady::now() < settle_deadline) {
+      const uint64_t asks = c.sum(&worker_counters::full_sync_requests);
+      std::this_thread::sleep_for(2 * interval + std::chrono::milliseconds{200}); // a window
+      settled = c.sum(&worker_counters::full_sync_requests) == asks;
+    }
+    r.check("the full syncs asked for are done before the window", settled,
+            fmt::format("{} syncs run", c.sum(&worker_counters::full_syncs)));
+  }
+  const uint64_t asks0 = c.sum(&worker_counters::full_sync_requests);
 
   const uint64_t ok0 = c.sum(&worker_counters::heartbeats_ok);
   const uint64_t failed0 = c.sum(&worker_counters::heartbeat_failures);
@@ -54,6 +81,7 @@ report run_heartbeats(scenario_env& env) {
   const auto t1 = steady::now();
   const auto cpu1 = node.cpu_seconds();
   const uint64_t answered = c.sum(&worker_counters::heartbeats_ok) - ok0;
+  const uint64_t asked = c.sum(&worker_counters::full_sync_requests) - asks0;
   const uint64_t failed = c.sum(&worker_counters::heartbeat_failures) - failed0;
   const double seconds = std::chrono::duration<double>(t1 - t0).count();
 
@@ -62,6 +90,8 @@ report run_heartbeats(scenario_env& env) {
         static_cast<double>(answered) / seconds, "1/s");
   r.add("heartbeat_failures", "heartbeats unanswered or refused in the window",
         static_cast<double>(failed), "heartbeats");
+  r.add("full_sync_asks", "answers in the window that asked for a full sync",
+        static_cast<double>(asked), "heartbeats");
   if (cpu0 && cpu1) {
     const double cpu = *cpu1 - *cpu0;
     r.add("controller_cpu_ms_per_s", "controller CPU (all its threads, summed over --pid)",
@@ -72,6 +102,7 @@ report run_heartbeats(scenario_env& env) {
   }
   r.check("every heartbeat in the window answered", failed == 0,
           fmt::format("{} answered, {} not", answered, failed));
+  serving.stop();
   c.deregister_all();
   return r;
 }
