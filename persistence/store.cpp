@@ -21,9 +21,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-rocksdb::BlockBasedTableOptions table_options(const store_options& o) {
+/// `cache`: the one block cache of the DB, shared by both families, so that
+/// block_cache_bytes bounds them together (a cache per family doubled it).
+rocksdb::BlockBasedTableOptions table_options(std::shared_ptr<rocksdb::Cache> cache) {
   rocksdb::BlockBasedTableOptions table;
-  table.block_cache = rocksdb::NewLRUCache(o.block_cache_bytes);
+  table.block_cache = std::move(cache);
   // Index and filter blocks are charged to the cache, so memory stays bounded
   // by block_cache_bytes however many SST files there are.
   table.cache_index_and_filter_blocks = true;
@@ -50,12 +52,13 @@ rocksdb::DBOptions db_options(const store_options& o) {
   return opt;
 }
 
-rocksdb::ColumnFamilyOptions default_cf_options(const store_options& o) {
+rocksdb::ColumnFamilyOptions default_cf_options(const store_options& o,
+                                                std::shared_ptr<rocksdb::Cache> cache) {
   rocksdb::ColumnFamilyOptions cf;
   cf.write_buffer_size = o.write_buffer_bytes;
   cf.max_write_buffer_number = o.max_write_buffer_number;
   cf.level_compaction_dynamic_level_bytes = true;
-  cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table_options(o)));
+  cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table_options(cache)));
   cf.compression = rocksdb::kNoCompression;
   if (o.compression) {
     auto supported = rocksdb::GetSupportedCompressions();
@@ -67,7 +70,8 @@ rocksdb::ColumnFamilyOptions default_cf_options(const store_options& o) {
   return cf;
 }
 
-rocksdb::ColumnFamilyOptions log_cf_options(const store_options& o) {
+rocksdb::ColumnFamilyOptions log_cf_options(const store_options& o,
+                                            std::shared_ptr<rocksdb::Cache> cache) {
   rocksdb::ColumnFamilyOptions cf;
   cf.write_buffer_size = o.write_buffer_bytes;
   cf.max_write_buffer_number = o.max_write_buffer_number;
@@ -76,7 +80,7 @@ rocksdb::ColumnFamilyOptions log_cf_options(const store_options& o) {
   cf.memtable_factory = std::make_shared<rocksdb::VectorRepFactory>();
   cf.compression = rocksdb::kNoCompression;
   cf.level_compaction_dynamic_level_bytes = true;
-  cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table_options(o)));
+  cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table_options(cache)));
   return cf;
 }
 
@@ -287,10 +291,11 @@ expected<std::unique_ptr<store>> store::open(const store_options& options,
         return error{"open " + path + ": not an lmcc store (no format record)"};
     }
   }
-  std::vector<rocksdb::ColumnFamilyDescriptor> families{
-      {rocksdb::kDefaultColumnFamilyName, default_cf_options(options)},
-      {log_column_family, log_cf_options(options)}};
   auto p = std::make_unique<impl>();
+  p->block_cache = rocksdb::NewLRUCache(options.block_cache_bytes);
+  std::vector<rocksdb::ColumnFamilyDescriptor> families{
+      {rocksdb::kDefaultColumnFamilyName, default_cf_options(options, p->block_cache)},
+      {log_column_family, log_cf_options(options, p->block_cache)}};
   p->options = options;
   p->node_id = node_id;
   rocksdb::DB* raw = nullptr;
@@ -355,6 +360,15 @@ expected<void> store::release_log_files(uint64_t floor) {
 expected<void> store::flush() {
   if (auto s = impl_->db->Flush(rocksdb::FlushOptions{}, impl_->handles); !s.ok())
     return wrap("flush", impl_->options.path, s);
+  return {};
+}
+
+expected<void> store::request_flush() {
+  rocksdb::FlushOptions background;
+  background.wait = false;
+  background.allow_write_stall = true;
+  if (auto s = impl_->db->Flush(background, impl_->handles); !s.ok())
+    return wrap("request flush", impl_->options.path, s);
   return {};
 }
 

@@ -224,6 +224,10 @@ public:
   /// Flushes memtables to SST files.
   expected<void> flush();
 
+  /// Asks RocksDB to flush both families' memtables in the background and
+  /// returns at once (their memory is freed when each flush ends).
+  expected<void> request_flush();
+
   /// Turns RocksDB's automatic compactions off (false) or back on (true); a
   /// node turns them off while it loads.
   expected<void> set_auto_compactions(bool on);
@@ -277,6 +281,16 @@ public:
 
   /// Bytes of the DB's files (SSTs, WAL, MANIFEST, OPTIONS; not info logs).
   expected<uint64_t> disk_bytes() const;
+
+  /// What the store holds in memory now: its memtables (active, immutable and
+  /// pinned, both families; at most write_buffer_bytes x
+  /// max_write_buffer_number each) and its block cache (at most
+  /// block_cache_bytes). Any thread.
+  struct memory {
+    uint64_t memtable_bytes = 0;
+    uint64_t block_cache_bytes = 0;
+  };
+  memory memory_usage() const;
 
   /// RocksDB writes issued so far (commits plus the format record at creation).
   uint64_t write_count() const noexcept;

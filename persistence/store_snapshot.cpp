@@ -297,6 +297,17 @@ expected<uint64_t> store::disk_bytes() const {
   return total;
 }
 
+store::memory store::memory_usage() const {
+  memory m;
+  for (auto* family : impl_->handles) {
+    uint64_t bytes = 0;
+    if (impl_->db->GetIntProperty(family, rocksdb::DB::Properties::kSizeAllMemTables, &bytes))
+      m.memtable_bytes += bytes;
+  }
+  m.block_cache_bytes = impl_->block_cache ? impl_->block_cache->GetUsage() : 0;
+  return m;
+}
+
 bool store::created() const noexcept {
   return impl_->created;
 }

@@ -117,6 +117,9 @@ std::future<gateway::controller_gauges> node_runtime::gauges() {
     gauge("store_snapshot_last_round_seconds", c.last_round_ms / 1000.0);
     if (auto bytes = d.store_->disk_bytes())
       gauge("store_disk_bytes", static_cast<double>(*bytes));
+    const auto memory = d.store_->memory_usage();
+    gauge("store_memtable_bytes", static_cast<double>(memory.memtable_bytes));
+    gauge("store_block_cache_bytes", static_cast<double>(memory.block_cache_bytes));
   }
   return ready_future(g);
 }

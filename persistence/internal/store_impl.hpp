@@ -7,6 +7,7 @@
 
 #include "persistence/store.hpp"
 
+#include <rocksdb/cache.h>
 #include <rocksdb/db.h>
 #include <rocksdb/snapshot.h>
 #include <rocksdb/write_batch.h>
@@ -45,6 +46,8 @@ struct store::batch::rep {
 struct store::impl {
   store_options options;
   std::string node_id;
+  /// The block cache both families share (store_options::block_cache_bytes).
+  std::shared_ptr<rocksdb::Cache> block_cache;
   std::unique_ptr<rocksdb::DB> db;
   /// [0] default, [1] log; owned by db (destroyed before it is closed).
   std::vector<rocksdb::ColumnFamilyHandle*> handles;

@@ -252,6 +252,28 @@ TEST(persistence_store, release_log_files_also_releases_files_still_in_level_0) 
   EXPECT_LT(*s->disk_bytes(), before - 2000 * 200) << "the file of records 1..2000 is still there";
 }
 
+TEST(persistence_store, memory_usage_counts_both_families_memtables_until_a_flush) {
+  temp_dir tmp;
+  auto s = must_open(tmp.sub("db"));
+  const auto fresh = s->memory_usage();
+  auto b = s->new_batch();
+  for (uint64_t p = 1; p <= 100; ++p)
+    b.append_log(p, record_at(p) + std::string(1000, 'x'));
+  ASSERT_TRUE(s->commit(b));
+  const auto logged = s->memory_usage();
+  EXPECT_GE(logged.memtable_bytes, fresh.memtable_bytes + 100 * 1000);
+  auto slots = s->new_batch();
+  slots.put_slot(7, slot_value(7, 100, 42) + std::string(50'000, 'y'));
+  ASSERT_TRUE(s->commit(slots));
+  const auto both = s->memory_usage();
+  EXPECT_GE(both.memtable_bytes, logged.memtable_bytes + 50'000) << "the default family counts too";
+  ASSERT_TRUE(s->flush());
+  const auto flushed = s->memory_usage();
+  EXPECT_LT(flushed.memtable_bytes, fresh.memtable_bytes + 100 * 1000)
+      << "a flush gives the memtables' memory back";
+  EXPECT_LE(flushed.block_cache_bytes, store_options{}.block_cache_bytes);
+}
+
 TEST(persistence_store, positions_of_every_width_sort_numerically) {
   temp_dir tmp;
   auto s = must_open(tmp.sub("db"));
