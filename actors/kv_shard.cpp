@@ -190,6 +190,7 @@ kv_shard_actor::behavior_type kv_shard(kv_shard_actor::stateful_pointer<kv_shard
       },
       [self](tick_atom) {
         auto& st = self->state;
+        st.core->flush_if_idle(monotonic_ms());
         schedule_background(self);
         publish(self);
         if (st.release_memory &&

@@ -327,6 +327,31 @@ bool kv_shard_core::background_due(uint64_t now_ms) const {
   return drops_pending_ || round_.has_value() || snapshot_due(now_ms);
 }
 
+bool kv_shard_core::flush_if_idle(uint64_t now_ms) {
+  if (!durable() || opts_.idle_flush.count() <= 0)
+    return false;
+  const uint64_t activity = next_position_ + counters_.commits;
+  if (activity != idle_activity_ || round_ || work_pending()) {
+    idle_activity_ = activity;
+    idle_since_ms_ = now_ms;
+    idle_flushed_ = false;
+    return false;
+  }
+  if (idle_flushed_ || now_ms - idle_since_ms_ < static_cast<uint64_t>(opts_.idle_flush.count()))
+    return false;
+  idle_flushed_ = true; // once per idle spell, whether or not it was worth it
+  const auto memory = store_->memory_usage();
+  if (memory.memtable_bytes < opts_.idle_flush_min_bytes)
+    return false;
+  if (auto r = store_->request_flush(); !r) {
+    spdlog::warn("store-idle-flush-failed error={}", r.error().message);
+    return false;
+  }
+  spdlog::info("store-idle-flush memtable_bytes={} idle_ms={}", memory.memtable_bytes,
+               now_ms - idle_since_ms_);
+  return true;
+}
+
 void kv_shard_core::request_snapshot() {
   if (durable())
     snapshot_requested_ = true;

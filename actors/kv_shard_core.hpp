@@ -128,6 +128,17 @@ struct shard_options {
   /// How long commits may keep failing before the pending records are given
   /// up (acked, their holders marked `gap`). Default: 5 s
   std::chrono::milliseconds commit_failure_grace{5'000};
+
+  /// The store's memtables are flushed once the shard has logged and
+  /// committed nothing for this long and they hold at least
+  /// idle_flush_min_bytes: an idle node gives back what they hold (up to
+  /// write_buffer_bytes x max_write_buffer_number per family; ~50 MiB, half
+  /// of the node's RSS, after a 30 s flood's workers left). 0: never.
+  /// Default: 2 s
+  std::chrono::milliseconds idle_flush{2'000};
+
+  /// Memtables smaller than this are not worth an SST. Default: 8 MiB
+  uint64_t idle_flush_min_bytes = uint64_t{8} << 20;
 };
 
 /// What the shard knows of a holder.
@@ -226,6 +237,11 @@ public:
 
   /// Starts a snapshot round now if anything is dirty (a clean stop, tests).
   void request_snapshot();
+
+  /// Asks the store to flush its memtables when the shard has been idle for
+  /// options().idle_flush (see there), once per idle spell. Call it
+  /// periodically; true when it asked.
+  bool flush_if_idle(uint64_t now_ms);
 
   /// Entries in slots changed since their last snapshot: what a round would write.
   uint64_t dirty_entries() const;
@@ -328,6 +344,11 @@ private:
   uint64_t log_bytes_total_ = 0;
   /// Slot values the last finished round wrote (snapshot_log_percent).
   uint64_t last_round_bytes_ = 0;
+  /// flush_if_idle: the activity seen last (log position + commits), since
+  /// when, and whether this idle spell's flush was asked for.
+  uint64_t idle_activity_ = 0;
+  uint64_t idle_since_ms_ = 0;
+  bool idle_flushed_ = false;
   shard_counters counters_;
 };
 

@@ -410,6 +410,13 @@ std::vector<option_spec> make_table() {
                 seconds_kind{},
                 member([](auto& o) -> auto& { return o.controller.shard.snapshot_min_interval; }),
                 2s),
+    make_option({.key = "lmcc_store_idle_flush_ms", .flag = "--store-idle-flush-ms",
+                 .value_name = "MS",
+                 .help = "flush the store's memtables, giving their memory back, once the "
+                         "shard has logged nothing for this long (0: never)"},
+                milliseconds_kind{.min = 0, .max = 3'600'000},
+                member([](auto& o) -> auto& { return o.controller.shard.idle_flush; }),
+                2'000ms),
     make_option({.key = "lmcc_commit_failure_grace_ms", .flag = "--commit-failure-grace-ms",
                  .value_name = "MS",
                  .help = "how long op-log commits may keep failing before their records are "

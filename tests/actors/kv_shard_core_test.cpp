@@ -513,6 +513,42 @@ TEST(kv_shard_core, rounds_start_on_log_growth_or_on_the_interval_never_too_clos
   EXPECT_TRUE(f.core->background_due(14'000));
 }
 
+TEST(kv_shard_core, an_idle_shard_flushes_the_stores_memtables_once_per_idle_spell) {
+  shard_fixture f;
+  f.opts.idle_flush = std::chrono::milliseconds{5'000};
+  f.opts.idle_flush_min_bytes = 1'000;
+  f.core = std::make_unique<kv_shard_core>(f.opts, f.index, f.store);
+  uint64_t number = 1;
+  const auto log_some = [&] {
+    for (int i = 0; i < 50; ++i, ++number)
+      f.core->apply(sb(1, number, h1, {{number * 7919, true}, {number * 104729, true}}));
+  };
+  log_some();
+  EXPECT_FALSE(f.core->flush_if_idle(1'000)) << "records wait for a commit: not idle";
+  f.commit();
+  EXPECT_FALSE(f.core->flush_if_idle(1'000)) << "a commit just now";
+  EXPECT_FALSE(f.core->flush_if_idle(5'999));
+  const auto before = f.store->memory_usage().memtable_bytes;
+  ASSERT_GE(before, f.opts.idle_flush_min_bytes);
+  EXPECT_TRUE(f.core->flush_if_idle(6'000)) << "5 s with nothing logged";
+  EXPECT_FALSE(f.core->flush_if_idle(20'000)) << "once per idle spell";
+  ASSERT_TRUE(f.store->flush()); // waits for the background flush asked for above
+  EXPECT_LT(f.store->memory_usage().memtable_bytes, before);
+
+  log_some(); // a new spell: too little to be worth an SST is left alone
+  f.commit();
+  f.core->flush_if_idle(30'000);
+  f.opts.idle_flush_min_bytes = uint64_t{1} << 30;
+  f.core = std::make_unique<kv_shard_core>(f.opts, f.index, f.store);
+  f.core->flush_if_idle(40'000);
+  EXPECT_FALSE(f.core->flush_if_idle(50'000)) << "below idle_flush_min_bytes";
+
+  f.opts.idle_flush = std::chrono::milliseconds{0};
+  f.core = std::make_unique<kv_shard_core>(f.opts, f.index, f.store);
+  f.core->flush_if_idle(60'000);
+  EXPECT_FALSE(f.core->flush_if_idle(1'000'000)) << "0: never";
+}
+
 TEST(kv_shard_core, after_a_large_round_the_log_must_grow_by_its_share_of_it) {
   shard_fixture f;
   f.opts.snapshot_log_bytes = 1'000;
