@@ -442,7 +442,7 @@ def test_a_node_answers_heartbeats_of_workers_homed_elsewhere_once_nothing_is_ow
         return via.event_count("heartbeat_answered_in_place") >= in_place + len(workers)
 
     before = times()
-    wait_until(a_round_answered_in_place, timeout=5,
+    wait_until(a_round_answered_in_place, timeout=15,
                message="every heartbeat answered where it arrived, whichever node is the "
                        "worker's home")
     wait_until(lambda: all(t > before[k] for k, t in times().items()),
