@@ -139,7 +139,9 @@ struct directory_config {
   /// last batch is durable (worker_logic::flush_durable).
   std::chrono::milliseconds durable_flush_delay{50};
   /// A cluster: how long the home gathers heartbeat times before it sends them
-  /// to the peers in one message each (cluster_options). 0: at once.
+  /// to the peers in one message each, and a node the heartbeats it answered
+  /// for workers homed elsewhere before it tells their homes (at most a
+  /// quarter of lmcache_worker_timeout; cluster_options). 0: at once.
   std::chrono::milliseconds heartbeat_replication_delay{1000};
   /// A planted bug (chaos-checker tests, lmcc_planted_bug): a takeover forgets
   /// the worker's seq watermarks, so a gap across it goes unnoticed (marks

@@ -124,8 +124,10 @@ struct cluster_options {
   /// for the reaper in case they take a worker over, and a row per heartbeat
   /// cost every node a message per heartbeat of every worker
   /// (bench/RESULTS.md). A peer's copy lags by up to this; the reaper's
-  /// timeout (lmcache_worker_timeout) is minutes. 0 sends each at once.
-  /// Default: 1000 ms
+  /// timeout (lmcache_worker_timeout) is minutes. The same delay gathers the
+  /// heartbeats a node answered for workers homed elsewhere before it tells
+  /// their homes (never more than a quarter of that timeout). 0 sends each at
+  /// once. Default: 1000 ms
   std::chrono::milliseconds heartbeat_replication_delay{1000};
 
   bool enabled() const noexcept { return !members.empty(); }

@@ -261,7 +261,9 @@ std::vector<option_spec> make_table() {
     make_option({.key = "lmcc_heartbeat_replication_ms", .value_name = "MS",
                  .help = "how long a worker's home gathers heartbeat times before it sends "
                          "them to the other nodes in one message each (their copies, kept "
-                         "for a takeover's reaper, lag by up to this); 0: at once"},
+                         "for a takeover's reaper, lag by up to this), and a node the "
+                         "heartbeats it answered for workers homed elsewhere before it tells "
+                         "their homes; 0: at once"},
                 milliseconds_kind{.min = 0, .max = 60'000},
                 member([](auto& o) -> auto& { return o.cluster.heartbeat_replication_delay; }),
                 1000ms),
