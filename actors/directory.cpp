@@ -146,11 +146,6 @@ void replicate_heartbeat(directory_self self, uint64_t uid) {
   auto& st = self->state;
   if (!st.cfg.cluster)
     return;
-  if (st.cfg.heartbeat_replication_delay.count() <= 0) {
-    if (const auto* rec = st.logic->reg().record(uid))
-      directory_effects::replicate(self, row_put_atom::value, to_row(*rec));
-    return;
-  }
   st.heartbeats_unsent.insert(uid);
   schedule_heartbeat_flush(self);
 }
@@ -200,15 +195,13 @@ void send_heard_to_homes(directory_self self) {
 
 void schedule_heartbeat_flush(directory_self self) {
   auto& st = self->state;
-  const auto delay = heartbeat_flush_delay(st.cfg);
-  if (delay.count() <= 0) {
-    self->send(self, flush_atom::value);
+  if (st.heartbeat_flush_scheduled)
     return;
-  }
-  if (!st.heartbeat_flush_scheduled) {
-    st.heartbeat_flush_scheduled = true;
+  st.heartbeat_flush_scheduled = true;
+  if (const auto delay = heartbeat_flush_delay(st.cfg); delay.count() > 0)
     self->delayed_send(self, delay, flush_atom::value);
-  }
+  else
+    self->send(self, flush_atom::value);
 }
 
 void publish_routes(directory_self self) {

@@ -109,8 +109,8 @@ void replicate_heartbeat(directory_self self, uint64_t uid);
 /// heartbeated here, with the next gathered message.
 void tell_home_heard(directory_self self, uint64_t uid);
 
-/// Schedules the flush_atom that sends both of the above (at once when the
-/// delay is 0).
+/// Schedules the flush_atom that sends both of the above (next in the
+/// mailbox when the delay is 0).
 void schedule_heartbeat_flush(directory_self self);
 
 /// In a cluster, the directory of the worker's home node when that is another

@@ -31,9 +31,7 @@ report run_heartbeats(scenario_env& env) {
     return r;
   }
   const process_set node{o.pids};
-  controller_http api{o.http, o.key_source, o.instance_prefix, o.request_timeout_ms};
-  api.check_reachable();
-  check_other_nodes_reachable(o);
+  check_controllers_reachable(o);
   cluster c{env.ctx, o};
   c.register_all();
   const auto interval = seconds_to_duration(o.heartbeat_interval_s);

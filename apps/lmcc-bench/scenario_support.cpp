@@ -184,6 +184,12 @@ void check_other_nodes_reachable(const bench_options& o) {
   }
 }
 
+void check_controllers_reachable(const bench_options& o) {
+  controller_http first{o.http, o.key_source, o.instance_prefix, o.request_timeout_ms};
+  first.check_reachable();
+  check_other_nodes_reachable(o);
+}
+
 nlohmann::json config_json(const bench_options& o) {
   nlohmann::json j;
   j["pull"] = o.pull.str();

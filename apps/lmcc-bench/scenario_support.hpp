@@ -153,6 +153,8 @@ private:
 /// Checks that the HTTP API of every --nodes node after the first (which the
 /// scenario's own client checks) answers; throws unreachable_error.
 void check_other_nodes_reachable(const bench_options& o);
+/// The same for every node, --http's included (a scenario that reads no key counts).
+void check_controllers_reachable(const bench_options& o);
 
 /// The run's options, as JSON.
 nlohmann::json config_json(const bench_options& o);
