@@ -161,6 +161,22 @@ def full_sync_audit(events, since: float) -> list[str]:
     return problems
 
 
+def worker_story(paths, instance: str, worker: int, limit: int = 80) -> str:
+    """Every line the nodes logged about one worker (by its ids or its uid), in
+    time order and prefixed with the node, for a failed invariant's report."""
+    key = f"instance={instance} worker={worker} "
+    uids = {m[1] for path in paths for line in Path(path).read_text(errors="replace").splitlines()
+            if key in line for m in [re.search(r" uid=(\d+)", line)] if m}
+    lines = []
+    for path in paths:
+        for line in Path(path).read_text(errors="replace").splitlines():
+            if key in line or any(f"uid={u} " in line + " " for u in uids):
+                lines.append(f"{line[:25]} {Path(path).parent.name} {line[25:]}")
+    lines.sort()
+    shown = lines[-limit:]
+    return "\n".join([f"{instance}/{worker}: the last {len(shown)} of {len(lines)} lines"] + shown)
+
+
 # Deliberate bugs the nodes can run with (lmcc_planted_bug), for the checker's
 # negative tests: a run with one of them must fail some seed.
 PLANTED = {"drop_acked_sub_batch": 1, "skip_replica": 2, "forget_watermark": 3}
@@ -559,7 +575,13 @@ class Run:
         while True:
             logs = sorted(self.cluster.tmp.glob("n*/node-*.log"))
             problems = full_sync_audit(log_events(logs), self.faults_started)
-            if not problems or time.monotonic() > deadline:
+            if not problems:
+                return problems
+            if time.monotonic() > deadline:
+                for twin in self.twins:  # what the nodes logged of each unanswered worker
+                    if any(f"{twin.c.instance_id}/{twin.c.worker_id}" in p for p in problems):
+                        print(worker_story(logs, twin.c.instance_id, twin.c.worker_id),
+                              file=sys.stderr, flush=True)
                 return problems
             for t in self.twins:
                 if answered(lambda: commands(t.c), f"seed {self.seed}: a heartbeat"):
