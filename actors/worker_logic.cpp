@@ -146,7 +146,14 @@ void worker_logic::on_batch(const msg::BatchedKVOperationMsg& m, uint64_t credit
   // over or restored it, which cannot tell the first frame of its own
   // registration on this location from a newer process's -- may be a new
   // process's frame reaching the old registration's entity (restart_race.hpp).
-  if (first == 0 && (loc.last_seq || cfg_.restored))
+  // So may a seq that goes back without reaching 0: the new process's first
+  // frames went to another node (chaos seed 1464: the old entity saw 45 where
+  // it expected 314, and the renewal then dropped the 14 keys it applied).
+  const std::optional<uint64_t> expected_next =
+      loc.expect_first ? *loc.expect_first
+                       : (loc.last_seq ? std::optional{*loc.last_seq + 1} : std::nullopt);
+  const bool went_back = expected_next && first < *expected_next;
+  if ((first == 0 && (loc.last_seq || cfg_.restored)) || went_back)
     out_.seq_started(cfg_.incarnation);
   bool resync_asked = false;
   if (loc.expect_first) {

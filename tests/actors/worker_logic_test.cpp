@@ -105,6 +105,28 @@ TEST(worker_logic, a_seq_that_goes_back_to_zero_is_reported_with_the_incarnation
   EXPECT_TRUE(out.resyncs.empty()); // the entity itself asks for nothing
 }
 
+TEST(worker_logic, a_seq_that_goes_back_without_reaching_zero_is_reported_too) {
+  // The new process's first frames went to another node; this entity sees
+  // its later ones (chaos seed 1464).
+  recording_outbox out;
+  worker_logic w{config(), out};
+  w.on_push(batch("cpu", 0, 50));
+  w.on_push(batch("cpu", 60, 5)); // forward: a gap, not a start
+  EXPECT_TRUE(out.seq_starts.empty());
+  w.on_push(batch("cpu", 45, 3)); // back from 65 to 45
+  EXPECT_EQ(out.seq_starts, (std::vector<uint64_t>{77}));
+  // A taken-over entity compares with the mark it was handed.
+  auto c = config();
+  c.restored = true;
+  c.locations = {"cpu"};
+  c.last_seq = {{"cpu", 313}};
+  c.expected_next = {{"cpu", 314}};
+  recording_outbox taken_out;
+  worker_logic taken{c, taken_out};
+  taken.on_push(batch("cpu", 45, 2));
+  EXPECT_EQ(taken_out.seq_starts, (std::vector<uint64_t>{77}));
+}
+
 TEST(worker_logic, a_taken_over_entity_reports_a_locations_first_seq_0_even_without_a_mark) {
   // Its marks knew nothing of "cpu" (the old process had sent nothing there,
   // or this node never got it): a seq 0 there may be a newer process's first
