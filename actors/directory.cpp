@@ -191,6 +191,31 @@ void send_heard_to_homes(directory_self self) {
   }
 }
 
+/// The node that sent heard_atom answered worker `uid` in place: its copy
+/// owes the worker nothing. If this node is the home and owes it a full sync,
+/// that copy missed what this one has -- a proof replicated while the link
+/// was down, whose resend on the link's return (peer_atom) came from a node
+/// that had not heard of it yet -- and would answer the worker "nothing" for
+/// as long as it lives. The proof goes to that node, which then sends the
+/// worker's heartbeats here, where it is asked.
+void tell_copy_what_is_owed(directory_self self, uint64_t uid) {
+  auto& logic = *self->state.logic;
+  if (!logic.is_home(uid))
+    return;
+  auto [ask, reason] = logic.reg().should_request_full_sync(uid);
+  const auto& sender = self->current_sender();
+  if (!ask || !sender)
+    return;
+  std::string to = "?";
+  const auto table = self->state.cfg.cluster->current();
+  for (size_t i = 0; i < table->peers.size(); ++i)
+    if (const auto& peer = table->peers[i].handles.directory; peer && peer.node() == sender->node())
+      to = table->members[i].address.id;
+  spdlog::info("worker-resync-told uid={} reason={} node={} action=copy-owes-it-too", uid, reason,
+               to);
+  self->send(caf::actor_cast<directory_actor>(sender), resync_atom::value, uid, reason);
+}
+
 } // namespace
 
 void schedule_heartbeat_flush(directory_self self) {
@@ -344,9 +369,11 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
         auto& logic = *self->state.logic;
         const double wall = wall_s(self);
         const double mono = monotonic_s();
-        for (uint64_t uid : uids)
+        for (uint64_t uid : uids) {
           if (logic.on_heartbeat_heard_elsewhere(uid, wall, mono) && logic.is_home(uid))
             replicate_heartbeat(self, uid);
+          tell_copy_what_is_owed(self, uid);
+        }
       },
       [self](flush_atom) {
         auto& st = self->state;
@@ -474,7 +501,7 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
             self->send(peer, location_atom::value, rec->uid, loc);
           if (rec->sync != sync_phase::none)
             self->send(peer, sync_state_atom::value, rec->uid, rec->sync, rec->missing_batches);
-          if (!rec->resync_reason.empty())
+          if (!rec->resync_reason.empty() && !st.cfg.planted_no_owed_resend)
             self->send(peer, resync_atom::value, rec->uid, rec->resync_reason);
         }
       },

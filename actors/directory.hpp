@@ -147,6 +147,9 @@ struct directory_config {
   /// the worker's seq watermarks, so a gap across it goes unnoticed (marks
   /// turned `resynced`: the first op is not checked). Default: false
   bool planted_forget_marks = false;
+  /// A planted bug (lmcc_planted_bug 4): a peer that comes back is not told
+  /// the full syncs owed by the workers homed here. Default: false
+  bool planted_no_owed_resend = false;
   /// A cluster: how long one attempt of a request forwarded to the worker's
   /// home waits before it is asked again (the home may have died unnoticed).
   std::chrono::milliseconds home_request_timeout{2'500};

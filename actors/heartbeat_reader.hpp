@@ -34,7 +34,10 @@
 // sends the directory (hence the home) the heartbeat's time; a view that owes
 // it a sync sends the heartbeat home, as before. What a copy can miss is a
 // proof made in the last few milliseconds, or one a partition holds back: the
-// worker is then asked at a later heartbeat, once the copy has it. Forwarding
+// worker is then asked at a later heartbeat, once the copy has it -- from the
+// proof's replication, from the home's resend when the link comes back, or,
+// if both missed it, from the home, which answers the heartbeats it is told
+// of with the full sync it owes (directory.cpp, tell_copy_what_is_owed). Forwarding
 // each heartbeat home cost the three nodes ~0.5 ms of CPU per heartbeat
 // (bench/RESULTS.md, issue 9, twenty-first cut).
 //

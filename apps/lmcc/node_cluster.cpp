@@ -100,6 +100,7 @@ void node_cluster::add_destinations(actors::directory_config& dc,
   // down, so the next one goes to the worker's new home.
   dc.home_request_timeout = cl.failure_timeout + std::chrono::milliseconds(500);
   dc.planted_forget_marks = options_.planted() == planted_bug_kind::forget_watermark;
+  dc.planted_no_owed_resend = options_.planted() == planted_bug_kind::no_owed_resend;
   dc.hooks.forward_frames = [this](uint16_t node, actors::pushed_msgs msgs) {
     forward(node, std::move(msgs));
   };

@@ -433,11 +433,13 @@ std::vector<option_spec> make_table() {
                 member([](auto& o) -> auto& { return o.fault_injection; }),
                 false),
     make_option({.key = "lmcc_planted_bug", .value_name = "N",
-                 .help = "a deliberate bug for the chaos checker's negative tests (needs "
+                 .help = "a deliberate bug for the chaos checker's negative tests and for tests "
+                         "of the backstops behind a mechanism (needs "
                          "lmcc_fault_injection; never in production): 0 none, 1 the shard "
                          "acks every 10th sub-batch unapplied, 2 a peer link acks every 10th "
-                         "unsent, 3 takeovers forget seq marks"},
-                integer_kind<uint8_t>{.min = 0, .max = 3},
+                         "unsent, 3 takeovers forget seq marks, 4 a home resends no owed full sync "
+                         "to a peer that comes back (the heard-heartbeat backstop's test)"},
+                integer_kind<uint8_t>{.min = 0, .max = 4},
                 member([](auto& o) -> auto& { return o.planted_bug; }),
                 uint8_t{0}),
     make_option({.key = "lmcc_restore_from", .flag = "--restore-from", .value_name = "DIR",

@@ -22,6 +22,10 @@ enum class planted_bug_kind : uint8_t {
   drop_acked_sub_batch = 1, ///< the shard acks every Nth sub-batch without applying it
   skip_replica = 2,         ///< a peer link acks every Nth sub-batch without sending it
   forget_watermark = 3,     ///< a takeover forgets the worker's seq watermarks
+  /// A home does not resend the full syncs it owes to a peer that comes back
+  /// (not a checker's negative test: the heard-heartbeat backstop must still
+  /// get the worker asked, tests/integration/test_failover.py).
+  no_owed_resend = 4,
 };
 
 struct node_options {

@@ -677,3 +677,56 @@ def test_frames_of_a_worker_restarted_through_a_cut_off_node_are_not_lost(tmp_pa
         for t in twins:
             t.close()
         cluster.stop()
+
+
+def test_a_proof_a_node_missed_is_asked_through_it(tmp_path, reference):
+    """A node answers the heartbeats of workers homed elsewhere when its copy
+    owes them nothing (heartbeat_reader.hpp). A node cut off while the home
+    proved a gap missed that proof. The home resends what its workers owe to a
+    peer that comes back; this cluster runs without that resend
+    (lmcc_planted_bug 4), as when the resend came from a node that had not
+    heard of the proof yet, so the copy says "nothing owed". The home, told
+    which of its workers heartbeated there, hands the node the proof, and the
+    worker is asked at a later heartbeat."""
+    extra = ("--lmcc_fault_injection=on", "--lmcc_planted_bug=4")
+    cluster = Cluster(tmp_path / "cluster", proxied=True, extra=extra).start()
+    rng = random.Random(47)
+    base = rng.randrange(1, 1 << 40)
+    prompts = [[base + i for i in range(256 * 4)]]
+    twins: list[Twin] = []
+    try:
+        twins = started_twins(cluster, reference, rng, unique("missed-proof"), 1)
+        t = twins[0]
+        home = home_of(cluster, t)
+        via = next(n for n in cluster.nodes if n is not home)
+        via_id = cluster.ids[cluster.nodes.index(via)]
+        t.plan = (home, home, via)  # frames and requests to the home, heartbeats through `via`
+        repoint(t.c, *t.plan)
+        t.admit(chunk_hashes(prompts[0]))
+        converged_on(cluster.nodes, reference, prompts, twins, "before the cut")
+        assert commands(t.c) == []
+
+        cluster.partition({via_id})
+        # The ring change opens a window in which a gap is a proof of frames
+        # lost with a node (worker_logic.hpp); then enough batches in order that
+        # the ring change of the heal proves nothing more.
+        wait_until(lambda: not cluster.status(home)["all_live"], timeout=FAILURE_TIMEOUT_S + 5,
+                   message="the home sees the cut")
+        keys = [rng.randrange(1, 1 << 60) for _ in range(81)]
+        t.c.push(t.c.ops_message([("admit", keys[0])], seqs=[t.c.next_seq["LocalCPUBackend"] + 3]))
+        for k in keys[1:]:
+            t.c.admit([k])
+        wait_until(lambda: home.key_count(t.c.instance_id, t.c.worker_id) == t.c.key_count(),
+                   message="the home applied every batch")
+        assert f"seq-gap-proven instance={t.c.instance_id} " in home.log_text()
+        cluster.heal()
+        cluster.wait_joined()
+
+        want = [{"command_type": "full_sync", "reason": "frames_lost_with_node", "args": None}]
+        wait_until(lambda: commands(t.c) == want, timeout=10, interval=0.2,
+                   message="the worker asked, through the node that missed the proof")
+        assert "worker-resync-told " in home.log_text()
+    finally:
+        for t in twins:
+            t.close()
+        cluster.stop()
