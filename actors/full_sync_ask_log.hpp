@@ -7,7 +7,7 @@
 // twenty-first cut). So a worker's first ask under each state of the
 // registry's answers is logged -- a new reason, a new proof, a registration
 // all move that state (registry::answers_version), and the chaos checker
-// needs the ask that follows each proof (tests/chaos/chaos.py, invariant 4)
+// needs the ask that follows each proof (tests/chaos/audit.py, invariant 4)
 // -- and after that one line per `every` while the same asks go on, with the
 // number of asks it did not log.
 //

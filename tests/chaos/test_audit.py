@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from chaos import full_sync_audit, log_events  # noqa: E402
+from audit import full_sync_audit, log_events  # noqa: E402
 
 PROOF = ("[2026-12-02 08:05:58.646] [warning] seq-gap-proven instance=i-1 worker=0 "
          "location=LocalCPUBackend expected=64 got=41 reason=frames_lost_with_node "
