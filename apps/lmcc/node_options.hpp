@@ -24,7 +24,7 @@ enum class planted_bug_kind : uint8_t {
   forget_watermark = 3,     ///< a takeover forgets the worker's seq watermarks
   /// A home does not resend the full syncs it owes to a peer that comes back
   /// (not a checker's negative test: the heard-heartbeat backstop must still
-  /// get the worker asked, tests/integration/test_failover.py).
+  /// get the worker asked, tests/integration/test_partitions.py).
   no_owed_resend = 4,
 };
 
