@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -82,6 +83,13 @@ struct cluster_table {
     return n == self || (peers[n].live && peers[n].handles.node);
   }
   bool joint() const noexcept { return !record.committed; }
+  /// The node whose directory actor is `directory` (a message's sender).
+  std::optional<node_index> peer_with_directory(const caf::actor& directory) const noexcept {
+    for (size_t i = 0; i < peers.size(); ++i)
+      if (directory && peers[i].handles.directory == directory)
+        return static_cast<node_index>(i);
+    return std::nullopt;
+  }
   /// Whether node `n` holds all of `slot`: a node still copying lacks only
   /// the slots it gained in the last membership change, not those it held.
   bool complete(node_index n, uint32_t slot) const noexcept {

@@ -191,26 +191,21 @@ void send_heard_to_homes(directory_self self) {
   }
 }
 
-/// The node that sent heard_atom answered worker `uid` in place: its copy
-/// owes the worker nothing. If this node is the home and owes it a full sync,
+/// The node that sent heard_atom answered worker `uid` (homed here) in place:
+/// its copy owes the worker nothing. If this node owes it a full sync,
 /// that copy missed what this one has -- a proof replicated while the link
 /// was down, whose resend on the link's return (peer_atom) came from a node
 /// that had not heard of it yet -- and would answer the worker "nothing" for
 /// as long as it lives. The proof goes to that node, which then sends the
 /// worker's heartbeats here, where it is asked.
 void tell_copy_what_is_owed(directory_self self, uint64_t uid) {
-  auto& logic = *self->state.logic;
-  if (!logic.is_home(uid))
-    return;
-  auto [ask, reason] = logic.reg().should_request_full_sync(uid);
+  auto [ask, reason] = self->state.logic->reg().should_request_full_sync(uid);
   const auto& sender = self->current_sender();
   if (!ask || !sender)
     return;
-  std::string to = "?";
   const auto table = self->state.cfg.cluster->current();
-  for (size_t i = 0; i < table->peers.size(); ++i)
-    if (const auto& peer = table->peers[i].handles.directory; peer && peer.node() == sender->node())
-      to = table->members[i].address.id;
+  const auto peer = table->peer_with_directory(caf::actor_cast<caf::actor>(sender));
+  const std::string to = peer ? table->members[*peer].address.id : std::string{"?"};
   spdlog::info("worker-resync-told uid={} reason={} node={} action=copy-owes-it-too", uid, reason,
                to);
   self->send(caf::actor_cast<directory_actor>(sender), resync_atom::value, uid, reason);
@@ -370,7 +365,10 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
         const double wall = wall_s(self);
         const double mono = monotonic_s();
         for (uint64_t uid : uids) {
-          if (logic.on_heartbeat_heard_elsewhere(uid, wall, mono) && logic.is_home(uid))
+          const bool taken = logic.on_heartbeat_heard_elsewhere(uid, wall, mono) != nullptr;
+          if (!logic.is_home(uid))
+            continue; // homed elsewhere now: its new home replicates the times
+          if (taken)
             replicate_heartbeat(self, uid);
           tell_copy_what_is_owed(self, uid);
         }
@@ -475,10 +473,7 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
           return;
         auto peer = caf::actor_cast<directory_actor>(peer_directory);
         const auto table = st.cfg.cluster->current();
-        std::optional<node_index> peer_index;
-        for (size_t i = 0; i < table->peers.size(); ++i)
-          if (table->peers[i].handles.directory == peer_directory)
-            peer_index = static_cast<node_index>(i);
+        const auto peer_index = table->peer_with_directory(peer_directory);
         // The rows of the workers homed here, and of those homed at the peer
         // now: registered while it was away, their home moved to it when it
         // came back, so nobody else would tell it of them.

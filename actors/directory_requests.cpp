@@ -179,10 +179,10 @@ auto deliver_to(caf::response_promise rp, std::optional<std::string> url) {
 /// `home`'s wall clock minus this node's (0 when unknown).
 uint64_t home_clock_offset(directory_self self, const directory_actor& home) {
   auto table = self->state.cfg.cluster->current();
-  for (size_t i = 0; i < table->peers.size() && i < table->members.size(); ++i)
-    if (table->peers[i].handles.directory == caf::actor_cast<caf::actor>(home))
-      return static_cast<uint64_t>(self->state.cfg.peer_clocks->of(table->members[i].address.id));
-  return 0;
+  const auto peer = table->peer_with_directory(caf::actor_cast<caf::actor>(home));
+  if (!peer || *peer >= table->members.size())
+    return 0;
+  return static_cast<uint64_t>(self->state.cfg.peer_clocks->of(table->members[*peer].address.id));
 }
 
 /// Asks the worker's home (another node) and delivers its answer to `rp`. A

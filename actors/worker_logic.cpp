@@ -149,9 +149,7 @@ void worker_logic::on_batch(const msg::BatchedKVOperationMsg& m, uint64_t credit
   // So may a seq that goes back without reaching 0: the new process's first
   // frames went to another node (chaos seed 1464: the old entity saw 45 where
   // it expected 314, and the renewal then dropped the 14 keys it applied).
-  const std::optional<uint64_t> expected_next =
-      loc.expect_first ? *loc.expect_first
-                       : (loc.last_seq ? std::optional{*loc.last_seq + 1} : std::nullopt);
+  const auto expected_next = loc.next_seq();
   const bool went_back = expected_next && first < *expected_next;
   if ((first == 0 && (loc.last_seq || cfg_.restored)) || went_back)
     out_.seq_started(cfg_.incarnation);
@@ -358,13 +356,7 @@ void worker_logic::flush_durable(bool only_if_quiet) {
 
 std::optional<uint64_t> worker_logic::next_seq(const std::string& location) const {
   auto it = locations_.find(location);
-  if (it == locations_.end())
-    return std::nullopt;
-  if (it->second.expect_first)
-    return *it->second.expect_first;
-  if (it->second.last_seq)
-    return *it->second.last_seq + 1;
-  return std::nullopt;
+  return it == locations_.end() ? std::nullopt : it->second.next_seq();
 }
 
 void worker_logic::check_next_batches() {

@@ -261,6 +261,12 @@ private:
     uint32_t fault_window = 0;
     /// What a gap within fault_window proves (the full sync's reason).
     const char* fault_reason = "frames_lost_with_node";
+    /// The seq the next op should carry, when known.
+    std::optional<uint64_t> next_seq() const {
+      if (expect_first)
+        return *expect_first;
+      return last_seq ? std::optional{*last_seq + 1} : std::nullopt;
+    }
     std::vector<bool> intro_sent; ///< per destination
     /// Cluster only: the seq up to which every sub-batch of this location
     /// was acknowledged by all its destinations (kv_sub_batch::durable_seq),

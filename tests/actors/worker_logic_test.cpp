@@ -16,6 +16,17 @@ namespace {
 using msg::wire_int;
 using namespace worker_test;
 
+/// An entity that took the worker over (or restored it) with a tracking mark:
+/// `location` saw every op up to `last_seq`.
+worker_config taken_over_config(const std::string& location, uint64_t last_seq) {
+  auto c = config();
+  c.restored = true;
+  c.locations = {location};
+  c.last_seq = {{location, last_seq}};
+  c.expected_next = {{location, last_seq + 1}};
+  return c;
+}
+
 pushed_msg sync_batch(std::string sync_id, uint64_t id, std::vector<wire_int> keys) {
   const uint64_t n = keys.size();
   return pushed_msg{msg::Msg{msg::FullSyncBatchMsg{"A", 0, "cpu", std::move(sync_id),
@@ -116,13 +127,8 @@ TEST(worker_logic, a_seq_that_goes_back_without_reaching_zero_is_reported_too) {
   w.on_push(batch("cpu", 45, 3)); // back from 65 to 45
   EXPECT_EQ(out.seq_starts, (std::vector<uint64_t>{77}));
   // A taken-over entity compares with the mark it was handed.
-  auto c = config();
-  c.restored = true;
-  c.locations = {"cpu"};
-  c.last_seq = {{"cpu", 313}};
-  c.expected_next = {{"cpu", 314}};
   recording_outbox taken_out;
-  worker_logic taken{c, taken_out};
+  worker_logic taken{taken_over_config("cpu", 313), taken_out};
   taken.on_push(batch("cpu", 45, 2));
   EXPECT_EQ(taken_out.seq_starts, (std::vector<uint64_t>{77}));
 }
@@ -132,13 +138,8 @@ TEST(worker_logic, a_taken_over_entity_reports_a_locations_first_seq_0_even_with
   // or this node never got it): a seq 0 there may be a newer process's first
   // frame all the same (chaos: kill -9 and worker restarts lost a process's
   // every key that way).
-  auto c = config();
-  c.restored = true;
-  c.locations = {"disk"};
-  c.last_seq = {{"disk", 9}};
-  c.expected_next = {{"disk", 10}};
   recording_outbox out;
-  worker_logic w{c, out};
+  worker_logic w{taken_over_config("disk", 9), out};
   w.on_push(batch("disk", 10, 2)); // the old run goes on
   EXPECT_TRUE(out.seq_starts.empty());
   w.on_push(batch("cpu", 0, 2));

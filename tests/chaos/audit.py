@@ -68,13 +68,12 @@ def worker_story(paths, instance: str, worker: int, limit: int = 80) -> str:
     """Every line the nodes logged about one worker (by its ids or its uid), in
     time order and prefixed with the node, for a failed invariant's report."""
     key = f"instance={instance} worker={worker} "
-    uids = {m[1] for path in paths for line in Path(path).read_text(errors="replace").splitlines()
-            if key in line for m in [re.search(r" uid=(\d+)", line)] if m}
-    lines = []
-    for path in paths:
-        for line in Path(path).read_text(errors="replace").splitlines():
-            if key in line or any(f"uid={u} " in line + " " for u in uids):
-                lines.append(f"{line[:25]} {Path(path).parent.name} {line[25:]}")
+    logged = [(Path(path).parent.name, line) for path in paths
+              for line in Path(path).read_text(errors="replace").splitlines()]
+    uids = {m[1] for _, line in logged if key in line
+            for m in [re.search(r" uid=(\d+)", line)] if m}
+    lines = [f"{line[:25]} {node} {line[25:]}" for node, line in logged
+             if key in line or any(f"uid={u} " in line + " " for u in uids)]
     lines.sort()
     shown = lines[-limit:]
     return "\n".join([f"{instance}/{worker}: the last {len(shown)} of {len(lines)} lines"] + shown)

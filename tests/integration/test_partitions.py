@@ -12,7 +12,7 @@ import time
 
 from conftest import Node, unique, wait_until
 from lmcc_cluster import Cluster
-from lmcc_worker import chunk_hashes
+from lmcc_worker import LOCATION, chunk_hashes
 from test_cluster import Twin, converged_on, reference, repoint  # noqa: F401
 from test_durability import commands, full_sync
 from test_failover import FAILURE_TIMEOUT_S, as_new_process, home_of, repoint_all, started_twins
@@ -224,7 +224,7 @@ def test_a_proof_a_node_missed_is_asked_through_it(tmp_path, reference):
         wait_until(lambda: not cluster.status(home)["all_live"], timeout=FAILURE_TIMEOUT_S + 5,
                    message="the home sees the cut")
         keys = [rng.randrange(1, 1 << 60) for _ in range(81)]
-        t.c.push(t.c.ops_message([("admit", keys[0])], seqs=[t.c.next_seq["LocalCPUBackend"] + 3]))
+        t.c.push(t.c.ops_message([("admit", keys[0])], seqs=[t.c.next_seq[LOCATION] + 3]))
         for k in keys[1:]:
             t.c.admit([k])
         wait_until(lambda: home.key_count(t.c.instance_id, t.c.worker_id) == t.c.key_count(),
