@@ -179,6 +179,7 @@ cluster_service_main(cluster_service_actor::stateful_pointer<cluster_service_sta
             self->send(st.cfg.directory, push_atom::value, std::move(pm.msg));
             continue;
           }
+          pm.forwarded = true; // read by another node, stamped with what it knew
           auto who = pushing_worker(pm.msg);
           const ingest_route* route = who ? find_route(*table, *who->first, *who->second) : nullptr;
           if (!route && who && cluster && st.cfg.forward) {

@@ -42,6 +42,7 @@ worker_actor spawn_worker_actor(directory_self self, const worker_record& rec,
     wc.mark_slot = slot_of(rec.uid, st.cfg.options.slot_count);
   wc.await_takeover = await_takeover;
   wc.strict_after_reregistration = st.homes != nullptr;
+  wc.registered_here = !await_takeover;
   if (restored) {
     wc.locations = rec.locations;
     wc.restored = true;
@@ -227,9 +228,11 @@ void schedule_heartbeat_flush(directory_self self) {
 void publish_routes(directory_self self) {
   auto& st = self->state;
   auto table = std::make_shared<ingest_route_table>();
-  for (const auto* rec : st.logic->reg().all_workers())
-    if (auto it = st.workers.find(rec->uid); it != st.workers.end())
-      table->emplace(rec->uid, ingest_route{rec->instance_id, rec->worker_id, it->second});
+  for (const auto* rec : st.logic->reg().all_workers()) {
+    auto it = st.workers.find(rec->uid);
+    table->emplace(rec->uid, ingest_route{rec->instance_id, rec->worker_id, rec->incarnation,
+                                          it != st.workers.end() ? it->second : worker_actor{}});
+  }
   if (st.cfg.routes)
     st.cfg.routes->publish(std::move(table));
 }

@@ -5,7 +5,10 @@
 // worker's actor (one hop, no funnel through the directory); the directory
 // publishes a fresh immutable table after every registration change, before
 // it answers the RegisterMsg, so a worker's first batch (sent after its
-// registration reply) always finds its route.
+// registration reply) always finds its route. In a cluster it also lists the
+// workers homed on other nodes, with no actor: every frame is stamped with
+// the registration this node knew when it read it (worker_logic::on_push
+// drops a KV batch read under an older registration than its entity's).
 //
 //   auto table = board.current();              // PULL thread, once per round
 //   if (auto* r = find_route(*table, instance, worker_id)) send to r->actor
@@ -29,20 +32,34 @@ namespace lmcc::actors {
 struct ingest_route {
   std::string instance_id;
   msg::wire_int worker_id;
+  /// The registration this node knows; the PULL thread stamps every frame of
+  /// the worker with it (pushed_msg::read_under).
+  uint64_t incarnation = 0;
+  /// The worker's actor; empty when it lives on another node (its home).
   worker_actor actor;
 };
 
-/// By worker uid.
+/// Every worker this node knows registered, by worker uid.
 using ingest_route_table = absl::flat_hash_map<uint64_t, ingest_route>;
 
-/// The route of (instance_id, worker_id), or nullptr when it is not registered.
-inline const ingest_route* find_route(const ingest_route_table& table, std::string_view instance_id,
-                                      const msg::wire_int& worker_id) {
+/// The entry of (instance_id, worker_id), or nullptr when this node knows no
+/// registration of it.
+inline const ingest_route* find_registration(const ingest_route_table& table,
+                                             std::string_view instance_id,
+                                             const msg::wire_int& worker_id) {
   auto it = table.find(worker_uid(instance_id, worker_id));
   if (it == table.end() || it->second.instance_id != instance_id ||
       it->second.worker_id != worker_id)
     return nullptr;
   return &it->second;
+}
+
+/// The route of (instance_id, worker_id) to its actor on this node, or
+/// nullptr when it is not registered or lives on another node.
+inline const ingest_route* find_route(const ingest_route_table& table, std::string_view instance_id,
+                                      const msg::wire_int& worker_id) {
+  const auto* r = find_registration(table, instance_id, worker_id);
+  return r && r->actor ? r : nullptr;
 }
 
 /// The (instance_id, worker_id) of a PULL-socket message that goes to that

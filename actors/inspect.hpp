@@ -128,7 +128,7 @@ typename Inspector::result_type inspect(Inspector& f, kv_sub_batch& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, pushed_msg& x) {
-  return f(caf::meta::type_name("lmcc.pushed_msg"), x.msg, x.credits);
+  return f(caf::meta::type_name("lmcc.pushed_msg"), x.msg, x.credits, x.read_under, x.forwarded);
 }
 
 template <class Inspector>

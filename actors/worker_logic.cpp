@@ -69,10 +69,13 @@ worker_logic::location_state& worker_logic::location(const std::string& name) {
 // -- ingest --------------------------------------------------------------------
 
 void worker_logic::on_push(pushed_msg&& m) {
-  if (held_.active && !std::holds_alternative<msg::BatchedKVOperationMsg>(m.msg) &&
-      !std::holds_alternative<msg::KVAdmitMsg>(m.msg) &&
-      !std::holds_alternative<msg::KVEvictMsg>(m.msg))
+  const bool kv_ops = std::holds_alternative<msg::BatchedKVOperationMsg>(m.msg) ||
+                      std::holds_alternative<msg::KVAdmitMsg>(m.msg) ||
+                      std::holds_alternative<msg::KVEvictMsg>(m.msg);
+  if (held_.active && !kv_ops)
     flush_held(); // a sync frame, say: after the batches before it
+  if (kv_ops && read_before_registration(m))
+    return;
   std::visit(
       [&](auto& x) {
         using M = std::decay_t<decltype(x)>;
@@ -107,6 +110,34 @@ void worker_logic::on_push(pushed_msg&& m) {
         }
       },
       m.msg);
+}
+
+bool worker_logic::read_before_registration(const pushed_msg& m) {
+  if (m.read_under == 0 || m.read_under >= cfg_.incarnation)
+    return false;
+  // One LMCache controller reads a worker's frames from one queue: an older
+  // process's frames read before the registration are cleared by it. Here
+  // they can come later -- forwarded by a node cut off from this one and
+  // delivered at the heal, held in a takeover -- and, numbered from 0 like
+  // the new process's first frames, nothing else tells them apart (chaos
+  // seed 1456: 18 keys of the older process kept under the newer one).
+  ++stale_read_dropped_;
+  out_.give_credits(m.credits);
+  if (cfg_.registered_here && !m.forwarded)
+    return true; // read here before the registration was published: the older one's
+  // Read by a node that had not heard of this registration yet: the older
+  // process's, or the new one's first frames. Dropped either way, and one
+  // full sync (cheap: the new process has just started) restores the rest.
+  if (!stale_read_asked_ && gate_ == gate::open) {
+    stale_read_asked_ = true;
+    const auto* b = std::get_if<msg::BatchedKVOperationMsg>(&m.msg);
+    spdlog::warn("seq-gap-proven instance={} worker={} location={} incarnation={} read_under={} "
+                 "reason=frames_read_before_registration action=full-sync-requested",
+                 cfg_.instance_id, cfg_.worker_id.to_string(), b ? b->location : "?",
+                 cfg_.incarnation, m.read_under);
+    out_.request_resync("frames_read_before_registration");
+  }
+  return true;
 }
 
 bool worker_logic::continues_held(const msg::BatchedKVOperationMsg& m) const {
@@ -428,6 +459,7 @@ msg::FullSyncStartRetMsg worker_logic::on_sync_start(const msg::FullSyncStartMsg
   sync_id_ = m.sync_id;
   sync_location_ = m.location;
   gate_ = gate::draining;
+  stale_read_asked_ = false; // a frame read before the registration after this asks again
   out_.session_start(session_params{m.sync_id, m.location, loc.holder, cfg_.uid, cfg_.incarnation,
                                     m.total_keys.is_negative() ? 0 : m.total_keys.bits(), batches});
   maybe_go();
@@ -479,6 +511,8 @@ void worker_logic::on_reset(uint64_t incarnation) {
   flush_held();
   drop_all(incarnation);
   reregistered_ = true;
+  cfg_.registered_here = true; // only this node's directory resets an entity
+  stale_read_asked_ = false;
   cfg_.incarnation = incarnation;
   cfg_.restored = false; // a new registration: nothing to continue
   locations_.clear();

@@ -47,6 +47,14 @@ namespace lmcc::actors {
 struct pushed_msg {
   msg::Msg msg;
   uint64_t credits = 0;
+  /// The worker's registration (incarnation) the node that read the frame
+  /// knew when it read it; 0: not stamped (it knew none). A KV batch read
+  /// under an older registration than the entity's was sent before that
+  /// registration, or read by a node that had not heard of it yet
+  /// (worker_logic::on_push).
+  uint64_t read_under = 0;
+  /// Read by another node and forwarded to this one.
+  bool forwarded = false;
 };
 using pushed_msgs = std::vector<pushed_msg>;
 
@@ -155,6 +163,11 @@ struct worker_config {
   /// one LMCache controller reads a worker's frames from one queue and does
   /// not see that order (chaos seeds 1224, 1239: stale entries kept).
   bool strict_after_reregistration = false;
+  /// This node's directory made the registration (a new worker, or one
+  /// restored from this node's disk) rather than a peer's: a frame read here
+  /// under an older registration was read before this one was published, so
+  /// it is certainly an older process's (on_reset sets it too).
+  bool registered_here = true;
   std::map<std::string, uint64_t> last_seq;
   std::map<std::string, std::optional<uint64_t>> expected_next;
   std::vector<std::string> locations;
@@ -234,6 +247,8 @@ public:
   bool finished() const noexcept { return retired_ && out_stream_.idle(); }
   bool gate_open() const noexcept { return gate_ == gate::open; }
   uint64_t discarded_batches() const noexcept { return discarded_; }
+  /// KV batches dropped as read under an older registration (on_push).
+  uint64_t stale_read_dropped() const noexcept { return stale_read_dropped_; }
   const sub_batch_stream& stream() const noexcept { return out_stream_; }
   uint64_t incarnation() const noexcept { return cfg_.incarnation; }
 
@@ -309,6 +324,9 @@ private:
   /// True when batch `m` continues the held batches' seq on their location.
   bool continues_held(const msg::BatchedKVOperationMsg& m) const;
   void on_batch(const msg::BatchedKVOperationMsg& m, uint64_t credits);
+  /// True (and the frame's credits returned) when KV frame `m` was read under
+  /// an older registration than this entity's and is dropped.
+  bool read_before_registration(const pushed_msg& m);
   void send_ops(location_state& loc, const std::string& name, std::vector<kv_op>&& ops,
                 std::optional<seq_mark> mark, uint64_t credits, uint64_t also_mark_to = 0);
   void drop_all(uint64_t incarnation);
@@ -332,6 +350,10 @@ private:
   std::string sync_id_;
   bool retired_ = false;
   bool reregistered_ = false; ///< on_reset happened
+  /// A frame read under an older registration asked for a full sync; the
+  /// next one asks again only after that sync started (or a new registration).
+  bool stale_read_asked_ = false;
+  uint64_t stale_read_dropped_ = 0;
   uint64_t discarded_ = 0;
   std::vector<std::vector<kv_op>> split_; ///< per destination, reused
   std::string sync_location_;             ///< the location the running sync rebuilds

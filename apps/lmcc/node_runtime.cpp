@@ -228,12 +228,14 @@ void node_runtime::impl::route_round(std::vector<msg::Msg>& frames) {
     auto who = actors::pushing_worker(m);
     if (!who)
       continue;
-    const auto* route = actors::find_route(*table, *who->first, *who->second);
+    const auto* known = actors::find_registration(*table, *who->first, *who->second);
+    const uint64_t read_under = known ? known->incarnation : 0;
+    const auto* route = known && known->actor ? known : nullptr;
     if (!route) {
       if (auto home = home_elsewhere(*who->first, *who->second)) {
         const uint64_t credits = gateway::ingest_credits(m);
         gate_->take(credits);
-        forward[*home].push_back(actors::pushed_msg{std::move(m), credits});
+        forward[*home].push_back(actors::pushed_msg{std::move(m), credits, read_under});
         continue;
       }
       metrics_.count_event(std::holds_alternative<msg::BatchedKVOperationMsg>(m)
@@ -247,7 +249,7 @@ void node_runtime::impl::route_round(std::vector<msg::Msg>& frames) {
     auto [it, inserted] = by_uid.try_emplace(uid, groups.size());
     if (inserted)
       groups.push_back(actors::ingest_group{route->actor, {}});
-    groups[it->second].msgs.push_back(actors::pushed_msg{std::move(m), credits});
+    groups[it->second].msgs.push_back(actors::pushed_msg{std::move(m), credits, read_under});
   }
   flush_groups();
   for (auto& [node, msgs] : forward)
