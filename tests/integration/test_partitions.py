@@ -190,6 +190,64 @@ def test_frames_of_a_worker_restarted_through_a_cut_off_node_are_not_lost(tmp_pa
         cluster.stop()
 
 
+def test_an_older_process_frames_delivered_at_the_heal_are_not_kept(tmp_path, reference):
+    """A worker restarts (process P1) and pushes its first keys through a node
+    cut off from its home the moment before; that node forwards them into the
+    cut, where they wait. The worker restarts again (P2) and registers with
+    its home directly; P2 sends nothing. At the heal P1's frames reach the
+    home's entity of P2, numbered from 0 like a new process's first frames.
+    One LMCache controller would have read them before P2's registration,
+    which cleared them. The node that read them stamped them with the
+    registration it knew (P1's, or P0's): the home drops them and asks the
+    worker for a full sync, after which every node answers as the single node
+    does (chaos seed 1456 kept such keys)."""
+    cluster = Cluster(tmp_path / "cluster", proxied=True).start()
+    rng = random.Random(53)
+    base = rng.randrange(1, 1 << 40)
+    prompts = [[base + p * 10_000 + i for i in range(256 * 4)] for p in range(3)]
+    twins: list[Twin] = []
+    try:
+        twins = started_twins(cluster, reference, rng, unique("late-old"), 2)
+        t, bystander = twins
+        bystander.admit(chunk_hashes(prompts[2]))  # the lookups' hits, whatever t holds
+        home = home_of(cluster, t)
+        via = next(n for n in cluster.nodes if n is not home)
+        via_id = cluster.ids[cluster.nodes.index(via)]
+        t.plan = (via, home, home)  # frames through `via`, requests and heartbeats to the home
+        repoint(t.c, *t.plan)
+        t.admit(chunk_hashes(prompts[0]))
+        converged_on(cluster.nodes, reference, prompts, twins, "before the restarts")
+        as_new_process(t)  # P1
+        t.register()
+        converged_on(cluster.nodes, reference, prompts, twins, "P1 registered")
+
+        cluster.partition({via_id})
+        forwarded = via.event_count("forwards_sent")
+        t.admit(chunk_hashes(prompts[1]))  # P1's first frames, seq from 0, into the cut
+        wait_until(lambda: via.event_count("forwards_sent") > forwarded, timeout=5,
+                   interval=0.02, message="the node forwarded P1's frames to the home")
+        as_new_process(t)  # P2, registered with the home: P1's keys are gone
+        t.register()
+        cluster.heal()
+        cluster.wait_joined()
+        asked = []
+
+        def heartbeat_and_resync():
+            if commands(t.c):
+                asked.append(time.monotonic())
+                full_sync(t.plan[1], t.c, "after-heal")
+
+        converged_on(cluster.nodes, reference, prompts, twins, "after the heal",
+                     each_poll=heartbeat_and_resync)
+        assert all(n.key_count(t.c.instance_id, t.c.worker_id) == 0 for n in cluster.nodes)
+        assert "reason=frames_read_before_registration" in home.log_text()
+        assert asked, "the worker was never asked for a full sync"
+    finally:
+        for t in twins:
+            t.close()
+        cluster.stop()
+
+
 def test_a_proof_a_node_missed_is_asked_through_it(tmp_path, reference):
     """A node answers the heartbeats of workers homed elsewhere when its copy
     owes them nothing (heartbeat_reader.hpp). A node cut off while the home
