@@ -18,6 +18,25 @@ from test_durability import commands, full_sync
 from test_failover import FAILURE_TIMEOUT_S, as_new_process, home_of, repoint_all, started_twins
 
 
+def heal_and_converge(cluster: Cluster, reference: Node, prompts, twins: list[Twin],
+                      t: Twin) -> list[float]:
+    """Heals the cut and waits until every node answers as the reference,
+    worker `t` heartbeating and answering the full syncs it is asked for
+    meanwhile; returns when it was asked."""
+    cluster.heal()
+    cluster.wait_joined()
+    asked: list[float] = []
+
+    def heartbeat_and_resync():
+        if commands(t.c):
+            asked.append(time.monotonic())
+            full_sync(t.plan[1], t.c, "after-heal")
+
+    converged_on(cluster.nodes, reference, prompts, twins, "after the heal",
+                 each_poll=heartbeat_and_resync)
+    return asked
+
+
 def test_a_partitioned_node_serves_its_side_and_converges_after_the_heal(tmp_path, reference):
     """n3 is cut from n1 and n2 (TCP proxies between the nodes stop moving
     bytes both ways; sockets stay open) while workers attached to each side
@@ -171,17 +190,7 @@ def test_frames_of_a_worker_restarted_through_a_cut_off_node_are_not_lost(tmp_pa
         # The old process's 4 keys and the new one's 3 (the drop waits at the cut).
         wait_until(lambda: home.key_count(t.c.instance_id, t.c.worker_id) == 7,
                    timeout=10, interval=0.05, message="the home's old entity took the frames")
-        cluster.heal()
-        cluster.wait_joined()
-        asked = []
-
-        def heartbeat_and_resync():
-            if commands(t.c):
-                asked.append(time.monotonic())
-                full_sync(t.plan[1], t.c, "after-heal")
-
-        converged_on(cluster.nodes, reference, prompts, twins, "after the heal",
-                     each_poll=heartbeat_and_resync)
+        asked = heal_and_converge(cluster, reference, prompts, twins, t)
         assert asked, "the worker was never asked for a full sync"
         assert "reason=frames_before_registration" in home.log_text()
     finally:
@@ -228,17 +237,7 @@ def test_an_older_process_frames_delivered_at_the_heal_are_not_kept(tmp_path, re
                    interval=0.02, message="the node forwarded P1's frames to the home")
         as_new_process(t)  # P2, registered with the home: P1's keys are gone
         t.register()
-        cluster.heal()
-        cluster.wait_joined()
-        asked = []
-
-        def heartbeat_and_resync():
-            if commands(t.c):
-                asked.append(time.monotonic())
-                full_sync(t.plan[1], t.c, "after-heal")
-
-        converged_on(cluster.nodes, reference, prompts, twins, "after the heal",
-                     each_poll=heartbeat_and_resync)
+        asked = heal_and_converge(cluster, reference, prompts, twins, t)
         assert all(n.key_count(t.c.instance_id, t.c.worker_id) == 0 for n in cluster.nodes)
         assert "reason=frames_read_before_registration" in home.log_text()
         assert asked, "the worker was never asked for a full sync"
