@@ -11,65 +11,6 @@
 
 namespace lmcc::actors {
 
-// -- gate ------------------------------------------------------------------------------
-
-cluster_gate_actor::behavior_type
-cluster_gate_main(cluster_gate_actor::stateful_pointer<gate_state> self, gate_config cfg) {
-  self->state.cfg = std::move(cfg);
-  return {
-      [self](hello_atom, const std::string& client, uint64_t client_nonce,
-             uint32_t version) -> caf::result<uint64_t, uint32_t> {
-        auto& st = self->state;
-        if (version != st.cfg.protocol_version) {
-          if (st.cfg.counters)
-            ++st.cfg.counters->joins_refused;
-          spdlog::error("cluster-join-refused node={} peer={} reason=protocol-version "
-                        "peer_version={} version={}",
-                        st.cfg.self_id, client, version, st.cfg.protocol_version);
-          return caf::make_error(caf::sec::runtime_error,
-                                 "refused: cluster protocol version " + std::to_string(version) +
-                                     " is not this node's " +
-                                     std::to_string(st.cfg.protocol_version));
-        }
-        // At most one open handshake per client id; a bound on what strangers hold.
-        if (st.open.size() >= 1024 && !st.open.count(client))
-          st.open.erase(st.open.begin());
-        const uint64_t server_nonce = st.rng();
-        st.open[client] = {client_nonce, server_nonce};
-        return {server_nonce, st.cfg.protocol_version};
-      },
-      [self](join_atom, const std::string& client, uint64_t client_nonce, const std::string& mac)
-          -> caf::result<std::string, std::vector<caf::actor>, std::string, std::string> {
-        auto& st = self->state;
-        auto it = st.open.find(client);
-        const bool known = it != st.open.end() && it->second.first == client_nonce;
-        const uint64_t server_nonce = known ? it->second.second : 0;
-        if (it != st.open.end())
-          st.open.erase(it);
-        const bool ok =
-            known &&
-            cluster::mac_equal(
-                mac, cluster::handshake_mac(st.cfg.secret, cluster::handshake_role::join, client,
-                                            st.cfg.self_id, client_nonce, server_nonce));
-        if (!ok) {
-          if (st.cfg.counters)
-            ++st.cfg.counters->joins_refused;
-          spdlog::error("cluster-join-refused node={} peer={} from={} reason={}", st.cfg.self_id,
-                        client,
-                        caf::to_string(self->current_sender() ? self->current_sender()->node()
-                                                              : caf::node_id{}),
-                        known ? "wrong-secret" : "no-open-handshake");
-          return caf::make_error(caf::sec::runtime_error,
-                                 "refused: this node's cluster secret does not match");
-        }
-        spdlog::info("cluster-join-accepted node={} peer={}", st.cfg.self_id, client);
-        return {cluster::handshake_mac(st.cfg.secret, cluster::handshake_role::accept, client,
-                                       st.cfg.self_id, client_nonce, server_nonce),
-                st.cfg.handles, st.cfg.http, st.cfg.read_endpoint};
-      },
-  };
-}
-
 // -- node ------------------------------------------------------------------------------
 
 namespace {
@@ -77,11 +18,11 @@ namespace {
 using node_self = cluster_node_actor::stateful_pointer<cluster_node_state>;
 using clock_type = std::chrono::steady_clock;
 
-std::shared_ptr<cluster_table> make_table(const cluster::membership& m,
-                                          std::shared_ptr<const cluster::placement> owners,
-                                          const std::vector<peer_handles>& handles,
-                                          const std::vector<uint8_t>& ready = {},
-                                          bool self_ready = true) {
+std::shared_ptr<cluster_table>
+make_table(const cluster::membership& m, std::shared_ptr<const cluster::placement> owners,
+           const std::vector<peer_handles>& handles, const std::vector<uint8_t>& ready = {},
+           bool self_ready = true, const std::vector<uint8_t>& refilling = {},
+           bool self_refilling = false, const std::vector<uint8_t>& greeted = {}) {
   auto t = std::make_shared<cluster_table>();
   t->owners = std::move(owners);
   t->previous = std::make_shared<const cluster::placement>(m.previous());
@@ -95,6 +36,9 @@ std::shared_ptr<cluster_table> make_table(const cluster::membership& m,
     if (i < handles.size())
       t->peers[i].handles = handles[i];
     t->peers[i].copying = i == m.self() ? !self_ready : i < ready.size() && !ready[i];
+    t->peers[i].refilling =
+        i == m.self() ? self_refilling : i < refilling.size() && refilling[i] != 0;
+    t->peers[i].greeted = i == m.self() || (i < greeted.size() && greeted[i] != 0);
   }
   t->members = m.view();
   t->ring_version = m.ring_version();
@@ -108,7 +52,8 @@ void publish(node_self self) {
   for (const auto& p : st.peers)
     handles.push_back(p.handles);
   handles[st.members->self()] = st.cfg.local;
-  auto table = make_table(*st.members, st.owners, handles, st.peer_ready, st.self_ready);
+  auto table = make_table(*st.members, st.owners, handles, st.peer_ready, st.self_ready,
+                          st.peer_refilling, st.refill.refilling(), st.greeted);
   table->members_settled = true;
   for (size_t i = 0; i < st.peers.size(); ++i)
     if (st.peers[i].handles.node && (!st.greeted[i] || st.ahead[i]))
@@ -130,7 +75,9 @@ void publish(node_self self) {
 
 uint8_t greet_flags(const cluster_node_state& st) {
   return static_cast<uint8_t>((st.self_ready ? greet_ready : 0) |
-                              (st.members->record().committed ? greet_committed : 0));
+                              (st.members->record().committed ? greet_committed : 0) |
+                              (st.refill.refilling() ? greet_refilling : 0) |
+                              (st.cfg.holds_index && st.cfg.holds_index() ? greet_holds_index : 0));
 }
 
 void greet(node_self self, const caf::actor& peer_node) {
@@ -220,6 +167,41 @@ void adopt(node_self self, const cluster::membership_record& r, std::string_view
     self->send(st.cfg.mover, retire_atom::value, r.epoch, r.identity());
 }
 
+/// A peer greeted a node that came back empty (refill_gate.hpp): copy every
+/// owned slot once a peer holds an index; stop refilling when none does.
+void on_refill_greeting(node_self self, bool peer_holds_index) {
+  auto& st = self->state;
+  bool every_live_peer_greeted = true;
+  for (size_t n = 0; n < st.peers.size(); ++n)
+    if (n != st.members->self() && st.members->live(static_cast<node_index>(n)) && !st.greeted[n])
+      every_live_peer_greeted = false;
+  auto ended = [self](std::string_view how) {
+    auto& st = self->state;
+    spdlog::info("cluster-refill-ended node={} how={}", st.cfg.self_id, how);
+    publish(self); // lookups may read this node's slots again
+    for (const auto& p : st.peers)
+      if (p.handles.node)
+        greet(self, p.handles.node);
+  };
+  switch (st.refill.on_greeting(peer_holds_index, every_live_peer_greeted)) {
+  case refill_gate::step::none:
+    return;
+  case refill_gate::step::skip:
+    ended("no-peer-holds-an-index");
+    return;
+  case refill_gate::step::start:
+    if (!st.cfg.refill) {
+      st.refill.done();
+      ended("no-refill-actor");
+      return;
+    }
+    self->request(st.cfg.refill, caf::infinite, repair_atom::value).then([self, ended](uint64_t) {
+      self->state.refill.done();
+      ended("copied");
+    });
+  }
+}
+
 void lost(node_self self, size_t i, std::string_view why) {
   auto& st = self->state;
   auto& p = st.peers[i];
@@ -278,6 +260,9 @@ void joined(node_self self, size_t i, std::vector<caf::actor>& hs, std::string& 
   // member set is current; greeting first makes it answer at once.
   st.greeted[i] = 0;
   st.ahead[i] = 0;
+  // Nor whether it came back empty: its slots are read elsewhere until its
+  // greeting says (refill_gate.hpp).
+  st.peer_refilling[i] = 1;
   greet(self, p.handles.node);
   if (i < st.cfg.links.size() && st.cfg.links[i])
     self->send(st.cfg.links[i], peer_atom::value, p.handles.shard);
@@ -425,6 +410,10 @@ cluster_node_main(cluster_node_actor::stateful_pointer<cluster_node_state> self,
   st.owners = std::make_shared<const cluster::placement>(st.members->owners());
   st.peers.resize(st.members->size());
   st.peer_ready.assign(st.members->size(), 0);
+  st.peer_refilling.assign(st.members->size(), 0);
+  st.refill = refill_gate{st.cfg.started_empty};
+  if (st.cfg.started_empty)
+    spdlog::info("cluster-refill-waiting node={} reason=empty-store", st.cfg.self_id);
   st.greeted.assign(st.members->size(), 0);
   st.ahead.assign(st.members->size(), 0);
   publish(self);
@@ -477,6 +466,13 @@ cluster_node_main(cluster_node_actor::stateful_pointer<cluster_node_state> self,
           if (ready)
             maybe_commit(self);
         }
+        const bool refilling = (flags & greet_refilling) != 0;
+        if (refilling != (st.peer_refilling[*i] != 0)) {
+          st.peer_refilling[*i] = refilling ? 1 : 0;
+          publish(self); // reads of its slots go elsewhere (or back)
+        }
+        if (st.refill.refilling())
+          on_refill_greeting(self, (flags & greet_holds_index) != 0);
         if (st.members->on_greeting(peer, clock_type::now(), leaving)) {
           spdlog::info("cluster-peer-{} node={} peer={} ring={:016x}", leaving ? "leaving" : "back",
                        st.cfg.self_id, peer, st.members->ring_version());

@@ -26,7 +26,9 @@
 #include "actors/clock.hpp"
 #include "actors/cluster_table.hpp"
 #include "actors/peer_link.hpp"
+#include "actors/refill_gate.hpp"
 #include "actors/slot_mover.hpp"
+#include "actors/slot_refill.hpp"
 #include "actors/type_ids.hpp"
 #include "cluster/cluster_options.hpp"
 #include "cluster/handshake.hpp"
@@ -57,6 +59,10 @@ using cluster_gate_actor = caf::typed_actor<
 /// every slot it gained), and the record is committed.
 constexpr uint8_t greet_ready = 1;
 constexpr uint8_t greet_committed = 2;
+/// The sender came back empty and copies its slots (refill_gate.hpp), and
+/// whether its index holds entries.
+constexpr uint8_t greet_refilling = 4;
+constexpr uint8_t greet_holds_index = 8;
 
 using cluster_node_actor = caf::typed_actor<
     // (peer id, leaving, its record's epoch, identity, greet_* flags)
@@ -125,6 +131,13 @@ struct cluster_node_config {
   std::string record_path;
   /// Copies the slots gained in a change, drops those lost (slot_mover.hpp).
   slot_mover_actor mover;
+  /// This node opened an empty store: until its peers' greetings tell
+  /// whether they hold an index, lookups read its slots elsewhere; if one
+  /// does, `refill` copies every slot it owns first (refill_gate.hpp).
+  bool started_empty = false;
+  slot_refill_actor refill;
+  /// Whether this node's index holds entries (sent in greetings). Null: no.
+  std::function<bool()> holds_index;
   /// Called with the new table whenever the member set changes (the runtime
   /// swaps the write placement and the index's share of the counts).
   std::function<void(const cluster_table&)> on_members_changed;
@@ -160,6 +173,9 @@ struct cluster_node_state {
   std::vector<uint8_t> ahead;
   /// This node copied every slot it gained under the current record.
   bool self_ready = true;
+  refill_gate refill{false};
+  /// Which peers greeted as refilling (by node_index).
+  std::vector<uint8_t> peer_refilling;
   std::shared_ptr<const cluster_table> last_published;
   std::mt19937_64 rng{std::random_device{}()};
 };

@@ -51,6 +51,11 @@ struct peer_entry {
   /// Still copying the slots it gained in the current membership change (or
   /// greeting with an older member set): lookups read its slots elsewhere.
   bool copying = false;
+  /// Came back with an empty store and copies every slot it owns from the
+  /// other owners (refill_gate.hpp): lookups read all its slots elsewhere.
+  bool refilling = false;
+  /// Greeted this node since it joined (until then `refilling` is presumed).
+  bool greeted = false;
   peer_handles handles;
 };
 
@@ -91,9 +96,10 @@ struct cluster_table {
     return std::nullopt;
   }
   /// Whether node `n` holds all of `slot`: a node still copying lacks only
-  /// the slots it gained in the last membership change, not those it held.
+  /// the slots it gained in the last membership change, not those it held;
+  /// a refilling node lacks all of them.
   bool complete(node_index n, uint32_t slot) const noexcept {
-    return !peers[n].copying || !previous || !gained(n, slot);
+    return !peers[n].refilling && (!peers[n].copying || !previous || !gained(n, slot));
   }
   /// cluster::read_owner() over the peers whose key-read endpoint is known,
   /// passing over owners still copying the slot (they gained it) when another

@@ -107,7 +107,8 @@ void node_cluster::add_destinations(actors::directory_config& dc,
 }
 
 void node_cluster::start(const actors::kv_shard_actor& shard,
-                         const actors::directory_actor& directory, uint16_t http_port) {
+                         const actors::directory_actor& directory, uint16_t http_port,
+                         bool started_empty) {
   auto& system = parts_.system;
   const auto& c = options_.controller;
   auto* metrics = &parts_.metrics;
@@ -174,6 +175,17 @@ void node_cluster::start(const actors::kv_shard_actor& shard,
   mc.counters = move_counters_;
   mover_ = system.spawn(actors::slot_mover_main, std::move(mc));
   nc.mover = mover_;
+  nc.started_empty = started_empty;
+  if (started_empty) {
+    actors::slot_refill_config rc;
+    rc.board = board_;
+    rc.shard = shard;
+    rc.self_id = c.node_id;
+    rc.timeout = c.internal_timeout;
+    refill_ = system.spawn(actors::slot_refill_main, std::move(rc));
+    nc.refill = refill_;
+  }
+  nc.holds_index = [index = parts_.index] { return index->read().entries() > 0; };
   nc.clock = parts_.clock;
   nc.peer_clocks = peer_clocks_;
   nc.on_members_changed = [this](const actors::cluster_table& t) {
@@ -290,6 +302,7 @@ void node_cluster::stop() {
   exit(forwarder_);
   exit(anti_entropy_);
   exit(mover_);
+  exit(refill_);
   for (auto& l : links_)
     exit(l);
   links_.clear();
@@ -299,6 +312,7 @@ void node_cluster::stop() {
   forwarder_ = nullptr;
   anti_entropy_ = nullptr;
   mover_ = nullptr;
+  refill_ = nullptr;
   read_server_.reset();
   read_client_.reset();
 }

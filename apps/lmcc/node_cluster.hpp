@@ -69,8 +69,11 @@ public:
 
   /// Spawns the service, forwarder, node and gate actors and publishes the
   /// gate on this node's cluster port (throws when it cannot listen).
+  /// `started_empty`: the store was created at this start (nothing restored):
+  /// the node copies its slots from its peers before it reads them
+  /// (actors/refill_gate.hpp).
   void start(const actors::kv_shard_actor& shard, const actors::directory_actor& directory,
-             uint16_t http_port);
+             uint16_t http_port, bool started_empty);
 
   /// A clean stop's first step: leaves the live set, so that every worker
   /// homed here moves to the next owner of its slot, and waits (at most the
@@ -154,6 +157,7 @@ private:
   actors::frame_forwarder_actor forwarder_;
   actors::anti_entropy_actor anti_entropy_;
   actors::slot_mover_actor mover_;
+  actors::slot_refill_actor refill_; ///< only when this node started empty
   std::shared_ptr<actors::slot_move_counters> move_counters_ =
       std::make_shared<actors::slot_move_counters>();
   /// The write placement the worker actors split by; swapped on a membership change.

@@ -157,7 +157,7 @@ void node_runtime::impl::spawn_actors(node_state& state) {
   directory_ = system_.spawn(actors::directory_main, std::move(dc));
   bridge_ = system_.spawn(actors::request_bridge_main, directory_);
   if (cluster_)
-    cluster_->start(shard_, directory_, http_->port());
+    cluster_->start(shard_, directory_, http_->port(), state.need_full_sync_all);
 }
 
 template <class Handle>

@@ -1,5 +1,6 @@
 // cluster_table::read_owner: which owner a lookup reads a slot from, while
-// this node or a peer copies the slots a membership change gave it.
+// this node or a peer copies the slots a membership change gave it, or every
+// slot it owns after it came back empty (refill_gate.hpp).
 #include "actors/cluster_table.hpp"
 
 #include <gtest/gtest.h>
@@ -139,6 +140,29 @@ TEST(cluster_table, a_node_marked_copying_reads_itself_for_the_slots_it_held) {
 TEST(cluster_table, a_ready_node_reads_its_own_slots) {
   auto t = two_owner_table();
   t.peers[peer_of(t)].copying = true;
+  for (uint32_t s = 0; s < slots; ++s)
+    EXPECT_EQ(t.read_owner(s), t.self) << "slot " << s;
+}
+
+// A node back with an empty store reads every slot it owns from the other
+// owner while it copies them, and so do its peers (it greets as refilling).
+TEST(cluster_table, a_refilling_node_is_read_for_none_of_its_slots) {
+  auto t = two_owner_table();
+  t.record.committed = true;
+  t.previous = t.owners; // no membership change: only the refill counts
+  t.peers[t.self].refilling = true;
+  for (uint32_t s = 0; s < slots; ++s) {
+    EXPECT_FALSE(t.complete(t.self, s));
+    EXPECT_EQ(t.read_owner(s), peer_of(t)) << "slot " << s;
+  }
+  t.peers[t.self].refilling = false;
+  t.peers[peer_of(t)].refilling = true; // a peer refilling: this node reads itself
+  for (uint32_t s = 0; s < slots; ++s)
+    EXPECT_EQ(t.read_owner(s), t.self) << "slot " << s;
+  // With no other owner reachable, the refilling node still answers what it has.
+  t.peers[peer_of(t)].refilling = false;
+  t.peers[peer_of(t)].live = false;
+  t.peers[t.self].refilling = true;
   for (uint32_t s = 0; s < slots; ++s)
     EXPECT_EQ(t.read_owner(s), t.self) << "slot " << s;
 }

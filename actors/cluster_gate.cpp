@@ -1,0 +1,67 @@
+// cluster_gate: see cluster_node.hpp (cluster_gate_main): the handshake a
+// peer passes before it gets this node's handles.
+#include "actors/cluster_node.hpp"
+#include "cluster/handshake.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace lmcc::actors {
+
+cluster_gate_actor::behavior_type
+cluster_gate_main(cluster_gate_actor::stateful_pointer<gate_state> self, gate_config cfg) {
+  self->state.cfg = std::move(cfg);
+  return {
+      [self](hello_atom, const std::string& client, uint64_t client_nonce,
+             uint32_t version) -> caf::result<uint64_t, uint32_t> {
+        auto& st = self->state;
+        if (version != st.cfg.protocol_version) {
+          if (st.cfg.counters)
+            ++st.cfg.counters->joins_refused;
+          spdlog::error("cluster-join-refused node={} peer={} reason=protocol-version "
+                        "peer_version={} version={}",
+                        st.cfg.self_id, client, version, st.cfg.protocol_version);
+          return caf::make_error(caf::sec::runtime_error,
+                                 "refused: cluster protocol version " + std::to_string(version) +
+                                     " is not this node's " +
+                                     std::to_string(st.cfg.protocol_version));
+        }
+        // At most one open handshake per client id; a bound on what strangers hold.
+        if (st.open.size() >= 1024 && !st.open.count(client))
+          st.open.erase(st.open.begin());
+        const uint64_t server_nonce = st.rng();
+        st.open[client] = {client_nonce, server_nonce};
+        return {server_nonce, st.cfg.protocol_version};
+      },
+      [self](join_atom, const std::string& client, uint64_t client_nonce, const std::string& mac)
+          -> caf::result<std::string, std::vector<caf::actor>, std::string, std::string> {
+        auto& st = self->state;
+        auto it = st.open.find(client);
+        const bool known = it != st.open.end() && it->second.first == client_nonce;
+        const uint64_t server_nonce = known ? it->second.second : 0;
+        if (it != st.open.end())
+          st.open.erase(it);
+        const bool ok =
+            known &&
+            cluster::mac_equal(
+                mac, cluster::handshake_mac(st.cfg.secret, cluster::handshake_role::join, client,
+                                            st.cfg.self_id, client_nonce, server_nonce));
+        if (!ok) {
+          if (st.cfg.counters)
+            ++st.cfg.counters->joins_refused;
+          spdlog::error("cluster-join-refused node={} peer={} from={} reason={}", st.cfg.self_id,
+                        client,
+                        caf::to_string(self->current_sender() ? self->current_sender()->node()
+                                                              : caf::node_id{}),
+                        known ? "wrong-secret" : "no-open-handshake");
+          return caf::make_error(caf::sec::runtime_error,
+                                 "refused: this node's cluster secret does not match");
+        }
+        spdlog::info("cluster-join-accepted node={} peer={}", st.cfg.self_id, client);
+        return {cluster::handshake_mac(st.cfg.secret, cluster::handshake_role::accept, client,
+                                       st.cfg.self_id, client_nonce, server_nonce),
+                st.cfg.handles, st.cfg.http, st.cfg.read_endpoint};
+      },
+  };
+}
+
+} // namespace lmcc::actors

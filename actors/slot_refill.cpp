@@ -1,0 +1,158 @@
+// slot_refill: see slot_refill.hpp.
+#include "actors/slot_refill.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <optional>
+
+namespace lmcc::actors {
+namespace {
+
+using refill_self = slot_refill_actor::stateful_pointer<slot_refill_state>;
+
+/// Where `slot`'s copy comes from: another owner that is reachable, greeted
+/// this node and is not refilling itself (its copy may be as empty as ours);
+/// or wait, while another owner is live but has not joined or greeted yet;
+/// or nowhere (every other owner is down, or refilling too).
+struct source {
+  std::optional<node_index> from;
+  bool wait = false;
+};
+
+source source_of(const cluster_table& t, uint32_t slot) {
+  source s;
+  for (node_index n : t.owners->owner_indices(slot)) {
+    if (n == t.self)
+      continue;
+    const auto& p = t.peers[n];
+    if (p.greeted && p.refilling)
+      continue;
+    if (t.reachable(n) && p.handles.service && p.greeted)
+      return source{n, false};
+    s.wait = s.wait || p.live;
+  }
+  return s;
+}
+
+void finish(refill_self self) {
+  auto& st = self->state;
+  // The copies are in the shard's mailbox ahead of this request: its answer
+  // says they are applied, so a reader that trusts this node finds them.
+  self->request(st.cfg.shard, caf::infinite, marks_atom::value, uint64_t{0})
+      .then([self](std::vector<location_mark>&) {
+        auto& st = self->state;
+        st.done = true;
+        const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::steady_clock::now() - st.began)
+                            .count();
+        spdlog::info("slot-refill-done node={} slots={} copied={} entries={} skipped={} ms={}",
+                     st.cfg.self_id, st.total, st.copied, st.entries, st.skipped, ms);
+        for (auto& p : st.waiting)
+          p.deliver(st.copied);
+        st.waiting.clear();
+      });
+}
+
+void arm_retry(refill_self self) {
+  auto& st = self->state;
+  if (st.retry_armed)
+    return;
+  st.retry_armed = true;
+  self->delayed_send(self, st.cfg.retry_delay, tick_atom::value);
+}
+
+void pump(refill_self self) {
+  auto& st = self->state;
+  const auto table = st.cfg.board->current();
+  std::vector<slot_refill_state::pending> later;
+  while (st.in_flight < st.cfg.in_flight && !st.queue.empty()) {
+    const auto item = st.queue.front();
+    st.queue.pop_front();
+    const auto [from, wait] = source_of(*table, item.slot);
+    if (!from) {
+      if (wait)
+        later.push_back(item); // an owner that is up has not joined this node yet
+      else
+        ++st.skipped; // anti-entropy copies it once another owner is back
+      continue;
+    }
+    ++st.in_flight;
+    auto service = caf::actor_cast<cluster_service_actor>(table->peers[*from].handles.service);
+    const std::string peer = table->members[*from].address.id;
+    self->request(service, st.cfg.timeout, repair_atom::value, uint64_t{item.slot})
+        .then(
+            [self, slot = item.slot](std::vector<uint64_t>& flat) {
+              auto& st = self->state;
+              --st.in_flight;
+              ++st.copied;
+              st.entries += flat.size() / 2;
+              if (st.copied % 1024 == 0)
+                spdlog::info("slot-refill-progress node={} copied={} of={} entries={}",
+                             st.cfg.self_id, st.copied, st.total, st.entries);
+              // Merged, not replaced: writes reach this node meanwhile.
+              self->send(st.cfg.shard, repair_atom::value, uint64_t{slot}, std::move(flat), true);
+              pump(self);
+            },
+            [self, item, peer](caf::error& e) {
+              auto& st = self->state;
+              --st.in_flight;
+              spdlog::warn("slot-refill-failed node={} slot={} from={} attempt={} error={}",
+                           st.cfg.self_id, item.slot, peer, item.failures + 1, caf::to_string(e));
+              if (item.failures + 1 < st.cfg.attempts) {
+                st.queue.push_back({item.slot, item.failures + 1});
+                arm_retry(self);
+              } else {
+                ++st.skipped;
+                pump(self);
+              }
+            });
+  }
+  for (const auto& item : later)
+    st.queue.push_back(item);
+  if (!later.empty())
+    arm_retry(self);
+  else if (st.queue.empty() && st.in_flight == 0 && !st.finishing) {
+    st.finishing = true;
+    finish(self);
+  }
+}
+
+void start(refill_self self) {
+  auto& st = self->state;
+  st.started = true;
+  st.began = std::chrono::steady_clock::now();
+  const auto table = st.cfg.board->current();
+  for (uint32_t s = 0; s < table->owners->slot_count(); ++s)
+    if (cluster::owns(*table->owners, table->self, s))
+      st.queue.push_back({s, 0});
+  st.total = st.queue.size();
+  spdlog::info("slot-refill-start node={} slots={}", st.cfg.self_id, st.total);
+  pump(self);
+}
+
+} // namespace
+
+slot_refill_actor::behavior_type
+slot_refill_main(slot_refill_actor::stateful_pointer<slot_refill_state> self,
+                 slot_refill_config cfg) {
+  self->state.cfg = std::move(cfg);
+  return {
+      [self](repair_atom) -> caf::result<uint64_t> {
+        auto& st = self->state;
+        if (!st.started)
+          start(self);
+        if (st.done)
+          return st.copied;
+        auto p = self->make_response_promise<uint64_t>();
+        st.waiting.push_back(p);
+        return p;
+      },
+      [self](tick_atom) {
+        self->state.retry_armed = false;
+        if (!self->state.finishing)
+          pump(self);
+      },
+  };
+}
+
+} // namespace lmcc::actors

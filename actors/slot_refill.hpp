@@ -1,0 +1,71 @@
+// slot_refill: the actor that copies every slot this node owns from another
+// owner, for a node that came back with an empty store while its peers hold
+// the index (refill_gate.hpp says when). Each slot is copied from an owner
+// that is reachable, greeted this node and is not refilling itself, a few at
+// a time, and merged into this node's shard like the slot mover's copies:
+// writes that reach the node meanwhile stay. An owner that is up but has not
+// joined or greeted this node yet is waited for; a slot whose other owners
+// are all down (or refilling too) is skipped: anti-entropy copies it once
+// one is back, where this node is the junior owner. The answer comes once
+// every slot is copied or skipped and the shard applied the copies.
+//
+//   auto refill = sys.spawn(slot_refill_main, slot_refill_config{board, shard, "n1"});
+//   self->request(refill, caf::infinite, repair_atom::value)  // -> slots copied
+//
+// Context: a CAF actor; one per cluster node.
+#pragma once
+
+#include "actors/cluster_service.hpp"
+#include "actors/cluster_table.hpp"
+#include "actors/kv_shard.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+namespace lmcc::actors {
+
+struct slot_refill_config {
+  std::shared_ptr<cluster_board> board;
+  kv_shard_actor shard; ///< this node's own shard
+  std::string self_id;
+  /// One copy's bound; a failed copy is tried again (from another owner if
+  /// any) at most `attempts` times.
+  std::chrono::milliseconds timeout{10000};
+  std::chrono::milliseconds retry_delay{500};
+  uint32_t attempts = 3;
+  /// Slots copied at once.
+  uint32_t in_flight = 16;
+};
+
+using slot_refill_actor = caf::typed_actor<
+    // start (once) -> slots copied, once every owned slot is copied or skipped
+    caf::replies_to<repair_atom>::with<uint64_t>,
+    // internal: retry
+    caf::reacts_to<tick_atom>>;
+
+struct slot_refill_state {
+  static inline const char* name = "lmcc.slot_refill";
+  slot_refill_config cfg;
+  struct pending {
+    uint32_t slot;
+    uint32_t failures;
+  };
+  std::deque<pending> queue;
+  uint32_t in_flight = 0;
+  bool started = false;
+  bool finishing = false; ///< every slot copied or skipped; waiting for the shard
+  bool done = false;
+  bool retry_armed = false;
+  uint64_t total = 0, copied = 0, entries = 0, skipped = 0;
+  std::chrono::steady_clock::time_point began;
+  std::vector<caf::typed_response_promise<uint64_t>> waiting;
+};
+
+slot_refill_actor::behavior_type
+slot_refill_main(slot_refill_actor::stateful_pointer<slot_refill_state> self,
+                 slot_refill_config cfg);
+
+} // namespace lmcc::actors
