@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 import re
+import shutil
 import threading
 import time
 
@@ -505,3 +506,41 @@ def test_a_frozen_node_is_taken_over_and_converges_after_it_thaws(cluster, refer
     finally:
         for t in twins:
             t.close()
+
+
+def test_a_node_back_with_an_empty_disk_gets_the_index_from_its_peers(tmp_path, reference):
+    """A node's disk is replaced: it stops and comes back with an empty data
+    dir while its peers run. With R = 2 every slot it owned has another owner,
+    and every registration is on every node, so its peers hand it the index
+    and the registry (refill_gate.hpp), and every node reads n1's slots from
+    the other owners until it has them. No worker is asked for a full sync
+    (an LMCache controller that starts empty asks every worker)."""
+    cluster = Cluster(tmp_path / "cluster").start()
+    rng = random.Random(59)
+    base = rng.randrange(1, 1 << 40)
+    prompts = [[base + p * 10_000 + i for i in range(256 * 4)] for p in range(8)]
+    twins: list[Twin] = []
+    try:
+        twins = started_twins(cluster, reference, rng, unique("emptydisk"), 4)
+        for t in twins:  # registered again after the first syncs: none has synced since
+            as_new_process(t)
+            t.register()
+        for i, t in enumerate(twins):
+            t.admit(chunk_hashes(prompts[2 * i]) + chunk_hashes(prompts[2 * i + 1]))
+        converged_on(cluster.nodes, reference, prompts, twins, "before the disk is lost")
+        n1 = cluster.nodes[0]
+        assert n1.stop() == 0
+        shutil.rmtree(n1.workdir / "data")
+        n1.start(keep_ports=True)
+        cluster.wait_joined()
+        # While n1 copies its slots every node reads them from the other
+        # owners: complete answers from the moment it is back, not only once
+        # anti-entropy noticed (rounds later).
+        assert lookups_complete(cluster.nodes, reference, prompts)
+        converged_on(cluster.nodes, reference, prompts, twins, "after n1 came back empty")
+        assert "slot-refill-done node=n1 " in n1.log_text()
+        assert [t.c.instance_id for t in twins if commands(t.c)] == []
+    finally:
+        for t in twins:
+            t.close()
+        cluster.stop()
