@@ -178,6 +178,8 @@ void on_refill_greeting(node_self self, bool peer_holds_index) {
   auto ended = [self](std::string_view how) {
     auto& st = self->state;
     spdlog::info("cluster-refill-ended node={} how={}", st.cfg.self_id, how);
+    if (st.cfg.on_refill_ended)
+      st.cfg.on_refill_ended();
     publish(self); // lookups may read this node's slots again
     for (const auto& p : st.peers)
       if (p.handles.node)

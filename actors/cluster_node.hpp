@@ -136,6 +136,8 @@ struct cluster_node_config {
   /// does, `refill` copies every slot it owns first (refill_gate.hpp).
   bool started_empty = false;
   slot_refill_actor refill;
+  /// Called once the refill ended (copied, or nothing to copy).
+  std::function<void()> on_refill_ended;
   /// Whether this node's index holds entries (sent in greetings). Null: no.
   std::function<bool()> holds_index;
   /// Called with the new table whenever the member set changes (the runtime

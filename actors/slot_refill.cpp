@@ -37,20 +37,25 @@ source source_of(const cluster_table& t, uint32_t slot) {
 void finish(refill_self self) {
   auto& st = self->state;
   // The copies are in the shard's mailbox ahead of this request: its answer
-  // says they are applied, so a reader that trusts this node finds them.
-  self->request(st.cfg.shard, caf::infinite, marks_atom::value, uint64_t{0})
-      .then([self](std::vector<location_mark>&) {
-        auto& st = self->state;
-        st.done = true;
-        const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                            std::chrono::steady_clock::now() - st.began)
-                            .count();
-        spdlog::info("slot-refill-done node={} slots={} copied={} entries={} skipped={} ms={}",
-                     st.cfg.self_id, st.total, st.copied, st.entries, st.skipped, ms);
-        for (auto& p : st.waiting)
-          p.deliver(st.copied);
-        st.waiting.clear();
-      });
+  // says they are applied, so a reader that trusts this node finds them. And
+  // durable: a copy reaches the disk only with its slot's next snapshot, and
+  // a node killed before that came back with part of its slots and no
+  // reason to copy them again -- then, the senior owner by uptime, it won
+  // anti-entropy over the complete copies (chaos with disk losses). One
+  // round, run to the end in the shard: ingest there waits for it, once.
+  self->request(st.cfg.shard, caf::infinite, snapshot_atom::value).then([self](bool durable) {
+    auto& st = self->state;
+    st.done = true;
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::steady_clock::now() - st.began)
+                        .count();
+    spdlog::info("slot-refill-done node={} slots={} copied={} entries={} skipped={} "
+                 "durable={} ms={}",
+                 st.cfg.self_id, st.total, st.copied, st.entries, st.skipped, durable, ms);
+    for (auto& p : st.waiting)
+      p.deliver(st.copied);
+    st.waiting.clear();
+  });
 }
 
 void arm_retry(refill_self self) {
@@ -126,7 +131,18 @@ void start(refill_self self) {
     if (cluster::owns(*table->owners, table->self, s))
       st.queue.push_back({s, 0});
   st.total = st.queue.size();
-  spdlog::info("slot-refill-start node={} slots={}", st.cfg.self_id, st.total);
+  // What decides each slot's source, per peer (a log reader's first question
+  // when slots are skipped).
+  std::string peers;
+  for (node_index n = 0; n < table->peers.size(); ++n) {
+    if (n == table->self)
+      continue;
+    const auto& p = table->peers[n];
+    peers += (peers.empty() ? "" : ",") + table->members[n].address.id + ":" +
+             (p.live ? "live" : "down") + (p.handles.service ? "" : "+unjoined") +
+             (p.greeted ? "+greeted" : "") + (p.refilling ? "+refilling" : "");
+  }
+  spdlog::info("slot-refill-start node={} slots={} peers={}", st.cfg.self_id, st.total, peers);
   pump(self);
 }
 

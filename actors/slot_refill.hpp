@@ -7,7 +7,9 @@
 // joined or greeted this node yet is waited for; a slot whose other owners
 // are all down (or refilling too) is skipped: anti-entropy copies it once
 // one is back, where this node is the junior owner. The answer comes once
-// every slot is copied or skipped and the shard applied the copies.
+// every slot is copied or skipped and a snapshot round the shard ran to the
+// end made the copies durable (an explicit round: ingest on this node waits
+// for it, once per refill).
 //
 //   auto refill = sys.spawn(slot_refill_main, slot_refill_config{board, shard, "n1"});
 //   self->request(refill, caf::infinite, repair_atom::value)  // -> slots copied

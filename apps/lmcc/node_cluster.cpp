@@ -175,8 +175,22 @@ void node_cluster::start(const actors::kv_shard_actor& shard,
   mc.counters = move_counters_;
   mover_ = system.spawn(actors::slot_mover_main, std::move(mc));
   nc.mover = mover_;
+  // A refill cut short by a restart goes on: the store then exists, but holds
+  // only part of the slots (chaos with disk losses).
+  const std::string marker =
+      options_.persistence ? options_.data_dir + "/" + refill_marker_file : std::string{};
+  if (!marker.empty() && !started_empty && std::ifstream{marker}.good()) {
+    spdlog::warn("cluster-refill-resumed node={} reason=cut-short-by-a-restart", c.node_id);
+    started_empty = true;
+  }
   nc.started_empty = started_empty;
   if (started_empty) {
+    if (!marker.empty())
+      std::ofstream{marker} << "refill pending\n";
+    // Until a copy equals another owner's, an empty copy gives way in
+    // anti-entropy whatever the uptimes: the node that came back empty is
+    // the one that lacks data, even when its peer restarted after it.
+    suspects_->mark_all();
     actors::slot_refill_config rc;
     rc.board = board_;
     rc.shard = shard;
@@ -184,6 +198,10 @@ void node_cluster::start(const actors::kv_shard_actor& shard,
     rc.timeout = c.internal_timeout;
     refill_ = system.spawn(actors::slot_refill_main, std::move(rc));
     nc.refill = refill_;
+    nc.on_refill_ended = [marker] {
+      if (!marker.empty())
+        std::remove(marker.c_str());
+    };
   }
   nc.holds_index = [index = parts_.index] { return index->read().entries() > 0; };
   nc.clock = parts_.clock;

@@ -137,6 +137,9 @@ public:
   /// peer_lag_hints across restarts (a plain file beside the store: rewritten
   /// on every change, which is rare).
   static constexpr const char* lag_hints_file = "lmcc-lag-hints.txt";
+  /// Present while a refill (actors/refill_gate.hpp) has not ended: a node
+  /// restarted mid-copy holds part of its slots and copies them again.
+  static constexpr const char* refill_marker_file = "lmcc-refill-pending";
 
 private:
   actors::holder_counts counts();

@@ -203,6 +203,10 @@ std::string node_cluster::status_json() const {
                 {"copy_failures", move_counters_->copy_failures.load()},
                 {"slots_dropped", move_counters_->slots_dropped.load()},
                 {"records_refused", counters_->records_refused.load()}}},
+              // Back with an empty store, copying its slots from the other
+              // owners (actors/refill_gate.hpp): until false, another node's
+              // failure may take the only copy of some slots.
+              {"refilling", table->peers[table->self].refilling},
               {"slots_primary", me.primary_slots},
               {"slots_replica", me.replica_slots},
               {"replication", links},
