@@ -63,6 +63,14 @@ restore_plan plan_restore(const std::vector<persistence::worker_row>& rows,
       rec.incarnation = std::max(rec.incarnation, meta->incarnation);
     }
   for (const auto& [h, meta] : sorted) {
+    if (meta->worker_uid == 0) {
+      // Never introduced here: its entries came with slot copies, or with
+      // sub-batches of an entity that had introduced the holder before this
+      // node lost its store (chaos with disk losses). Not an orphan: dropped
+      // with a fence, every later sub-batch of its live registration was
+      // fenced too. Kept; its worker is unknown until an intro names it.
+      continue;
+    }
     auto it = by_uid.find(meta->worker_uid);
     if (it == by_uid.end()) {
       // No row: a deregistration cut short (its drop carries registration + 1).

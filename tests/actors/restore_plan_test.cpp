@@ -134,6 +134,17 @@ TEST(restore_plan, stale_and_orphaned_holders_are_dropped_with_a_fencing_incarna
             (std::map<holder_id, uint64_t>{{hid("A", 0, "old"), 50}, {hid("Gone", 0, "cpu"), 61}}));
 }
 
+TEST(restore_plan, a_holder_never_introduced_here_is_kept) {
+  // A node that came back empty got the holder's entries by slot copies and
+  // sub-batches without an intro: no worker uid. Not an orphan.
+  auto unnamed = holder("A", 0, "cpu", {seq_state::tracking, 7}, 50);
+  unnamed.second.worker_uid = 0;
+  auto plan = plan_restore({row("A", 0, 10)}, holder_metas{unnamed}, clean, now);
+  EXPECT_TRUE(plan.drop_holders.empty());
+  ASSERT_EQ(plan.workers.size(), 1u);
+  EXPECT_TRUE(plan.workers[0].record.locations.empty()); // its location is not known either
+}
+
 TEST(restore_plan, a_holder_newer_than_its_row_raises_the_incarnation) {
   holder_metas hs{holder("A", 0, "cpu", {seq_state::none, 0}, 90)};
   auto plan = plan_restore({row("A", 0, 10, 50)}, hs, clean, now);
