@@ -9,7 +9,8 @@ reference node, and fake LMCache workers (tests/integration/lmcc_worker.py) that
 keep ground truth: every op goes to the cluster (through whichever node the
 worker's sockets point at) and to the reference. For --duration seconds a
 schedule drawn from the seed composes faults while ingest and lookups go on:
-  kill -9 (restarted 0.5-3 s later), SIGSTOP/SIGCONT (a frozen node, sockets
+  kill -9 (restarted 0.5-3 s later; with --faults naming disk_loss, also
+  restarted with an empty data dir), SIGSTOP/SIGCONT (a frozen node, sockets
   open), SIGTERM + restart (a clean stop), a partition (one node cut from the
   others for 0.5-4 s by the TCP proxies between nodes; its workers stay with
   it), an asymmetric partition (only the connection one node dials to another
@@ -80,7 +81,12 @@ FAULTS = ("kill9", "freeze", "clean_restart", "partition", "worker_restart", "ga
 # Faults that take a node out of the others' reach or impair it (at most one
 # at a time, so every slot keeps a live, healthy owner with R = 2).
 NODE_FAULTS = ("kill9", "freeze", "clean_restart", "partition", "asym_partition", "slow_links",
-               "disk_errors", "slow_disk")
+               "disk_errors", "slow_disk", "disk_loss")
+# Drawn only when --faults names them (the default set, and so every recorded
+# seed's schedule, stays as it was): disk_loss is a kill -9 whose node comes
+# back with an empty data dir (a replaced disk; the node copies its slots
+# from its peers, actors/slot_refill.hpp).
+OPT_IN_FAULTS = ("disk_loss",)
 
 def answered(call, what: str, seconds: float = 15.0, between=None):
     """Retries `call` while the cluster answers ErrorMsg, as an LMCache worker
@@ -143,7 +149,7 @@ class Run:
         self.down: set[int] = set()      # node indices not answering (killed or frozen)
         self.killed: set[int] = set()    # killed by the schedule at some point
         self.cut: set[int] = set()       # cut off from the other nodes (alive for its workers)
-        self.faults: dict[str, int] = {f: 0 for f in FAULTS + ("member_change",)}
+        self.faults: dict[str, int] = {f: 0 for f in FAULTS + OPT_IN_FAULTS + ("member_change",)}
         self.lookups = {"answered": 0, "failed": 0}
         self.full_syncs = 0
         self.reference_syncs = 0
@@ -224,6 +230,21 @@ class Run:
                         t.r.ops_message([("admit", k) for k in keys])))
         return out
 
+    def refilling(self) -> bool:
+        """Whether a live node is still copying its slots after a disk loss
+        (asked only when the schedule loses disks)."""
+        if "disk_loss" not in self.kinds:
+            return False
+        for i, n in enumerate(self.cluster.nodes):
+            if i in self.down:
+                continue
+            try:
+                if n.get("/cluster/status", timeout=2).json().get("refilling"):
+                    return True
+            except Exception:  # noqa: BLE001 - a node that cannot answer is not counted
+                pass
+        return False
+
     def fault(self, heal_at: list, at: float):
         """Injects one fault drawn from the seed; `at` is its planned time,
         from which the heals it schedules are planned."""
@@ -232,7 +253,9 @@ class Run:
         candidates = [i for i in range(len(self.cluster.nodes))
                       if i not in self.down and i not in self.cut]
         # Keep a majority up so every slot keeps a live owner (R = 2 survives one).
-        if kind in NODE_FAULTS and self.down | self.cut:
+        # A node back from a disk loss is still recovering until it copied
+        # its slots: another failure then may take their only copy.
+        if kind in NODE_FAULTS and (self.down | self.cut or self.refilling()):
             # A worker fault instead, of the kinds --faults allows.
             instead = tuple(k for k in ("worker_restart", "garbage") if k in kinds) or tuple(
                 k for k in kinds if k not in NODE_FAULTS) or ("garbage",)
@@ -240,9 +263,11 @@ class Run:
         self.sample_rss()
         self.faults[kind] += 1
         self.note(f"fault {kind} (planned at +{at - self.started:.3f} s)")
-        if kind == "kill9":
+        if kind in ("kill9", "disk_loss"):
             i = self.target(candidates)
             self.cluster.nodes[i].kill()
+            if kind == "disk_loss":
+                shutil.rmtree(self.cluster.nodes[i].workdir / "data", ignore_errors=True)
             self.down.add(i)
             self.killed.add(i)
             self.reconnect_stranded()
@@ -575,9 +600,9 @@ def main() -> int:
     ap.add_argument("--keep-failed", action="store_true",
                     help="keep a failing seed's node logs and data (the path is printed)")
     args = ap.parse_args()
-    unknown = set(args.faults.split(",")) - set(FAULTS)
+    unknown = set(args.faults.split(",")) - set(FAULTS) - set(OPT_IN_FAULTS)
     if unknown:
-        ap.error(f"unknown fault kind(s) {sorted(unknown)}; known: {', '.join(FAULTS)}")
+        ap.error(f"unknown fault kind(s) {sorted(unknown)}; known: {', '.join(FAULTS + OPT_IN_FAULTS)}")
     if args.seeds:
         first, _, last = args.seeds.partition("-")
         a, b = int(first), int(last or first)
