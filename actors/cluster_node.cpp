@@ -18,11 +18,9 @@ namespace {
 using node_self = cluster_node_actor::stateful_pointer<cluster_node_state>;
 using clock_type = std::chrono::steady_clock;
 
-std::shared_ptr<cluster_table>
-make_table(const cluster::membership& m, std::shared_ptr<const cluster::placement> owners,
-           const std::vector<peer_handles>& handles, const std::vector<uint8_t>& ready = {},
-           bool self_ready = true, const std::vector<uint8_t>& refilling = {},
-           bool self_refilling = false, const std::vector<uint8_t>& greeted = {}) {
+/// What the member set says; publish() adds what this node learnt of each peer.
+std::shared_ptr<cluster_table> make_table(const cluster::membership& m,
+                                          std::shared_ptr<const cluster::placement> owners) {
   auto t = std::make_shared<cluster_table>();
   t->owners = std::move(owners);
   t->previous = std::make_shared<const cluster::placement>(m.previous());
@@ -33,12 +31,6 @@ make_table(const cluster::membership& m, std::shared_ptr<const cluster::placemen
   for (size_t i = 0; i < m.size(); ++i) {
     t->peers[i].live = m.live(static_cast<node_index>(i));
     t->peers[i].leaving = m.leaving(static_cast<node_index>(i));
-    if (i < handles.size())
-      t->peers[i].handles = handles[i];
-    t->peers[i].copying = i == m.self() ? !self_ready : i < ready.size() && !ready[i];
-    t->peers[i].refilling =
-        i == m.self() ? self_refilling : i < refilling.size() && refilling[i] != 0;
-    t->peers[i].greeted = i == m.self() || (i < greeted.size() && greeted[i] != 0);
   }
   t->members = m.view();
   t->ring_version = m.ring_version();
@@ -48,12 +40,15 @@ make_table(const cluster::membership& m, std::shared_ptr<const cluster::placemen
 
 void publish(node_self self) {
   auto& st = self->state;
-  std::vector<peer_handles> handles;
-  for (const auto& p : st.peers)
-    handles.push_back(p.handles);
-  handles[st.members->self()] = st.cfg.local;
-  auto table = make_table(*st.members, st.owners, handles, st.peer_ready, st.self_ready,
-                          st.peer_refilling, st.refill.refilling(), st.greeted);
+  auto table = make_table(*st.members, st.owners);
+  const node_index me = st.members->self();
+  for (size_t i = 0; i < table->peers.size(); ++i) {
+    auto& p = table->peers[i];
+    p.handles = i == me ? st.cfg.local : st.peers[i].handles;
+    p.copying = i == me ? !st.self_ready : !st.peer_ready[i];
+    p.refilling = i == me ? st.refill.refilling() : st.peer_refilling[i] != 0;
+    p.greeted = i == me || st.greeted[i] != 0;
+  }
   table->members_settled = true;
   for (size_t i = 0; i < st.peers.size(); ++i)
     if (st.peers[i].handles.node && (!st.greeted[i] || st.ahead[i]))
@@ -192,11 +187,6 @@ void on_refill_greeting(node_self self, bool peer_holds_index) {
     ended("no-peer-holds-an-index");
     return;
   case refill_gate::step::start:
-    if (!st.cfg.refill) {
-      st.refill.done();
-      ended("no-refill-actor");
-      return;
-    }
     self->request(st.cfg.refill, caf::infinite, repair_atom::value).then([self, ended](uint64_t) {
       self->state.refill.done();
       ended("copied");
@@ -397,7 +387,7 @@ initial_cluster_table(const cluster::cluster_options& options, const std::string
     return m.error();
   m->presume_live(clock_type::now());
   return std::shared_ptr<const cluster_table>{
-      make_table(*m, std::make_shared<const cluster::placement>(m->owners()), {})};
+      make_table(*m, std::make_shared<const cluster::placement>(m->owners()))};
 }
 
 cluster_node_actor::behavior_type
@@ -413,8 +403,8 @@ cluster_node_main(cluster_node_actor::stateful_pointer<cluster_node_state> self,
   st.peers.resize(st.members->size());
   st.peer_ready.assign(st.members->size(), 0);
   st.peer_refilling.assign(st.members->size(), 0);
-  st.refill = refill_gate{st.cfg.started_empty};
-  if (st.cfg.started_empty)
+  st.refill = refill_gate{static_cast<bool>(st.cfg.refill)};
+  if (st.cfg.refill)
     spdlog::info("cluster-refill-waiting node={} reason=empty-store", st.cfg.self_id);
   st.greeted.assign(st.members->size(), 0);
   st.ahead.assign(st.members->size(), 0);

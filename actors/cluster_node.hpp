@@ -131,10 +131,9 @@ struct cluster_node_config {
   std::string record_path;
   /// Copies the slots gained in a change, drops those lost (slot_mover.hpp).
   slot_mover_actor mover;
-  /// This node opened an empty store: until its peers' greetings tell
-  /// whether they hold an index, lookups read its slots elsewhere; if one
-  /// does, `refill` copies every slot it owns first (refill_gate.hpp).
-  bool started_empty = false;
+  /// Set when this node opened an empty store: until its peers' greetings
+  /// tell whether they hold an index, lookups read its slots elsewhere; if
+  /// one does, it copies every slot it owns first (refill_gate.hpp).
   slot_refill_actor refill;
   /// Called once the refill ended (copied, or nothing to copy).
   std::function<void()> on_refill_ended;

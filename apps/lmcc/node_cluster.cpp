@@ -183,7 +183,6 @@ void node_cluster::start(const actors::kv_shard_actor& shard,
     spdlog::warn("cluster-refill-resumed node={} reason=cut-short-by-a-restart", c.node_id);
     started_empty = true;
   }
-  nc.started_empty = started_empty;
   if (started_empty) {
     if (!marker.empty())
       std::ofstream{marker} << "refill pending\n";
