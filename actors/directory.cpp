@@ -413,6 +413,10 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
         self->state.logic->on_sync_state(uid, phase, missing);
         if (from_peer(self) && phase == sync_phase::completed)
           self->state.logic->on_peer_sync_completed();
+        // A state changes the heartbeats' answers: a peer's `completed` is
+        // often the last change before a worker's heartbeats can be answered
+        // where they arrive, and no other message may follow to publish.
+        publish_heartbeats(self);
         if (self->state.logic->is_home(uid) && !from_peer(self))
           directory_effects::replicate(self, sync_state_atom::value, uid, phase, missing);
       },

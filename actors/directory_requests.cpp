@@ -247,6 +247,12 @@ void ask_home(directory_self self, const directory_actor& home, msg::Msg m,
 caf::result<msg::Msg> on_request(directory_self self, msg::Msg& m) {
   auto& st = self->state;
   auto& logic = *st.logic;
+  // A heartbeat reaches the directory when the socket thread's view is stale
+  // (heartbeat_reader.hpp): make it current even if the home elsewhere
+  // answers this one, or every later heartbeat of workers homed elsewhere
+  // would come here too until some other change publishes.
+  if (std::holds_alternative<msg::HeartbeatMsg>(m))
+    publish_heartbeats(self);
   if (auto home = home_elsewhere(self, m)) {
     if (!*home) {
       st.cfg.hooks.count_event("request_home_unreachable");
