@@ -187,6 +187,9 @@ void on_refill_greeting(node_self self, bool peer_holds_index) {
     ended("no-peer-holds-an-index");
     return;
   case refill_gate::step::start:
+    // The index survives on the peers: no worker need resync because this
+    // node's store is empty.
+    self->send(caf::actor_cast<directory_actor>(st.cfg.local.directory), refill_atom::value);
     self->request(st.cfg.refill, caf::infinite, repair_atom::value).then([self, ended](uint64_t) {
       self->state.refill.done();
       ended("copied");

@@ -508,6 +508,10 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
         }
       },
       [self](ring_atom) { on_ring_change(self); },
+      [self](refill_atom) {
+        self->state.logic->on_index_held_by_peers();
+        publish_heartbeats(self);
+      },
       [self](handoff_atom, uint64_t uid) { return answer_handoff(self, uid); },
       [self](forward_atom, pushed_msgs& msgs) { return_frames(self, std::move(msgs)); },
       [self](leave_atom) { return await_handoffs(self); },

@@ -82,6 +82,9 @@ using directory_actor = directory_feedback_actor::extend<
     // Liveness changed (from the cluster node): worker homes may have moved
     // (worker_homes.hpp).
     caf::reacts_to<ring_atom>,
+    // From the cluster node: this node came back empty and a peer holds the
+    // index (refill_gate.hpp): its slots are copied, not resynced.
+    caf::reacts_to<refill_atom>,
     // From a peer taking a worker over: did this node host it, and its marks.
     caf::replies_to<handoff_atom, uint64_t>::with<worker_handoff>,
     // Frames that reached a handed-off worker actor.

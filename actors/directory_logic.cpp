@@ -295,6 +295,13 @@ void directory_logic::on_peer_sync_completed() {
     spdlog::info("freeze-exited reason=peer-sync-completed workers={}", reg_.all_workers().size());
 }
 
+void directory_logic::on_index_held_by_peers() {
+  if (!reg_.need_full_sync_all())
+    return;
+  reg_.set_need_full_sync_all(false);
+  spdlog::info("freeze-exited reason=peers-hold-the-index workers={}", reg_.all_workers().size());
+}
+
 void directory_logic::on_resync(uint64_t uid, const std::string& reason) {
   reg_.request_full_sync(uid, reason);
   out_.count("full_sync_requested_" + reason);

@@ -154,6 +154,11 @@ public:
   /// others were still syncing keeps the flag, and asks a worker it takes
   /// over later for a `controller_restart` sync the cluster never needed.
   void on_peer_sync_completed();
+  /// A cluster: this node started empty, but a peer holds the index and this
+  /// node copies its slots (refill_gate.hpp). The freeze that asks every
+  /// worker for a full sync is for an index lost everywhere; here, as on a
+  /// standby that joins, it would make every worker resync for nothing.
+  void on_index_held_by_peers();
   void on_seq_gap(uint64_t n) { seq_discontinuities_ += n; }
   void on_resync(uint64_t uid, const std::string& reason);
   /// The home's resync request, replicated here (not counted again).

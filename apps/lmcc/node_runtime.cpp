@@ -153,6 +153,8 @@ void node_runtime::impl::spawn_actors(node_state& state) {
   // worker for its keys. A node that joins a running cluster (a standby
   // added later) starts empty too, but its peers hold the index and hand it
   // the slots and workers it takes: asking them would freeze them for nothing.
+  // A founding member back with an empty disk learns the same from the first
+  // peer that greets holding an index (directory_logic::on_index_held_by_peers).
   dc.need_full_sync_all = state.need_full_sync_all && (!cluster_ || cluster_->founding_member());
   directory_ = system_.spawn(actors::directory_main, std::move(dc));
   bridge_ = system_.spawn(actors::request_bridge_main, directory_);

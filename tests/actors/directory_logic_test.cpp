@@ -170,6 +170,25 @@ TEST(directory_logic, a_sync_completed_on_another_node_ends_the_freeze_here_too)
   EXPECT_TRUE(commands_of(d.on_heartbeat(hb("C", 0), 3, wall, 3)).empty());
 }
 
+TEST(directory_logic, a_node_back_empty_while_its_peers_hold_the_index_asks_no_worker) {
+  recording_outbox out;
+  directory_logic d{controller_options{}, out};
+  // The peers hand the empty node the registry: workers that synced long ago.
+  d.on_register(reg("A", 0), 1, wall, std::nullopt);
+  d.on_register(reg("B", 0), 1, wall, std::nullopt);
+  EXPECT_EQ(commands_of(d.on_heartbeat(hb("A", 0), 2, wall, 2)),
+            (std::vector<std::string>{"controller_restart"}));
+  // A peer greets holding the index: the node copies its slots instead.
+  d.on_index_held_by_peers();
+  EXPECT_FALSE(d.reg().need_full_sync_all());
+  EXPECT_TRUE(commands_of(d.on_heartbeat(hb("A", 0), 3, wall, 3)).empty());
+  EXPECT_TRUE(commands_of(d.on_heartbeat(hb("B", 0), 3, wall, 3)).empty());
+  // Proofs still ask: only the freeze's blanket ask is gone.
+  d.on_resync(worker_uid("B", wire_int{0}), "seq_gap");
+  EXPECT_EQ(commands_of(d.on_heartbeat(hb("B", 0), 4, wall, 4)),
+            (std::vector<std::string>{"seq_gap"}));
+}
+
 TEST(directory_logic, a_resync_reason_is_asked_of_that_worker_alone) {
   recording_outbox out;
   directory_logic d{controller_options{}, out};
