@@ -38,6 +38,11 @@ std::shared_ptr<cluster_table> make_table(const cluster::membership& m,
   return t;
 }
 
+/// This node came back empty and its copies are not all its own yet.
+bool unsettled(const cluster_node_state& st) {
+  return st.refill.refilling() || (st.cfg.refill_settled && !st.cfg.refill_settled->load());
+}
+
 void publish(node_self self) {
   auto& st = self->state;
   auto table = make_table(*st.members, st.owners);
@@ -47,6 +52,7 @@ void publish(node_self self) {
     p.handles = i == me ? st.cfg.local : st.peers[i].handles;
     p.copying = i == me ? !st.self_ready : !st.peer_ready[i];
     p.refilling = i == me ? st.refill.refilling() : st.peer_refilling[i] != 0;
+    p.unsettled = i == me ? unsettled(st) : st.peer_unsettled[i] != 0;
     p.greeted = i == me || st.greeted[i] != 0;
   }
   table->members_settled = true;
@@ -72,7 +78,8 @@ uint8_t greet_flags(const cluster_node_state& st) {
   return static_cast<uint8_t>((st.self_ready ? greet_ready : 0) |
                               (st.members->record().committed ? greet_committed : 0) |
                               (st.refill.refilling() ? greet_refilling : 0) |
-                              (st.cfg.holds_index && st.cfg.holds_index() ? greet_holds_index : 0));
+                              (st.cfg.holds_index && st.cfg.holds_index() ? greet_holds_index : 0) |
+                              (unsettled(st) ? greet_unsettled : 0));
 }
 
 void greet(node_self self, const caf::actor& peer_node) {
@@ -173,8 +180,6 @@ void on_refill_greeting(node_self self, bool peer_holds_index) {
   auto ended = [self](std::string_view how) {
     auto& st = self->state;
     spdlog::info("cluster-refill-ended node={} how={}", st.cfg.self_id, how);
-    if (st.cfg.on_refill_ended)
-      st.cfg.on_refill_ended();
     publish(self); // lookups may read this node's slots again
     for (const auto& p : st.peers)
       if (p.handles.node)
@@ -184,6 +189,8 @@ void on_refill_greeting(node_self self, bool peer_holds_index) {
   case refill_gate::step::none:
     return;
   case refill_gate::step::skip:
+    if (st.cfg.on_refill_skipped)
+      st.cfg.on_refill_skipped();
     ended("no-peer-holds-an-index");
     return;
   case refill_gate::step::start:
@@ -406,6 +413,7 @@ cluster_node_main(cluster_node_actor::stateful_pointer<cluster_node_state> self,
   st.peers.resize(st.members->size());
   st.peer_ready.assign(st.members->size(), 0);
   st.peer_refilling.assign(st.members->size(), 0);
+  st.peer_unsettled.assign(st.members->size(), 0);
   st.refill = refill_gate{static_cast<bool>(st.cfg.refill)};
   if (st.cfg.refill)
     spdlog::info("cluster-refill-waiting node={} reason=empty-store", st.cfg.self_id);
@@ -465,6 +473,11 @@ cluster_node_main(cluster_node_actor::stateful_pointer<cluster_node_state> self,
         if (refilling != (st.peer_refilling[*i] != 0)) {
           st.peer_refilling[*i] = refilling ? 1 : 0;
           publish(self); // reads of its slots go elsewhere (or back)
+        }
+        const bool peer_unsettled = (flags & greet_unsettled) != 0;
+        if (peer_unsettled != (st.peer_unsettled[*i] != 0)) {
+          st.peer_unsettled[*i] = peer_unsettled ? 1 : 0;
+          publish(self); // a refill here must not take its copies for its own
         }
         if (st.refill.refilling())
           on_refill_greeting(self, (flags & greet_holds_index) != 0);

@@ -63,6 +63,8 @@ constexpr uint8_t greet_committed = 2;
 /// whether its index holds entries.
 constexpr uint8_t greet_refilling = 4;
 constexpr uint8_t greet_holds_index = 8;
+/// The sender came back empty and its refill has not settled (peer_entry::unsettled).
+constexpr uint8_t greet_unsettled = 16;
 
 using cluster_node_actor = caf::typed_actor<
     // (peer id, leaving, its record's epoch, identity, greet_* flags)
@@ -135,8 +137,12 @@ struct cluster_node_config {
   /// tell whether they hold an index, lookups read its slots elsewhere; if
   /// one does, it copies every slot it owns first (refill_gate.hpp).
   slot_refill_actor refill;
-  /// Called once the refill ended (copied, or nothing to copy).
-  std::function<void()> on_refill_ended;
+  /// Called when the refill ends without copying: no peer holds an index (a
+  /// new cluster). A copy reports to the refill actor's own hooks instead.
+  std::function<void()> on_refill_skipped;
+  /// Set by the refill once every owned slot is copied or known lost (null:
+  /// this node did not start empty).
+  std::shared_ptr<const std::atomic<bool>> refill_settled;
   /// Whether this node's index holds entries (sent in greetings). Null: no.
   std::function<bool()> holds_index;
   /// Called with the new table whenever the member set changes (the runtime
@@ -175,8 +181,9 @@ struct cluster_node_state {
   /// This node copied every slot it gained under the current record.
   bool self_ready = true;
   refill_gate refill{false};
-  /// Which peers greeted as refilling (by node_index).
+  /// Which peers greeted as refilling, and as unsettled (by node_index).
   std::vector<uint8_t> peer_refilling;
+  std::vector<uint8_t> peer_unsettled;
   std::shared_ptr<const cluster_table> last_published;
   std::mt19937_64 rng{std::random_device{}()};
 };

@@ -56,6 +56,10 @@ struct peer_entry {
   bool refilling = false;
   /// Greeted this node since it joined (until then `refilling` is presumed).
   bool greeted = false;
+  /// Came back empty, and not every slot it owns holds its own copy yet
+  /// (refilling, or slots left over, refill_leftovers.hpp): its copies of
+  /// those may be this node's, so it is no source for this node's leftovers.
+  bool unsettled = false;
   peer_handles handles;
 };
 

@@ -512,6 +512,16 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
         self->state.logic->on_index_held_by_peers();
         publish_heartbeats(self);
       },
+      [self](refill_atom, uint64_t lost_slots) {
+        // Every node hears of it and marks every worker it knows: this node,
+        // back from empty, may not have heard of every registration yet, but
+        // each worker's home knows it.
+        const bool replica = from_peer(self);
+        self->state.logic->on_slots_lost(lost_slots, replica);
+        if (!replica)
+          directory_effects::replicate(self, refill_atom::value, lost_slots);
+        publish_heartbeats(self);
+      },
       [self](handoff_atom, uint64_t uid) { return answer_handoff(self, uid); },
       [self](forward_atom, pushed_msgs& msgs) { return_frames(self, std::move(msgs)); },
       [self](leave_atom) { return await_handoffs(self); },

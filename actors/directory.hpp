@@ -85,6 +85,10 @@ using directory_actor = directory_feedback_actor::extend<
     // From the cluster node: this node came back empty and a peer holds the
     // index (refill_gate.hpp): its slots are copied, not resynced.
     caf::reacts_to<refill_atom>,
+    // From this node's refill, then replicated: n slots are lost on every
+    // owner (each came back empty, refill_leftovers.hpp): every worker must
+    // full-sync.
+    caf::reacts_to<refill_atom, uint64_t>,
     // From a peer taking a worker over: did this node host it, and its marks.
     caf::replies_to<handoff_atom, uint64_t>::with<worker_handoff>,
     // Frames that reached a handed-off worker actor.

@@ -302,6 +302,18 @@ void directory_logic::on_index_held_by_peers() {
   spdlog::info("freeze-exited reason=peers-hold-the-index workers={}", reg_.all_workers().size());
 }
 
+size_t directory_logic::on_slots_lost(uint64_t slots, bool replica) {
+  std::vector<uint64_t> uids;
+  for (const auto* rec : reg_.all_workers())
+    uids.push_back(rec->uid);
+  const std::string reason{slot_copies_lost_reason};
+  for (uint64_t uid : uids)
+    replica ? on_replicated_resync(uid, reason) : on_resync(uid, reason);
+  spdlog::warn("index-lost slots={} workers={} from={} action=full-sync-all", slots, uids.size(),
+               replica ? "peer" : "refill");
+  return uids.size();
+}
+
 void directory_logic::on_resync(uint64_t uid, const std::string& reason) {
   reg_.request_full_sync(uid, reason);
   out_.count("full_sync_requested_" + reason);

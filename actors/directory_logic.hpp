@@ -42,6 +42,10 @@
 
 namespace lmcc::actors {
 
+/// The full-sync reason when a node found slots whose every copy was lost
+/// (directory_logic::on_slots_lost).
+inline constexpr std::string_view slot_copies_lost_reason = "slot_copies_lost";
+
 class directory_outbox {
 public:
   virtual ~directory_outbox() = default;
@@ -159,6 +163,11 @@ public:
   /// worker for a full sync is for an index lost everywhere; here, as on a
   /// standby that joins, it would make every worker resync for nothing.
   void on_index_held_by_peers();
+  /// A cluster: `slots` of this node (or of a peer: `replica`) lost every
+  /// copy (each owner came back empty, refill_leftovers.hpp). Their entries
+  /// belonged to any worker: every registered worker owes a full sync
+  /// (slot_copies_lost_reason). Returns how many were marked.
+  size_t on_slots_lost(uint64_t slots, bool replica);
   void on_seq_gap(uint64_t n) { seq_discontinuities_ += n; }
   void on_resync(uint64_t uid, const std::string& reason);
   /// The home's resync request, replicated here (not counted again).

@@ -11,27 +11,91 @@ namespace {
 using refill_self = slot_refill_actor::stateful_pointer<slot_refill_state>;
 
 /// Where `slot`'s copy comes from: another owner that is reachable, greeted
-/// this node and is not refilling itself (its copy may be as empty as ours);
-/// or wait, while another owner is live but has not joined or greeted yet;
-/// or nowhere (every other owner is down, or refilling too).
+/// this node, and neither refilling nor seen unsettled (its copy may be as
+/// empty as ours, or ours); or wait, while another owner is live but has not
+/// joined or greeted yet; or nowhere (every other owner is down, or came back
+/// empty too).
 struct source {
   std::optional<node_index> from;
   bool wait = false;
 };
 
-source source_of(const cluster_table& t, uint32_t slot) {
+bool can_give(const cluster_table& t, node_index n) {
+  const auto& p = t.peers[n];
+  return t.reachable(n) && p.handles.service && p.greeted && !p.refilling;
+}
+
+/// Peers whose copies are not all their own are remembered: one that came
+/// back empty may settle before this node looks again.
+void note_unsettled(refill_leftovers& left, const cluster_table& t) {
+  for (node_index n = 0; n < t.peers.size(); ++n)
+    if (n != t.self && t.peers[n].unsettled)
+      left.seen_unsettled(n);
+}
+
+source source_of(const cluster_table& t, uint32_t slot, const refill_leftovers& left) {
   source s;
   for (node_index n : t.owners->owner_indices(slot)) {
     if (n == t.self)
       continue;
     const auto& p = t.peers[n];
-    if (p.greeted && p.refilling)
+    if ((p.greeted && p.refilling) || p.unsettled || left.seen(n))
       continue;
-    if (t.reachable(n) && p.handles.service && p.greeted)
+    if (can_give(t, n))
       return source{n, false};
     s.wait = s.wait || p.live;
   }
   return s;
+}
+
+void pump(refill_self self);
+void arm_retry(refill_self self, std::chrono::milliseconds delay);
+
+/// Once the copy is done: copies what an owner can give now, reports what no
+/// owner holds any more, and waits for the rest (refill_leftovers.hpp).
+void settle(refill_self self) {
+  auto& st = self->state;
+  if (!st.done || st.settled || st.in_flight > 0 || !st.queue.empty())
+    return;
+  const auto table = st.cfg.board->current();
+  note_unsettled(st.leftovers, *table);
+  const auto step = st.leftovers.take(
+      [&](uint32_t slot) {
+        std::vector<node_index> others;
+        for (node_index n : table->owners->owner_indices(slot))
+          if (n != table->self)
+            others.push_back(n);
+        return others;
+      },
+      [&](node_index n) { return can_give(*table, n); });
+  if (!step.lost.empty()) {
+    st.lost += step.lost.size();
+    spdlog::warn("slot-refill-lost node={} slots={} first={} action=full-sync-all", st.cfg.self_id,
+                 step.lost.size(), step.lost.front());
+    if (st.cfg.on_lost)
+      st.cfg.on_lost(step.lost.size());
+  }
+  if (!step.copy.empty()) {
+    for (const auto& [slot, from] : step.copy)
+      st.queue.push_back({slot, 0});
+    pump(self);
+    return;
+  }
+  if (!st.leftovers.empty()) {
+    arm_retry(self, st.cfg.leftover_recheck);
+    return;
+  }
+  if (st.leftover_copied) { // durable before a restart may skip the copy
+    st.leftover_copied = false;
+    self->request(st.cfg.shard, caf::infinite, snapshot_atom::value).then([self](bool) {
+      settle(self);
+    });
+    return;
+  }
+  st.settled = true;
+  spdlog::info("slot-refill-settled node={} copied={} lost={}", st.cfg.self_id, st.copied, st.lost);
+  if (st.cfg.on_settled)
+    st.cfg.on_settled();
 }
 
 void finish(refill_self self) {
@@ -49,36 +113,41 @@ void finish(refill_self self) {
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                         std::chrono::steady_clock::now() - st.began)
                         .count();
-    spdlog::info("slot-refill-done node={} slots={} copied={} entries={} skipped={} "
+    spdlog::info("slot-refill-done node={} slots={} copied={} entries={} skipped={} left={} "
                  "durable={} ms={}",
-                 st.cfg.self_id, st.total, st.copied, st.entries, st.skipped, durable, ms);
+                 st.cfg.self_id, st.total, st.copied, st.entries, st.skipped, st.leftovers.size(),
+                 durable, ms);
     for (auto& p : st.waiting)
       p.deliver(st.copied);
     st.waiting.clear();
+    settle(self);
   });
 }
 
-void arm_retry(refill_self self) {
+void arm_retry(refill_self self, std::chrono::milliseconds delay) {
   auto& st = self->state;
   if (st.retry_armed)
     return;
   st.retry_armed = true;
-  self->delayed_send(self, st.cfg.retry_delay, tick_atom::value);
+  self->delayed_send(self, delay, tick_atom::value);
 }
 
 void pump(refill_self self) {
   auto& st = self->state;
   const auto table = st.cfg.board->current();
+  note_unsettled(st.leftovers, *table);
   std::vector<slot_refill_state::pending> later;
   while (st.in_flight < st.cfg.in_flight && !st.queue.empty()) {
     const auto item = st.queue.front();
     st.queue.pop_front();
-    const auto [from, wait] = source_of(*table, item.slot);
+    const auto [from, wait] = source_of(*table, item.slot, st.leftovers);
     if (!from) {
-      if (wait)
+      if (wait) {
         later.push_back(item); // an owner that is up has not joined this node yet
-      else
-        ++st.skipped; // anti-entropy copies it once another owner is back
+      } else {
+        ++st.skipped; // copied once another owner is back with it
+        st.leftovers.leave(item.slot);
+      }
       continue;
     }
     ++st.in_flight;
@@ -91,6 +160,7 @@ void pump(refill_self self) {
               --st.in_flight;
               ++st.copied;
               st.entries += flat.size() / 2;
+              st.leftover_copied = st.leftover_copied || st.done;
               if (st.copied % 1024 == 0)
                 spdlog::info("slot-refill-progress node={} copied={} of={} entries={}",
                              st.cfg.self_id, st.copied, st.total, st.entries);
@@ -105,9 +175,10 @@ void pump(refill_self self) {
                            st.cfg.self_id, item.slot, peer, item.failures + 1, caf::to_string(e));
               if (item.failures + 1 < st.cfg.attempts) {
                 st.queue.push_back({item.slot, item.failures + 1});
-                arm_retry(self);
+                arm_retry(self, st.cfg.retry_delay);
               } else {
                 ++st.skipped;
+                st.leftovers.leave(item.slot);
                 pump(self);
               }
             });
@@ -115,7 +186,9 @@ void pump(refill_self self) {
   for (const auto& item : later)
     st.queue.push_back(item);
   if (!later.empty())
-    arm_retry(self);
+    arm_retry(self, st.cfg.retry_delay);
+  else if (st.queue.empty() && st.in_flight == 0 && st.done)
+    settle(self);
   else if (st.queue.empty() && st.in_flight == 0 && !st.finishing) {
     st.finishing = true;
     finish(self);
@@ -164,8 +237,9 @@ slot_refill_main(slot_refill_actor::stateful_pointer<slot_refill_state> self,
         return p;
       },
       [self](tick_atom) {
-        self->state.retry_armed = false;
-        if (!self->state.finishing)
+        auto& st = self->state;
+        st.retry_armed = false;
+        if (!st.finishing || st.done)
           pump(self);
       },
   };

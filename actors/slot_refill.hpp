@@ -11,6 +11,12 @@
 // end made the copies durable (an explicit round: ingest on this node waits
 // for it, once per refill).
 //
+// Skipped slots are kept (refill_leftovers.hpp) until an owner comes back
+// with its copy, which is copied then, or comes back empty too: then no copy
+// is left anywhere, and on_lost asks every worker for a full sync. The
+// refill is settled (on_settled: a restart need not copy again) once no
+// slot is left.
+//
 //   auto refill = sys.spawn(slot_refill_main, slot_refill_config{board, shard, "n1"});
 //   self->request(refill, caf::infinite, repair_atom::value)  // -> slots copied
 //
@@ -20,10 +26,12 @@
 #include "actors/cluster_service.hpp"
 #include "actors/cluster_table.hpp"
 #include "actors/kv_shard.hpp"
+#include "actors/refill_leftovers.hpp"
 
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -40,6 +48,13 @@ struct slot_refill_config {
   uint32_t attempts = 3;
   /// Slots copied at once.
   uint32_t in_flight = 16;
+  /// How often slots left by the copy are looked at again.
+  std::chrono::milliseconds leftover_recheck{1000};
+  /// Slots no owner holds any more (every other owner came back empty):
+  /// only the workers' full syncs can give their entries back.
+  std::function<void(uint64_t lost_slots)> on_lost;
+  /// Every owned slot is copied, or known lost, and durable.
+  std::function<void()> on_settled;
 };
 
 using slot_refill_actor = caf::typed_actor<
@@ -61,7 +76,10 @@ struct slot_refill_state {
   bool finishing = false; ///< every slot copied or skipped; waiting for the shard
   bool done = false;
   bool retry_armed = false;
-  uint64_t total = 0, copied = 0, entries = 0, skipped = 0;
+  uint64_t total = 0, copied = 0, entries = 0, skipped = 0, lost = 0;
+  refill_leftovers leftovers{0};
+  bool leftover_copied = false; ///< since the last snapshot round
+  bool settled = false;
   std::chrono::steady_clock::time_point began;
   std::vector<caf::typed_response_promise<uint64_t>> waiting;
 };

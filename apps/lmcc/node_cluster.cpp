@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <random>
@@ -195,12 +196,22 @@ void node_cluster::start(const actors::kv_shard_actor& shard,
     rc.shard = shard;
     rc.self_id = c.node_id;
     rc.timeout = c.internal_timeout;
-    refill_ = system.spawn(actors::slot_refill_main, std::move(rc));
-    nc.refill = refill_;
-    nc.on_refill_ended = [marker] {
+    rc.on_lost = [directory](uint64_t slots) {
+      caf::anon_send(directory, actors::refill_atom::value, slots);
+    };
+    // The marker stays until every owned slot is copied or known lost; the
+    // node greets as unsettled until then (refill_leftovers.hpp).
+    auto settled = std::make_shared<std::atomic<bool>>(false);
+    auto on_settled = [marker, settled] {
       if (!marker.empty())
         std::remove(marker.c_str());
+      settled->store(true);
     };
+    rc.on_settled = on_settled;
+    refill_ = system.spawn(actors::slot_refill_main, std::move(rc));
+    nc.refill = refill_;
+    nc.on_refill_skipped = on_settled;
+    nc.refill_settled = settled;
   }
   nc.holds_index = [index = parts_.index] { return index->read().entries() > 0; };
   nc.clock = parts_.clock;

@@ -189,6 +189,19 @@ TEST(directory_logic, a_node_back_empty_while_its_peers_hold_the_index_asks_no_w
             (std::vector<std::string>{"seq_gap"}));
 }
 
+TEST(directory_logic, slots_lost_on_every_owner_ask_every_worker_for_a_full_sync) {
+  recording_outbox out;
+  directory_logic d{controller_options{}, out};
+  d.on_index_held_by_peers(); // no freeze: the cluster held the index
+  d.on_register(reg("A", 0), 1, wall, std::nullopt);
+  d.on_register(reg("B", 0), 1, wall, std::nullopt);
+  EXPECT_TRUE(commands_of(d.on_heartbeat(hb("A", 0), 2, wall, 2)).empty());
+  EXPECT_EQ(d.on_slots_lost(3, /*replica=*/false), 2u);
+  const std::vector<std::string> lost{std::string{slot_copies_lost_reason}};
+  EXPECT_EQ(commands_of(d.on_heartbeat(hb("A", 0), 3, wall, 3)), lost);
+  EXPECT_EQ(commands_of(d.on_heartbeat(hb("B", 0), 3, wall, 3)), lost);
+}
+
 TEST(directory_logic, a_resync_reason_is_asked_of_that_worker_alone) {
   recording_outbox out;
   directory_logic d{controller_options{}, out};
