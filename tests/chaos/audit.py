@@ -30,9 +30,12 @@ def full_sync_audit(events, since: float) -> list[str]:
     who = {f["uid"]: (f["instance"], f["worker"]) for _, _, f in events
            if {"uid", "instance", "worker"} <= f.keys()}
     proofs, asks, resets, starts = [], [], [], []
+    every_worker = []  # proofs for every worker (index-lost: copies gone on every owner)
     for t, event, f in events:
         key = (f.get("instance"), f.get("worker"))
-        if event in ("seq-gap-proven", "full-sync-needed-after-restart",
+        if event == "index-lost":
+            every_worker.append(t)
+        elif event in ("seq-gap-proven", "full-sync-needed-after-restart",
                      "worker-frames-not-forwarded") or (
                 event == "worker-taken-over" and f.get("resync", "no") != "no"):
             proofs.append((t, key))
@@ -49,7 +52,8 @@ def full_sync_audit(events, since: float) -> list[str]:
         if t < since:
             continue
         retry = reason == "sync_failed_retry" and any(k == key and ta < t for ta, k, _ in asks)
-        if not retry and not any(k == key and tp <= t for tp, k in proofs):
+        if not retry and not any(k == key and tp <= t for tp, k in proofs) and not any(
+                tp <= t for tp in every_worker):
             problems.append(f"{key[0]}/{key[1]} asked for a full sync ({reason}) with no proof")
     for tp, key in proofs:
         if tp < since:

@@ -10,7 +10,9 @@ keep ground truth: every op goes to the cluster (through whichever node the
 worker's sockets point at) and to the reference. For --duration seconds a
 schedule drawn from the seed composes faults while ingest and lookups go on:
   kill -9 (restarted 0.5-3 s later; with --faults naming disk_loss, also
-  restarted with an empty data dir), SIGSTOP/SIGCONT (a frozen node, sockets
+  restarted with an empty data dir; naming double_disk_loss, two nodes at
+  once lose their disks, so the slots only they owned have no copy left and
+  every worker must be asked for a full sync), SIGSTOP/SIGCONT (a frozen node, sockets
   open), SIGTERM + restart (a clean stop), a partition (one node cut from the
   others for 0.5-4 s by the TCP proxies between nodes; its workers stay with
   it), an asymmetric partition (only the connection one node dials to another
@@ -38,7 +40,8 @@ for, and the invariants are checked:
   4. full syncs follow proofs, and only proofs: every worker a node asked for a
      full sync (`full-sync-requested` in its log) after the schedule started
      had a proof logged first (`seq-gap-proven`, `worker-entity-split`, a
-     takeover or restart whose marks ask for one; `sync_failed_retry` retries
+     takeover or restart whose marks ask for one, `index-lost` for every
+     worker; `sync_failed_retry` retries
      an earlier ask), and every proof led to that worker being asked unless it
      re-registered or deregistered since (the nodes' logs, all restarts);
   5. no node crashed except those the schedule killed, and no node's resident
@@ -81,12 +84,13 @@ FAULTS = ("kill9", "freeze", "clean_restart", "partition", "worker_restart", "ga
 # Faults that take a node out of the others' reach or impair it (at most one
 # at a time, so every slot keeps a live, healthy owner with R = 2).
 NODE_FAULTS = ("kill9", "freeze", "clean_restart", "partition", "asym_partition", "slow_links",
-               "disk_errors", "slow_disk", "disk_loss")
+               "disk_errors", "slow_disk", "disk_loss", "double_disk_loss")
 # Drawn only when --faults names them (the default set, and so every recorded
 # seed's schedule, stays as it was): disk_loss is a kill -9 whose node comes
 # back with an empty data dir (a replaced disk; the node copies its slots
-# from its peers, actors/slot_refill.hpp).
-OPT_IN_FAULTS = ("disk_loss",)
+# from its peers, actors/slot_refill.hpp); double_disk_loss does that to two
+# nodes at once (more than R = 2 survives: actors/refill_leftovers.hpp).
+OPT_IN_FAULTS = ("disk_loss", "double_disk_loss")
 
 def answered(call, what: str, seconds: float = 15.0, between=None):
     """Retries `call` while the cluster answers ErrorMsg, as an LMCache worker
@@ -233,7 +237,7 @@ class Run:
     def refilling(self) -> bool:
         """Whether a live node is still copying its slots after a disk loss
         (asked only when the schedule loses disks)."""
-        if "disk_loss" not in self.kinds:
+        if "disk_loss" not in self.kinds and "double_disk_loss" not in self.kinds:
             return False
         for i, n in enumerate(self.cluster.nodes):
             if i in self.down:
@@ -263,15 +267,19 @@ class Run:
         self.sample_rss()
         self.faults[kind] += 1
         self.note(f"fault {kind} (planned at +{at - self.started:.3f} s)")
-        if kind in ("kill9", "disk_loss"):
-            i = self.target(candidates)
-            self.cluster.nodes[i].kill()
-            if kind == "disk_loss":
-                shutil.rmtree(self.cluster.nodes[i].workdir / "data", ignore_errors=True)
-            self.down.add(i)
-            self.killed.add(i)
+        if kind in ("kill9", "disk_loss", "double_disk_loss"):
+            first = self.target(candidates)
+            lost = [first]
+            if kind == "double_disk_loss":
+                lost.append(self.target([i for i in candidates if i != first]))
+            for i in lost:
+                self.cluster.nodes[i].kill()
+                if kind != "kill9":
+                    shutil.rmtree(self.cluster.nodes[i].workdir / "data", ignore_errors=True)
+                self.down.add(i)
+                self.killed.add(i)
+                heal_at.append((at + self.fault_rng.uniform(0.5, 3.0), "restart", i))
             self.reconnect_stranded()
-            heal_at.append((at + self.fault_rng.uniform(0.5, 3.0), "restart", i))
         elif kind == "freeze":
             i = self.target(candidates)
             os.kill(self.cluster.nodes[i].proc.pid, signal.SIGSTOP)
