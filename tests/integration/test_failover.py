@@ -61,6 +61,15 @@ def as_new_process(twin: Twin) -> None:
         side.next_seq.clear()
 
 
+def admit_two_prompts_each(rng: random.Random, twins: list[Twin]) -> list[list[int]]:
+    """Two 4-chunk prompts per twin, admitted by it; returns them all."""
+    base = rng.randrange(1, 1 << 40)
+    prompts = [[base + p * 10_000 + i for i in range(256 * 4)] for p in range(2 * len(twins))]
+    for i, t in enumerate(twins):
+        t.admit(chunk_hashes(prompts[2 * i]) + chunk_hashes(prompts[2 * i + 1]))
+    return prompts
+
+
 def lookups_complete(nodes: list[Node], reference: Node, prompts) -> bool:
     want = [reference.lookup(p) for p in prompts]
     return all([n.lookup(p) for p in prompts] == want for n in nodes)
@@ -517,16 +526,13 @@ def test_a_node_back_with_an_empty_disk_gets_the_index_from_its_peers(tmp_path, 
     (an LMCache controller that starts empty asks every worker)."""
     cluster = Cluster(tmp_path / "cluster").start()
     rng = random.Random(59)
-    base = rng.randrange(1, 1 << 40)
-    prompts = [[base + p * 10_000 + i for i in range(256 * 4)] for p in range(8)]
     twins: list[Twin] = []
     try:
         twins = started_twins(cluster, reference, rng, unique("emptydisk"), 4)
         for t in twins:  # registered again after the first syncs: none has synced since
             as_new_process(t)
             t.register()
-        for i, t in enumerate(twins):
-            t.admit(chunk_hashes(prompts[2 * i]) + chunk_hashes(prompts[2 * i + 1]))
+        prompts = admit_two_prompts_each(rng, twins)
         converged_on(cluster.nodes, reference, prompts, twins, "before the disk is lost")
         n1 = cluster.nodes[0]
         assert n1.stop() == 0
@@ -556,13 +562,10 @@ def test_two_disks_lost_one_after_the_other_ask_every_worker_for_a_full_sync(tmp
     that, the lost entries stay missing on every node."""
     cluster = Cluster(tmp_path / "cluster").start()
     rng = random.Random(61)
-    base = rng.randrange(1, 1 << 40)
-    prompts = [[base + p * 10_000 + i for i in range(256 * 4)] for p in range(8)]
     twins: list[Twin] = []
     try:
         twins = started_twins(cluster, reference, rng, unique("twodisks"), 4)
-        for i, t in enumerate(twins):
-            t.admit(chunk_hashes(prompts[2 * i]) + chunk_hashes(prompts[2 * i + 1]))
+        prompts = admit_two_prompts_each(rng, twins)
         converged_on(cluster.nodes, reference, prompts, twins, "before the disks are lost")
         n1, n2 = cluster.nodes[0], cluster.nodes[1]
         for n in (n1, n2):
