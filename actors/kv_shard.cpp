@@ -74,6 +74,19 @@ void schedule_background(self_ptr self) {
   }
 }
 
+/// Answers the background round requests whose round is complete and
+/// committed (the step that completed it committed it).
+void answer_round_waiters(self_ptr self) {
+  auto& st = self->state;
+  const uint64_t rounds = st.core->counters().snapshot_rounds;
+  auto& w = st.round_waiters;
+  auto done = std::stable_partition(w.begin(), w.end(),
+                                    [rounds](const auto& x) { return x.first > rounds; });
+  for (auto it = done; it != w.end(); ++it)
+    it->second.deliver(true);
+  w.erase(done, w.end());
+}
+
 /// Commits; on failure retries later with backoff (its acks wait until then).
 void flush(self_ptr self) {
   auto& st = self->state;
@@ -95,6 +108,7 @@ void flush(self_ptr self) {
     }
   } else {
     st.retry_delay = std::chrono::milliseconds{0};
+    answer_round_waiters(self); // a round whose own commit had failed
   }
   schedule_background(self);
   publish(self);
@@ -181,6 +195,8 @@ kv_shard_actor::behavior_type kv_shard(kv_shard_actor::stateful_pointer<kv_shard
         st.background_scheduled = false;
         auto r = st.core->background_step(monotonic_ms());
         send_acks(self, r);
+        if (r.ok)
+          answer_round_waiters(self);
         if (!r.ok && !st.flush_scheduled) {
           st.flush_scheduled = true;
           self->delayed_send(self, std::chrono::milliseconds{50}, flush_atom::value);
@@ -211,8 +227,23 @@ kv_shard_actor::behavior_type kv_shard(kv_shard_actor::stateful_pointer<kv_shard
         // An explicit round runs to the end in this handler (admin/tests).
         const bool ok =
             st.core->snapshot_now(monotonic_ms(), [self](auto& r) { send_acks(self, r); });
+        if (ok)
+          answer_round_waiters(self);
         publish(self);
         return ok;
+      },
+      [self](snapshot_atom, bool) -> caf::result<bool> {
+        auto& st = self->state;
+        if (!st.core->durable())
+          return true; // nothing to make durable
+        // A round running now began before the request: the one after it.
+        const uint64_t rounds = st.core->counters().snapshot_rounds;
+        const uint64_t target = rounds + (st.core->snapshot_running() ? 2 : 1);
+        st.core->request_snapshot();
+        auto rp = self->make_response_promise<bool>();
+        st.round_waiters.emplace_back(target, rp);
+        schedule_background(self);
+        return rp;
       },
       [self](marks_atom, uint64_t worker_uid) { return self->state.core->marks_of(worker_uid); },
       [self](repair_atom, uint64_t slot, const std::vector<uint64_t>& flat) {

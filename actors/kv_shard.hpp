@@ -56,6 +56,10 @@ using kv_shard_actor =
                      caf::replies_to<drain_atom>::with<bool>,
                      // Runs a whole snapshot round now; true when it completed (admin, tests).
                      caf::replies_to<snapshot_atom>::with<bool>,
+                     // Asks for a round run in bounded background steps, as the
+                     // periodic ones are; true once a round that began after the
+                     // request is durable (a refill's copies: ingest goes on).
+                     caf::replies_to<snapshot_atom, bool>::with<bool>,
                      // The watermarks this shard keeps of a worker (handoff.hpp);
                      // a peer_link answers with none.
                      caf::replies_to<marks_atom, uint64_t>::with<std::vector<location_mark>>,
@@ -126,6 +130,9 @@ struct kv_shard_state {
   ack_relay_actor ack_relay;
   memory_release_policy release_policy;
   std::function<void()> release_memory;
+  /// Background round requests: answered once the shard's completed rounds
+  /// reach the number (kv_shard_core's counters().snapshot_rounds).
+  std::vector<std::pair<uint64_t, caf::typed_response_promise<bool>>> round_waiters;
 };
 
 kv_shard_actor::behavior_type kv_shard(kv_shard_actor::stateful_pointer<kv_shard_state> self,

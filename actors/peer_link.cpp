@@ -281,6 +281,7 @@ peer_link_main(peer_link_actor::stateful_pointer<peer_link_state> self, peer_lin
       // The senders' own drains wait for these acks (or their timeouts).
       [](drain_atom) { return true; },
       [](snapshot_atom) { return true; },
+      [](snapshot_atom, bool) { return true; },
       [](marks_atom, uint64_t) { return std::vector<location_mark>{}; },
       [](repair_atom, uint64_t, const std::vector<uint64_t>&) {},
       [](repair_atom, uint64_t, const std::vector<uint64_t>&, bool) {},

@@ -87,7 +87,7 @@ void settle(refill_self self) {
   }
   if (st.leftover_copied) { // durable before a restart may skip the copy
     st.leftover_copied = false;
-    self->request(st.cfg.shard, caf::infinite, snapshot_atom::value).then([self](bool) {
+    self->request(st.cfg.shard, caf::infinite, snapshot_atom::value, true).then([self](bool) {
       settle(self);
     });
     return;
@@ -105,9 +105,9 @@ void finish(refill_self self) {
   // durable: a copy reaches the disk only with its slot's next snapshot, and
   // a node killed before that came back with part of its slots and no
   // reason to copy them again -- then, the senior owner by uptime, it won
-  // anti-entropy over the complete copies (chaos with disk losses). One
-  // round, run to the end in the shard: ingest there waits for it, once.
-  self->request(st.cfg.shard, caf::infinite, snapshot_atom::value).then([self](bool durable) {
+  // anti-entropy over the complete copies (chaos with disk losses). The
+  // round runs in the shard's bounded background steps: ingest goes on.
+  self->request(st.cfg.shard, caf::infinite, snapshot_atom::value, true).then([self](bool durable) {
     auto& st = self->state;
     st.done = true;
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(

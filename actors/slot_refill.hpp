@@ -7,9 +7,9 @@
 // joined or greeted this node yet is waited for; a slot whose other owners
 // are all down (or refilling too) is skipped: anti-entropy copies it once
 // one is back, where this node is the junior owner. The answer comes once
-// every slot is copied or skipped and a snapshot round the shard ran to the
-// end made the copies durable (an explicit round: ingest on this node waits
-// for it, once per refill).
+// every slot is copied or skipped and a snapshot round made the copies
+// durable (asked for, and run in the shard's bounded background steps as the
+// periodic rounds are, so ingest on this node goes on meanwhile).
 //
 // Skipped slots are kept (refill_leftovers.hpp) until an owner comes back
 // with its copy, which is copied then, or comes back empty too: then no copy
