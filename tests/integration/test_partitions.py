@@ -238,9 +238,21 @@ def test_an_older_process_frames_delivered_at_the_heal_are_not_kept(tmp_path, re
         as_new_process(t)  # P2, registered with the home: P1's keys are gone
         t.register()
         asked = heal_and_converge(cluster, reference, prompts, twins, t)
+        # The answers may converge before P1's frames reach the home (they are
+        # dropped either way): the proof, and the ask at a later heartbeat,
+        # are waited for.
+        wait_until(lambda: "reason=frames_read_before_registration" in home.log_text(),
+                   message="the home dropped P1's frames and proved the worker's loss")
+
+        def asked_now() -> bool:
+            if not asked and commands(t.c):
+                asked.append(time.monotonic())
+                full_sync(t.plan[1], t.c, "after-proof")
+            return bool(asked)
+
+        wait_until(asked_now, message="the worker asked for a full sync after the proof")
+        converged_on(cluster.nodes, reference, prompts, twins, "after the worker's full sync")
         assert all(n.key_count(t.c.instance_id, t.c.worker_id) == 0 for n in cluster.nodes)
-        assert "reason=frames_read_before_registration" in home.log_text()
-        assert asked, "the worker was never asked for a full sync"
     finally:
         for t in twins:
             t.close()
