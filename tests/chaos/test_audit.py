@@ -114,3 +114,21 @@ def test_a_request_the_cluster_answers_with_an_error_is_retried_and_nothing_else
         pass
     else:
         raise AssertionError("a failure that is not an ErrorMsg must not be retried")
+
+
+INDEX_LOST = ("[2026-12-06 00:13:36.431] [warning] index-lost slots=1355 workers=6 from=refill "
+              "action=full-sync-all")
+ASK_LOST = ("[2026-12-06 00:13:37.000] [info] full-sync-requested instance=i-1 worker=0 "
+            "reason=slot_copies_lost")
+ASK_LOST_OTHER = ("[2026-12-06 00:13:37.100] [info] full-sync-requested instance=i-2 worker=1 "
+                  "reason=slot_copies_lost")
+ASK_LOST_EARLY = ("[2026-12-06 00:13:35.000] [info] full-sync-requested instance=i-1 worker=0 "
+                  "reason=slot_copies_lost")
+
+
+def test_slots_lost_on_every_owner_prove_an_ask_of_every_worker(tmp_path):
+    # Two disks lost: no copy of some slots is left, and every worker is asked
+    # (actors/refill_leftovers.hpp); one line proves them all, but only later asks.
+    assert audit(tmp_path, INDEX_LOST, ASK_LOST, ASK_LOST_OTHER) == []
+    problems = audit(tmp_path, ASK_LOST_EARLY, INDEX_LOST)
+    assert len(problems) == 1 and "no proof" in problems[0], problems
