@@ -497,7 +497,7 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
         spdlog::info("directory-sync-sent node={} workers={} tombstones={}", self_id, rows.size(),
                      tombstones.size());
         self->send(peer, row_put_atom::value, self_id, table->ring_version, std::move(rows),
-                   std::move(tombstones));
+                   std::move(tombstones), st.cfg.lists_complete);
         for (const auto* rec : home) {
           for (const auto& loc : rec->locations)
             self->send(peer, location_atom::value, rec->uid, loc);
@@ -527,7 +527,7 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
       [self](leave_atom) { return await_handoffs(self); },
       [self](row_put_atom, const std::string& from, uint64_t ring_version,
              const std::vector<persistence::worker_row>& rows,
-             const std::vector<worker_tombstone>& tombstones) {
+             const std::vector<worker_tombstone>& tombstones, bool complete) {
         auto& st = self->state;
         if (!st.cfg.cluster)
           return;
@@ -555,18 +555,19 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
         retire_older_holders(self, uids, tombstones);
         for (uint64_t uid : renewed)
           renew_entity(self, uid);
-        // A worker the sender's list lacks was deregistered there -- if both
-        // nodes place homes alike; otherwise the list means nothing about it.
+        // A worker the sender's list lacks was deregistered there -- if the
+        // list is complete and both nodes place homes alike; otherwise the
+        // list means nothing about it.
         std::vector<uint64_t> gone;
-        if (ring_version == table->ring_version)
+        if (complete && ring_version == table->ring_version)
           for (const auto* rec : st.logic->reg().all_workers())
             if (table->home_of(rec->uid) == *from_index && !listed.contains(rec->uid))
               gone.push_back(rec->uid);
         for (uint64_t uid : gone)
           st.logic->forget_replica(uid);
-        spdlog::info("directory-sync-received from={} workers={} removed={} tombstones={} "
-                     "deregistered={}",
-                     from, rows.size(), gone.size(), tombstones.size(), buried);
+        spdlog::info("directory-sync-received from={} workers={} complete={} removed={} "
+                     "tombstones={} deregistered={}",
+                     from, rows.size(), complete, gone.size(), tombstones.size(), buried);
         publish(self);
         for (const auto& row : rows)
           adopt_if_home(self, row.uid);

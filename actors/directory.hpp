@@ -74,11 +74,12 @@ using directory_actor = directory_feedback_actor::extend<
     // A peer (re)joined: send it every worker homed here (its copy may have
     // missed registrations and deregistrations while it was away).
     caf::reacts_to<peer_atom, caf::actor>,
-    // From node `id` with ring version `v`: every worker homed there; replicas
-    // of its workers not in the list were deregistered meanwhile (when this
-    // node's ring version is `v` too, i.e. both place homes alike).
+    // From node `id` with ring version `v`: every worker homed there; if the
+    // list is complete (the last field), replicas of its workers not in it
+    // were deregistered meanwhile (when this node's ring version is `v` too,
+    // i.e. both place homes alike).
     caf::reacts_to<row_put_atom, std::string, uint64_t, std::vector<persistence::worker_row>,
-                   std::vector<worker_tombstone>>,
+                   std::vector<worker_tombstone>, bool>,
     // Liveness changed (from the cluster node): worker homes may have moved
     // (worker_homes.hpp).
     caf::reacts_to<ring_atom>,
@@ -172,6 +173,13 @@ struct directory_config {
   /// offsets from it (a forwarded request's deadline is in its home's clock).
   std::shared_ptr<const node_clock> clock = std::make_shared<node_clock>();
   std::shared_ptr<const peer_clock_offsets> peer_clocks = std::make_shared<peer_clock_offsets>();
+  /// This node's registry came from its own store, so the workers homed
+  /// here that its directory sync lacks were deregistered here. False on a
+  /// node that started empty (a lost disk, or no persistence): its registry
+  /// comes from its peers, and at its join its list lacks workers it was never
+  /// told of; a peer that took the absence for deregistrations dropped them
+  /// (chaos seed 3152: two disks lost, four registrations gone from every node).
+  bool lists_complete = true;
   /// LMCache's need_full_sync_all at start: true on a node that starts empty,
   /// false on one that restored its index.
   bool need_full_sync_all = true;

@@ -180,7 +180,7 @@ void node_cluster::start(const actors::kv_shard_actor& shard,
   // only part of the slots (chaos with disk losses).
   const std::string marker =
       options_.persistence ? options_.data_dir + "/" + refill_marker_file : std::string{};
-  if (!marker.empty() && !started_empty && std::ifstream{marker}.good()) {
+  if (!started_empty && refill_pending()) {
     spdlog::warn("cluster-refill-resumed node={} reason=cut-short-by-a-restart", c.node_id);
     started_empty = true;
   }
@@ -392,6 +392,10 @@ std::vector<actors::holder_list> node_cluster::holders(const std::vector<uint64_
                  outcome.unanswered, outcome.hedged, outcome.rerouted);
   }
   return out;
+}
+
+bool node_cluster::refill_pending() const {
+  return options_.persistence && std::ifstream{options_.data_dir + "/" + refill_marker_file}.good();
 }
 
 bool node_cluster::founding_member() const {

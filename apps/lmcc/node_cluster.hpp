@@ -140,6 +140,8 @@ public:
   /// Present while a refill (actors/refill_gate.hpp) has not ended: a node
   /// restarted mid-copy holds part of its slots and copies them again.
   static constexpr const char* refill_marker_file = "lmcc-refill-pending";
+  /// A refill of an earlier start was cut short (its marker is in the data dir).
+  bool refill_pending() const;
 
 private:
   actors::holder_counts counts();

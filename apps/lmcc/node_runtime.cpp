@@ -156,6 +156,9 @@ void node_runtime::impl::spawn_actors(node_state& state) {
   // A founding member back with an empty disk learns the same from the first
   // peer that greets holding an index (directory_logic::on_index_held_by_peers).
   dc.need_full_sync_all = state.need_full_sync_all && (!cluster_ || cluster_->founding_member());
+  // A registry that came from the peers (an empty start, or a refill cut
+  // short) is not this node's own record of who deregistered here.
+  dc.lists_complete = !state.need_full_sync_all && !(cluster_ && cluster_->refill_pending());
   directory_ = system_.spawn(actors::directory_main, std::move(dc));
   bridge_ = system_.spawn(actors::request_bridge_main, directory_);
   if (cluster_)
