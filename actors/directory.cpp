@@ -512,6 +512,11 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
         self->state.logic->on_index_held_by_peers();
         publish_heartbeats(self);
       },
+      [self](settled_atom) {
+        if (!self->state.cfg.lists_complete)
+          spdlog::info("directory-lists-complete reason=refill-settled");
+        self->state.cfg.lists_complete = true;
+      },
       [self](refill_atom, uint64_t lost_slots) {
         // Every node hears of it and marks every worker it knows: this node,
         // back from empty, may not have heard of every registration yet, but

@@ -90,6 +90,9 @@ using directory_actor = directory_feedback_actor::extend<
     // owner (each came back empty, refill_leftovers.hpp): every worker must
     // full-sync.
     caf::reacts_to<refill_atom, uint64_t>,
+    // From this node's refill: it settled, or was not needed (a new
+    // cluster): the registry is as complete as the peers' (lists_complete).
+    caf::reacts_to<settled_atom>,
     // From a peer taking a worker over: did this node host it, and its marks.
     caf::replies_to<handoff_atom, uint64_t>::with<worker_handoff>,
     // Frames that reached a handed-off worker actor.
@@ -179,6 +182,7 @@ struct directory_config {
   /// comes from its peers, and at its join its list lacks workers it was never
   /// told of; a peer that took the absence for deregistrations dropped them
   /// (chaos seed 3152: two disks lost, four registrations gone from every node).
+  /// Set once the refill settled (settled_atom): the peers handed it back.
   bool lists_complete = true;
   /// LMCache's need_full_sync_all at start: true on a node that starts empty,
   /// false on one that restored its index.

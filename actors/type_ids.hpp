@@ -85,7 +85,8 @@ CAF_BEGIN_TYPE_ID_BLOCK(lmcc, caf::first_custom_type_id)
   CAF_ADD_ATOM(lmcc, lmcc::actors, propose_atom, "propose") // an operator's new member set
   CAF_ADD_ATOM(lmcc, lmcc::actors, hint_atom, "hint")       // a peer's slots lack writes
   CAF_ADD_ATOM(lmcc, lmcc::actors, rows_applied_atom, "rowsdone") // rows sent before it applied
-  CAF_ADD_ATOM(lmcc, lmcc::actors, refill_atom, "refill") // back empty, peers hold the index
+  CAF_ADD_ATOM(lmcc, lmcc::actors, refill_atom, "refill")   // back empty, peers hold the index
+  CAF_ADD_ATOM(lmcc, lmcc::actors, settled_atom, "settled") // a refill settled (or was not needed)
 
   // -- types that cross nodes (sorted) -----------------------------------------------------
   CAF_ADD_TYPE_ID(lmcc, (lmcc::actors::kv_sub_batch))

@@ -202,10 +202,11 @@ void node_cluster::start(const actors::kv_shard_actor& shard,
     // The marker stays until every owned slot is copied or known lost; the
     // node greets as unsettled until then (refill_leftovers.hpp).
     auto settled = std::make_shared<std::atomic<bool>>(false);
-    auto on_settled = [marker, settled] {
+    auto on_settled = [marker, settled, directory] {
       if (!marker.empty())
         std::remove(marker.c_str());
       settled->store(true);
+      caf::anon_send(directory, actors::settled_atom::value);
     };
     rc.on_settled = on_settled;
     refill_ = system.spawn(actors::slot_refill_main, std::move(rc));
