@@ -18,9 +18,9 @@ refill_leftovers::take(const std::function<std::vector<node_index>(uint32_t)>& o
     bool every_owner_lost_it = true;
     std::optional<node_index> from;
     for (node_index n : owners) {
-      const bool seen = n < seen_unsettled_.size() && seen_unsettled_[n];
-      every_owner_lost_it = every_owner_lost_it && seen;
-      if (!seen && !from && can_give(n))
+      const bool lost_it = seen(n);
+      every_owner_lost_it = every_owner_lost_it && lost_it;
+      if (!lost_it && !from && can_give(n))
         from = n;
     }
     if (from)

@@ -39,7 +39,7 @@ source source_of(const cluster_table& t, uint32_t slot, const refill_leftovers& 
     if (n == t.self)
       continue;
     const auto& p = t.peers[n];
-    if ((p.greeted && p.refilling) || p.unsettled || left.seen(n))
+    if ((p.greeted && p.refilling) || left.seen(n)) // note_unsettled ran first
       continue;
     if (can_give(t, n))
       return source{n, false};
