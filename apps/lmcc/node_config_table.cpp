@@ -327,7 +327,7 @@ std::vector<option_spec> make_table() {
                          "the kernel (0: only after the index shrinks)"},
                 mebibytes_kind{.min_mib = 0, .max_mib = int64_t{1} << 20},
                 member([](auto& o) -> auto& { return o.memory_free_limit_bytes; }),
-                size_t{64} << 20),
+                size_t{128} << 20),
     make_option({.key = "lmcc_memory_check_interval_ms", .flag = "--memory-check-interval-ms",
                  .value_name = "MS",
                  .help = "how often the node compares its resident memory with what the "

@@ -63,12 +63,16 @@ struct node_options {
 
   /// Freed memory glibc may keep in its arenas before the node hands it back
   /// to the kernel (malloc_trim, checked every memory_check_interval;
-  /// memory_releaser.hpp). 0: only after the index shrinks. During a flood
-  /// the index's tables double in waves, each freeing the old tables; at
-  /// 128 MiB and a 1 s check a 60 s flood peaked 297-353 MiB beyond the
-  /// index, at 64 MiB and 0.5 s 193-224 MiB, with the same CPU per op
-  /// (bench/RESULTS.md). Default: 64 MiB
-  size_t memory_free_limit_bytes = size_t{64} << 20;
+  /// memory_releaser.hpp). 0: only after the index shrinks. Two costs pull
+  /// against each other. Memory: during a flood the index's tables double in
+  /// waves, each freeing the old tables; a 60 s flood peaked 212-214 MiB
+  /// beyond the index at 128 MiB (0.5 s checks), 172 at 64 MiB, 297-353 at
+  /// 128 MiB with 1 s checks. CPU: what is trimmed and then reused (the next
+  /// tables, RocksDB's next memtables) is faulted in again, ~11 us a page on
+  /// the VM measured; at 64 MiB, persistence on spent 1.31x the CPU per op of
+  /// off unthrottled, at 128 MiB 1.17x (bench/RESULTS.md, twenty-fifth cut).
+  /// Default: 128 MiB
+  size_t memory_free_limit_bytes = size_t{128} << 20;
 
   /// How often that is checked (mallinfo2: a walk of the arenas' bins, ~1 ms).
   /// An unthrottled load of 10 M entries leaves ~600 MiB freed but resident

@@ -109,7 +109,7 @@ TEST(NodeConfig, DefaultsAreLmcachesWithTheHeartbeatSocketOn) {
   EXPECT_EQ(o.controller.node_id, "n1");
   EXPECT_EQ(o.controller.max_inflight_ops, 262144U);
   EXPECT_EQ(o.zmq.pull_queue_messages, 16U);
-  EXPECT_EQ(o.memory_free_limit_bytes, size_t{64} << 20);
+  EXPECT_EQ(o.memory_free_limit_bytes, size_t{128} << 20);
   EXPECT_EQ(o.memory_check_interval, std::chrono::milliseconds{500});
   EXPECT_EQ(o.controller.slot_count, 4096U);
   EXPECT_EQ(o.data_dir, "./lmcc-data");
