@@ -10,6 +10,12 @@
 // give them back, so the node asks every worker for a full sync
 // (directory_logic::on_slots_lost).
 //
+// Only the slot's other owners when it was left over may give it, and only
+// while they still own it: a node that became an owner since (a member
+// removed, a standby added) got its copy from the owners then, this node's
+// empty one among them, and a node that stopped owning it may have dropped
+// its copy. A slot with no such owner left is lost.
+//
 // The second node's own refill would copy such a slot from the first, whose
 // copy is empty, and then look like a source. So a node greets as
 // *unsettled* from its empty start until its own leftovers are settled
@@ -21,9 +27,9 @@
 //
 //   refill_leftovers left{node_count};
 //   left.seen_unsettled(2);                // n3 came back empty too
-//   left.leave(17);                        // no owner could give slot 17
+//   left.leave(17, others(17));            // no owner could give slot 17
 //   auto step = left.take(others, can_give);
-//   for (auto [slot, from] : step.copy) ... // copy; on failure leave(slot) again
+//   for (auto [slot, from] : step.copy) ... // copy: copied(slot), or leave() again
 //   if (!step.lost.empty()) ask every worker for a full sync
 //
 // Context: CAF-free; owned by the slot_refill actor (one thread).
@@ -33,8 +39,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
-#include <set>
 #include <span>
 #include <utility>
 #include <vector>
@@ -47,8 +53,17 @@ class refill_leftovers {
 public:
   explicit refill_leftovers(size_t node_count) : seen_unsettled_(node_count, false) {}
 
-  /// No owner could give `slot`'s copy (down, or the copy failed).
-  void leave(uint32_t slot) { slots_.insert(slot); }
+  /// No owner could give `slot`'s copy (down, or the copy failed); `others`:
+  /// its other owners now. A slot left again keeps only those of its
+  /// candidates that are still in `others`.
+  void leave(uint32_t slot, std::span<const node_index> others);
+
+  /// `slot`'s copy arrived: it is settled.
+  void copied(uint32_t slot) { slots_.erase(slot); }
+
+  /// False when `slot` is left over and `n` is not among the owners that
+  /// may give it.
+  bool may_give(uint32_t slot, node_index n) const;
 
   /// Node `n` greeted as unsettled: it came back empty, and its copies of
   /// slots it shares with this node may be this node's (empty) ones.
@@ -66,15 +81,25 @@ public:
     std::vector<uint32_t> lost;                        ///< no copy is left anywhere
   };
 
-  /// Settles what can be: `others(slot)` are the slot's other owners,
-  /// `can_give(n)`: n is reachable, greeted this node and not refilling.
-  /// A node seen unsettled is never chosen.
-  /// Slots to copy and lost slots leave the set; the rest wait.
+  /// Settles what can be: `others(slot)` are the slot's other owners now
+  /// (a candidate no longer among them is dropped for good), `can_give(n)`:
+  /// n is reachable, greeted this node and not refilling. A node seen
+  /// unsettled is never chosen. A slot to copy stays, marked as being
+  /// copied, until copied() or leave(); lost slots leave the set; the rest
+  /// wait.
   step take(const std::function<std::vector<node_index>(uint32_t)>& others,
             const std::function<bool(node_index)>& can_give);
 
 private:
-  std::set<uint32_t> slots_;
+  struct leftover {
+    std::vector<node_index> candidates; ///< other owners since it was left
+    bool copying = false;
+  };
+
+  /// Keeps the candidates that are in `others`.
+  static void narrow(leftover& l, std::span<const node_index> others);
+
+  std::map<uint32_t, leftover> slots_;
   std::vector<bool> seen_unsettled_;
 };
 

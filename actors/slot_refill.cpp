@@ -33,13 +33,23 @@ void note_unsettled(refill_leftovers& left, const cluster_table& t) {
       left.seen_unsettled(n);
 }
 
+std::vector<node_index> other_owners(const cluster_table& t, uint32_t slot) {
+  std::vector<node_index> others;
+  for (node_index n : t.owners->owner_indices(slot))
+    if (n != t.self)
+      others.push_back(n);
+  return others;
+}
+
 source source_of(const cluster_table& t, uint32_t slot, const refill_leftovers& left) {
   source s;
   for (node_index n : t.owners->owner_indices(slot)) {
     if (n == t.self)
       continue;
     const auto& p = t.peers[n];
-    if ((p.greeted && p.refilling) || left.seen(n)) // note_unsettled ran first
+    // note_unsettled ran first; a left-over slot comes only from the owners
+    // it was left with (refill_leftovers.hpp).
+    if ((p.greeted && p.refilling) || left.seen(n) || !left.may_give(slot, n))
       continue;
     if (can_give(t, n))
       return source{n, false};
@@ -59,15 +69,8 @@ void settle(refill_self self) {
     return;
   const auto table = st.cfg.board->current();
   note_unsettled(st.leftovers, *table);
-  const auto step = st.leftovers.take(
-      [&](uint32_t slot) {
-        std::vector<node_index> others;
-        for (node_index n : table->owners->owner_indices(slot))
-          if (n != table->self)
-            others.push_back(n);
-        return others;
-      },
-      [&](node_index n) { return can_give(*table, n); });
+  const auto step = st.leftovers.take([&](uint32_t slot) { return other_owners(*table, slot); },
+                                      [&](node_index n) { return can_give(*table, n); });
   if (!step.lost.empty()) {
     st.lost += step.lost.size();
     spdlog::warn("slot-refill-lost node={} slots={} first={} action=full-sync-all", st.cfg.self_id,
@@ -146,7 +149,7 @@ void pump(refill_self self) {
         later.push_back(item); // an owner that is up has not joined this node yet
       } else {
         ++st.skipped; // copied once another owner is back with it
-        st.leftovers.leave(item.slot);
+        st.leftovers.leave(item.slot, other_owners(*table, item.slot));
       }
       continue;
     }
@@ -161,6 +164,7 @@ void pump(refill_self self) {
               ++st.copied;
               st.entries += flat.size() / 2;
               st.leftover_copied = st.leftover_copied || st.done;
+              st.leftovers.copied(slot);
               if (st.copied % 1024 == 0)
                 spdlog::info("slot-refill-progress node={} copied={} of={} entries={}",
                              st.cfg.self_id, st.copied, st.total, st.entries);
@@ -178,7 +182,7 @@ void pump(refill_self self) {
                 arm_retry(self, st.cfg.retry_delay);
               } else {
                 ++st.skipped;
-                st.leftovers.leave(item.slot);
+                st.leftovers.leave(item.slot, other_owners(*st.cfg.board->current(), item.slot));
                 pump(self);
               }
             });

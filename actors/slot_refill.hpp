@@ -11,9 +11,10 @@
 // durable (asked for, and run in the shard's bounded background steps as the
 // periodic rounds are, so ingest on this node goes on meanwhile).
 //
-// Skipped slots are kept (refill_leftovers.hpp) until an owner comes back
-// with its copy, which is copied then, or comes back empty too: then no copy
-// is left anywhere, and on_lost asks every worker for a full sync. The
+// Skipped slots are kept (refill_leftovers.hpp) until an owner from then
+// comes back with its copy, which is copied then, or comes back empty too, or
+// stops owning the slot: then no copy is left anywhere, and on_lost asks
+// every worker for a full sync. The
 // refill is settled (on_settled: a restart need not copy again) once no
 // slot is left.
 //

@@ -9,6 +9,8 @@ the current member set from its data dir, whatever its YAML says."""
 from __future__ import annotations
 
 import random
+import re
+import shutil
 import threading
 import time
 from types import SimpleNamespace
@@ -17,7 +19,7 @@ from conftest import unique, wait_until
 from lmcc_cluster import Cluster
 from lmcc_worker import chunk_hashes
 from test_cluster import Twin, converged_on, reference, settle  # noqa: F401
-from test_durability import commands
+from test_durability import commands, full_sync
 
 
 def membership(node) -> dict:
@@ -276,6 +278,51 @@ def test_a_cluster_snapshot_carries_the_member_set(tmp_path, reference):
             assert (m["epoch"], m["state"], m["members"]) == (1, "committed", ["n2", "n3"]), m
         converged_on([n2, n3], reference, stored, twins, "after booting from the snapshot")
         assert [t for t in twins if commands(t.c)] == [], "a worker was asked for a full sync"
+    finally:
+        for t in twins:
+            t.close()
+        cluster.stop()
+
+
+def test_removing_a_down_owner_of_slots_left_over_asks_every_worker_for_a_full_sync(
+        tmp_path, reference):
+    """n1 and n2 lose their disks; n1 comes back first and leaves the slots it
+    shares with n2 (down) over. The operator then removes n2: n3 becomes the
+    other owner of those slots, with the copy the old owners could give it --
+    n1's, empty. n3 is no source for them (refill_leftovers.hpp): no owner
+    from when they were left is left, so they are lost and every worker is
+    asked for a full sync. Before, n1 copied n3's empty copy and the entries
+    were gone from every node, with nothing asking for them."""
+    cluster = Cluster(tmp_path, n=3).start()
+    n1, n2, n3 = cluster.nodes
+    twins: list[Twin] = []
+    try:
+        rng = random.Random(16)
+        _, stored = seed_twins(twins, [n3], reference, rng, unique("leftrm"), 3, 6, 8)
+        converged_on(cluster.nodes, reference, stored, twins, "before the disks are lost")
+        for n in (n1, n2):
+            assert n.stop() == 0
+            shutil.rmtree(n.workdir / "data")
+        n1.start(keep_ports=True)
+        wait_until(lambda: re.search(r"slot-refill-done node=n1 .* left=[1-9]", n1.log_text()),
+                   message="n1 copied what n3 holds and left the slots it shares with n2")
+        r = n3.post("/cluster/members", {"members": ["n1", "n3"]})
+        assert r.status == 200, r.body
+        wait_until(lambda: committed_everywhere([n1, n3], 1), timeout=30,
+                   message="the removal committed without n2")
+        wait_until(lambda: "slot-refill-lost node=n1" in n1.log_text(), timeout=30,
+                   message="n1 reports the slots no owner from then holds as lost")
+        reasons: dict[str, str] = {}
+
+        def heartbeat_and_resync():
+            for t in twins:
+                for c in commands(t.c):
+                    reasons[t.c.instance_id] = c["reason"]
+                    full_sync(t.plan[1], t.c, "after-loss")
+
+        converged_on([n1, n3], reference, stored, twins, "after the removal",
+                     each_poll=heartbeat_and_resync)
+        assert reasons == {t.c.instance_id: "slot_copies_lost" for t in twins}
     finally:
         for t in twins:
             t.close()
