@@ -91,6 +91,36 @@ def eight_workers_some_homed_on_n3(cluster: Cluster, reference: Node, rng: rando
     return prompts, homed_on_n3
 
 
+def lose_both_disks_and_restart_the_first(first: Node, second: Node) -> None:
+    """Stops both nodes, removes their data dirs and starts `first` again,
+    which copies what the third node holds and leaves the slots it shares
+    with `second` (down) over."""
+    for n in (first, second):
+        assert n.stop() == 0
+        shutil.rmtree(n.workdir / "data")
+    first.start(keep_ports=True)
+    name = first.workdir.name
+    wait_until(lambda: re.search(rf"slot-refill-done node={name} .* left=[1-9]", first.log_text()),
+               message=f"{name} copied what the third node holds and left the slots it shares "
+                       "with the second over")
+
+
+def resync_until_converged(nodes: list[Node], reference: Node, prompts, twins: list[Twin],
+                           what: str) -> dict[str, str]:
+    """Heartbeats every twin and runs each full sync it is asked for until
+    `nodes` answer as the reference does; returns each instance's last reason."""
+    reasons: dict[str, str] = {}
+
+    def heartbeat_and_resync():
+        for t in twins:
+            for c in commands(t.c):
+                reasons[t.c.instance_id] = c["reason"]
+                full_sync(t.plan[1], t.c, "after-loss")
+
+    converged_on(nodes, reference, prompts, twins, what, each_poll=heartbeat_and_resync)
+    return reasons
+
+
 def test_kill_9_of_each_node_in_turn_loses_nothing_and_resyncs_no_one(cluster, reference):
     rng = random.Random(21)
     tag = unique("kill")
@@ -568,12 +598,7 @@ def test_two_disks_lost_one_after_the_other_ask_every_worker_for_a_full_sync(tmp
         prompts = admit_two_prompts_each(rng, twins)
         converged_on(cluster.nodes, reference, prompts, twins, "before the disks are lost")
         n1, n2 = cluster.nodes[0], cluster.nodes[1]
-        for n in (n1, n2):
-            assert n.stop() == 0
-            shutil.rmtree(n.workdir / "data")
-        n1.start(keep_ports=True)
-        wait_until(lambda: re.search(r"slot-refill-done node=n1 .* left=[1-9]", n1.log_text()),
-                   message="n1 copied what n3 holds and left the slots it shares with n2")
+        lose_both_disks_and_restart_the_first(n1, n2)
         # Logged in the same step as the done line: n2 may come back with its disk.
         assert "slot-refill-lost" not in n1.log_text()
         n2.start(keep_ports=True)
@@ -582,16 +607,8 @@ def test_two_disks_lost_one_after_the_other_ask_every_worker_for_a_full_sync(tmp
         wait_until(lambda: any("slot-refill-lost node=" in n.log_text() for n in (n1, n2)),
                    message="n1 or n2 sees that the other came back empty: the slots they "
                            "share are lost")
-        reasons: dict[str, str] = {}
-
-        def heartbeat_and_resync():
-            for t in twins:
-                for c in commands(t.c):
-                    reasons[t.c.instance_id] = c["reason"]
-                    full_sync(t.plan[1], t.c, "after-loss")
-
-        converged_on(cluster.nodes, reference, prompts, twins, "after both disks were lost",
-                     each_poll=heartbeat_and_resync)
+        reasons = resync_until_converged(cluster.nodes, reference, prompts, twins,
+                                         "after both disks were lost")
         assert reasons == {t.c.instance_id: "slot_copies_lost" for t in twins}
     finally:
         for t in twins:

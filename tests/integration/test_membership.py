@@ -9,8 +9,6 @@ the current member set from its data dir, whatever its YAML says."""
 from __future__ import annotations
 
 import random
-import re
-import shutil
 import threading
 import time
 from types import SimpleNamespace
@@ -19,7 +17,8 @@ from conftest import unique, wait_until
 from lmcc_cluster import Cluster
 from lmcc_worker import chunk_hashes
 from test_cluster import Twin, converged_on, reference, settle  # noqa: F401
-from test_durability import commands, full_sync
+from test_durability import commands
+from test_failover import lose_both_disks_and_restart_the_first, resync_until_converged
 
 
 def membership(node) -> dict:
@@ -300,28 +299,14 @@ def test_removing_a_down_owner_of_slots_left_over_asks_every_worker_for_a_full_s
         rng = random.Random(16)
         _, stored = seed_twins(twins, [n3], reference, rng, unique("leftrm"), 3, 6, 8)
         converged_on(cluster.nodes, reference, stored, twins, "before the disks are lost")
-        for n in (n1, n2):
-            assert n.stop() == 0
-            shutil.rmtree(n.workdir / "data")
-        n1.start(keep_ports=True)
-        wait_until(lambda: re.search(r"slot-refill-done node=n1 .* left=[1-9]", n1.log_text()),
-                   message="n1 copied what n3 holds and left the slots it shares with n2")
+        lose_both_disks_and_restart_the_first(n1, n2)
         r = n3.post("/cluster/members", {"members": ["n1", "n3"]})
         assert r.status == 200, r.body
         wait_until(lambda: committed_everywhere([n1, n3], 1), timeout=30,
                    message="the removal committed without n2")
         wait_until(lambda: "slot-refill-lost node=n1" in n1.log_text(), timeout=30,
                    message="n1 reports the slots no owner from then holds as lost")
-        reasons: dict[str, str] = {}
-
-        def heartbeat_and_resync():
-            for t in twins:
-                for c in commands(t.c):
-                    reasons[t.c.instance_id] = c["reason"]
-                    full_sync(t.plan[1], t.c, "after-loss")
-
-        converged_on([n1, n3], reference, stored, twins, "after the removal",
-                     each_poll=heartbeat_and_resync)
+        reasons = resync_until_converged([n1, n3], reference, stored, twins, "after the removal")
         assert reasons == {t.c.instance_id: "slot_copies_lost" for t in twins}
     finally:
         for t in twins:
