@@ -153,6 +153,34 @@ struct cluster_table {
   bool gained(node_index n, uint32_t slot) const noexcept {
     return cluster::gained(*owners, *previous, n, slot);
   }
+  /// Node `n` holds every entry of `slot` it owns, as far as its greetings
+  /// say: greeted, not refilling, not still copying the slot, and not
+  /// unsettled (a slot it left over holds nothing: refill_leftovers.hpp).
+  bool whole(node_index n, uint32_t slot) const noexcept {
+    return peers[n].greeted && !peers[n].unsettled && complete(n, slot);
+  }
+  /// The previous owner a node that gained `slot` copies it from: a whole()
+  /// one that keeps the slot (it saw every write of both placements); while
+  /// the change is joint, a whole() one that gives it up (it still gets every
+  /// write; after the commit it empties the slot); else one that keeps it;
+  /// else any. A node back empty and still refilling holds little of what it
+  /// owns: its copy would leave the gaining node short for good once the
+  /// other previous owner empties the slot. `usable(n)`: this node can ask n
+  /// now. nullopt: none can be asked.
+  template <class Usable>
+  std::optional<node_index> move_source(uint32_t slot, Usable&& usable) const {
+    const auto before = previous->owner_indices(slot);
+    for (const bool need_whole : {true, false})
+      for (const bool need_keeps : {true, false}) {
+        if (need_whole && !need_keeps && !joint())
+          continue;
+        for (node_index n : before)
+          if (n != self && usable(n) && (!need_whole || whole(n, slot)) &&
+              (!need_keeps || cluster::owns(*owners, n, slot)))
+            return n;
+      }
+    return std::nullopt;
+  }
 };
 
 using cluster_board = published<cluster_table>;

@@ -8,21 +8,12 @@ namespace {
 
 using mover_self = slot_mover_actor::stateful_pointer<slot_mover_state>;
 
-/// The owner to copy `slot` from: a reachable previous owner that keeps the
-/// slot (it saw every write of both placements), else any reachable previous
-/// owner; nullopt when none is reachable now.
+/// The owner to copy `slot` from (cluster_table::move_source); nullopt when
+/// no previous owner is reachable now.
 std::optional<node_index> source_of(const cluster_table& t, uint32_t slot) {
-  auto before = t.previous->owner_indices(slot);
-  auto usable = [&](node_index n) {
-    return n != t.self && t.reachable(n) && t.peers[n].handles.service;
-  };
-  for (node_index n : before)
-    if (cluster::owns(*t.owners, n, slot) && usable(n))
-      return n;
-  for (node_index n : before)
-    if (usable(n))
-      return n;
-  return std::nullopt;
+  return t.move_source(slot, [&](node_index n) {
+    return t.reachable(n) && static_cast<bool>(t.peers[n].handles.service);
+  });
 }
 
 void finish(mover_self self) {

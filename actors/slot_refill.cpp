@@ -43,6 +43,7 @@ std::vector<node_index> other_owners(const cluster_table& t, uint32_t slot) {
 
 source source_of(const cluster_table& t, uint32_t slot, const refill_leftovers& left) {
   source s;
+  std::optional<node_index> copying; // still copying the slot: taken only if no other
   for (node_index n : t.owners->owner_indices(slot)) {
     if (n == t.self)
       continue;
@@ -51,11 +52,14 @@ source source_of(const cluster_table& t, uint32_t slot, const refill_leftovers& 
     // it was left with (refill_leftovers.hpp).
     if ((p.greeted && p.refilling) || left.seen(n) || !left.may_give(slot, n))
       continue;
-    if (can_give(t, n))
+    if (can_give(t, n) && t.complete(n, slot))
       return source{n, false};
-    s.wait = s.wait || p.live;
+    if (can_give(t, n))
+      copying = copying ? copying : n;
+    else
+      s.wait = s.wait || p.live;
   }
-  return s;
+  return copying ? source{copying, false} : s;
 }
 
 void pump(refill_self self);

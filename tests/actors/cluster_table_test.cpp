@@ -1,6 +1,7 @@
 // cluster_table::read_owner: which owner a lookup reads a slot from, while
 // this node or a peer copies the slots a membership change gave it, or every
-// slot it owns after it came back empty (refill_gate.hpp).
+// slot it owns after it came back empty (refill_gate.hpp); and move_source:
+// which previous owner a node that gained a slot copies it from.
 #include "actors/cluster_table.hpp"
 
 #include <gtest/gtest.h>
@@ -165,6 +166,68 @@ TEST(cluster_table, a_refilling_node_is_read_for_none_of_its_slots) {
   t.peers[t.self].refilling = true;
   for (uint32_t s = 0; s < slots; ++s)
     EXPECT_EQ(t.read_owner(s), t.self) << "slot " << s;
+}
+
+/// two_owner_table with n1 live too, both peers greeted, the change still
+/// joint: n2 keeps every slot, n1 gives every slot up.
+cluster_table gained_from_two_table() {
+  auto t = two_owner_table();
+  t.record.committed = false;
+  for (const char* id : {"n1", "n2"}) {
+    auto& p = t.peers[*t.owners->members().index_of(id)];
+    p.live = true;
+    p.greeted = true;
+  }
+  return t;
+}
+
+node_index n1_of(const cluster_table& t) {
+  return *t.owners->members().index_of("n1");
+}
+
+TEST(cluster_table, a_gained_slot_comes_from_the_previous_owner_that_keeps_it) {
+  const auto t = gained_from_two_table();
+  auto everyone = [](node_index) { return true; };
+  for (uint32_t s = 0; s < slots; ++s)
+    EXPECT_EQ(t.move_source(s, everyone), peer_of(t)) << "slot " << s;
+}
+
+// n2 came back with an empty store and is still refilling (or has slots left
+// over, or has not greeted yet): its copy lacks entries n1 still holds, and
+// after the commit n1 empties the slot. While joint, copy n1's.
+TEST(cluster_table, a_gained_slot_comes_from_a_whole_owner_before_one_back_empty) {
+  auto everyone = [](node_index) { return true; };
+  for (int how = 0; how < 3; ++how) {
+    auto t = gained_from_two_table();
+    auto& n2 = t.peers[peer_of(t)];
+    if (how == 0)
+      n2.refilling = true;
+    else if (how == 1)
+      n2.unsettled = true;
+    else
+      n2.greeted = false;
+    for (uint32_t s = 0; s < slots; ++s)
+      EXPECT_EQ(t.move_source(s, everyone), n1_of(t)) << "case " << how << " slot " << s;
+  }
+}
+
+// After the commit n1 may have emptied the slots it gave up: the keeper it is,
+// whole or not (a node that gains slots after the commit was down during it).
+TEST(cluster_table, after_the_commit_a_gained_slot_comes_from_the_keeper) {
+  auto t = gained_from_two_table();
+  t.record.committed = true;
+  t.peers[peer_of(t)].refilling = true;
+  for (uint32_t s = 0; s < slots; ++s)
+    EXPECT_EQ(t.move_source(s, [](node_index) { return true; }), peer_of(t)) << "slot " << s;
+}
+
+TEST(cluster_table, with_no_whole_previous_owner_a_gained_slot_comes_from_the_keeper) {
+  auto t = gained_from_two_table();
+  t.peers[peer_of(t)].refilling = true;
+  const node_index n1 = n1_of(t);
+  auto not_n1 = [n1](node_index n) { return n != n1; };
+  EXPECT_EQ(t.move_source(0, not_n1), peer_of(t));
+  EXPECT_EQ(t.move_source(0, [](node_index) { return false; }), std::nullopt);
 }
 
 } // namespace
