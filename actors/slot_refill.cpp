@@ -12,9 +12,10 @@ using refill_self = slot_refill_actor::stateful_pointer<slot_refill_state>;
 
 /// Where `slot`'s copy comes from: another owner that is reachable, greeted
 /// this node, and neither refilling nor seen unsettled (its copy may be as
-/// empty as ours, or ours); or wait, while another owner is live but has not
-/// joined or greeted yet; or nowhere (every other owner is down, or came back
-/// empty too).
+/// empty as ours, or ours), one not still copying the slot (gained in a
+/// membership change) first; or wait, while another owner is live but has
+/// not joined or greeted yet; or nowhere (every other owner is down, or came
+/// back empty too).
 struct source {
   std::optional<node_index> from;
   bool wait = false;
@@ -54,10 +55,10 @@ source source_of(const cluster_table& t, uint32_t slot, const refill_leftovers& 
       continue;
     if (can_give(t, n) && t.complete(n, slot))
       return source{n, false};
-    if (can_give(t, n))
-      copying = copying ? copying : n;
-    else
+    if (!can_give(t, n))
       s.wait = s.wait || p.live;
+    else if (!copying)
+      copying = n;
   }
   return copying ? source{copying, false} : s;
 }
