@@ -53,9 +53,10 @@ source source_of(const cluster_table& t, uint32_t slot, const refill_leftovers& 
     // it was left with (refill_leftovers.hpp).
     if ((p.greeted && p.refilling) || left.seen(n) || !left.may_give(slot, n))
       continue;
-    if (can_give(t, n) && t.complete(n, slot))
+    const bool gives = can_give(t, n);
+    if (gives && t.complete(n, slot))
       return source{n, false};
-    if (!can_give(t, n))
+    if (!gives)
       s.wait = s.wait || p.live;
     else if (!copying)
       copying = n;

@@ -5,18 +5,17 @@
 // a time, and merged into this node's shard like the slot mover's copies:
 // writes that reach the node meanwhile stay. An owner that is up but has not
 // joined or greeted this node yet is waited for; a slot whose other owners
-// are all down (or refilling too) is skipped: anti-entropy copies it once
-// one is back, where this node is the junior owner. The answer comes once
-// every slot is copied or skipped and a snapshot round made the copies
-// durable (asked for, and run in the shard's bounded background steps as the
-// periodic rounds are, so ingest on this node goes on meanwhile).
+// are all down (or refilling too) is skipped and left over (below). The
+// answer comes once every slot is copied or skipped and a snapshot round
+// made the copies durable (asked for, and run in the shard's bounded
+// background steps as the periodic rounds are, so ingest on this node goes
+// on meanwhile).
 //
 // Skipped slots are kept (refill_leftovers.hpp) until an owner from then
 // comes back with its copy, which is copied then, or comes back empty too, or
 // stops owning the slot: then no copy is left anywhere, and on_lost asks
-// every worker for a full sync. The
-// refill is settled (on_settled: a restart need not copy again) once no
-// slot is left.
+// every worker for a full sync. The refill is settled (on_settled: a
+// restart need not copy again) once no slot is left.
 //
 //   auto refill = sys.spawn(slot_refill_main, slot_refill_config{board, shard, "n1"});
 //   self->request(refill, caf::infinite, repair_atom::value)  // -> slots copied

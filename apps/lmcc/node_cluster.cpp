@@ -178,8 +178,7 @@ void node_cluster::start(const actors::kv_shard_actor& shard,
   nc.mover = mover_;
   // A refill cut short by a restart goes on: the store then exists, but holds
   // only part of the slots (chaos with disk losses).
-  const std::string marker =
-      options_.persistence ? options_.data_dir + "/" + refill_marker_file : std::string{};
+  const std::string marker = refill_marker_path();
   if (!started_empty && refill_pending()) {
     spdlog::warn("cluster-refill-resumed node={} reason=cut-short-by-a-restart", c.node_id);
     started_empty = true;
@@ -395,8 +394,13 @@ std::vector<actors::holder_list> node_cluster::holders(const std::vector<uint64_
   return out;
 }
 
+std::string node_cluster::refill_marker_path() const {
+  return options_.persistence ? options_.data_dir + "/" + refill_marker_file : std::string{};
+}
+
 bool node_cluster::refill_pending() const {
-  return options_.persistence && std::ifstream{options_.data_dir + "/" + refill_marker_file}.good();
+  const std::string marker = refill_marker_path();
+  return !marker.empty() && std::ifstream{marker}.good();
 }
 
 bool node_cluster::founding_member() const {

@@ -144,6 +144,8 @@ public:
   bool refill_pending() const;
 
 private:
+  /// Where refill_marker_file lives; empty without persistence (nothing to resume).
+  std::string refill_marker_path() const;
   actors::holder_counts counts();
 
   node_options options_;
