@@ -9,7 +9,12 @@
 // time, from the p2p scenario's DEALER to a built-in ROUTER that sends each
 // straight back (its own libzmq context, as a controller has). No controller
 // answers a P2P lookup faster than this round trip on the same machine.
+// And the HTTP floor: --requests POST /lookup requests of 8 chunks' tokens,
+// one at a time on one kept-alive connection, to a cpp-httplib server set up
+// as lmcc's (a thread pool, TCP_NODELAY) that answers each with a fixed empty
+// layout: the least lmcc's HTTP stack takes for a /lookup on this machine.
 #include "apps/lmcc-bench/cluster.hpp"
+#include "apps/lmcc-bench/controller_http.hpp"
 #include "apps/lmcc-bench/proc_stats.hpp"
 #include "apps/lmcc-bench/scenario_support.hpp"
 #include "apps/lmcc-bench/scenarios.hpp"
@@ -18,6 +23,7 @@
 #include "messages/codec_json.hpp"
 
 #include <fmt/format.h>
+#include <httplib.h>
 #include <spdlog/spdlog.h>
 #include <zmq_addon.hpp>
 
@@ -116,10 +122,63 @@ private:
   std::jthread thread_; // last: joins before the socket closes
 };
 
+/// A cpp-httplib server configured as lmcc's HTTP API is (gateway/http_api.cpp:
+/// a thread pool, TCP_NODELAY) whose POST /lookup answers every request with
+/// an empty layout, the size of lmcc's answer to a prompt nobody holds.
+class http_echo {
+public:
+  http_echo() {
+    // lmcc's default lmcc_http_threads; httplib owns the pointer it is handed.
+    server_.new_task_queue = [] { return new httplib::ThreadPool(32); };
+    server_.set_tcp_nodelay(true);
+    server_.Post("/lookup", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content(
+          R"({"event_id":"Lookup00000000-0000-0000-0000-000000000000","layout_info":{}})",
+          "application/json");
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    if (port_ <= 0)
+      throw std::runtime_error("http floor: cannot bind 127.0.0.1");
+    thread_ = std::jthread{[this] { server_.listen_after_bind(); }};
+    while (!server_.is_running())
+      std::this_thread::sleep_for(1ms);
+  }
+  ~http_echo() { server_.stop(); } // the jthread joins after this
+
+  host_port target() const { return {"127.0.0.1", static_cast<uint16_t>(port_)}; }
+
+private:
+  httplib::Server server_;
+  int port_ = 0;
+  std::jthread thread_;
+};
+
 struct request_floor {
   std::vector<double> latencies_us;
   uint32_t failed = 0;
 };
+
+request_floor measure_http_floor(uint32_t requests, uint32_t timeout_ms, uint32_t chunk_size) {
+  http_echo echo;
+  controller_http api{echo.target(), "auto", "bench-floor", timeout_ms};
+  std::vector<int64_t> tokens(size_t{8} * chunk_size);
+  for (size_t i = 0; i < tokens.size(); ++i)
+    tokens[i] = static_cast<int64_t>((i * 7919) % 50'000); // token-id sized numbers
+  request_floor f;
+  constexpr uint32_t warm_up = 50;
+  for (uint32_t i = 0; i < warm_up + requests; ++i) {
+    const auto t0 = steady::now();
+    const http_lookup_result result = api.lookup(tokens);
+    const double us = std::chrono::duration<double, std::micro>(steady::now() - t0).count();
+    if (i < warm_up)
+      continue;
+    if (result.ok)
+      f.latencies_us.push_back(us);
+    else
+      ++f.failed;
+  }
+  return f;
+}
 
 request_floor measure_request_floor(zmq::context_t& ctx, uint32_t requests, uint32_t timeout_ms) {
   echo_router echo;
@@ -216,6 +275,16 @@ report run_floor(scenario_env& env) {
   r.add("request_floor_p99_us", "bare ROUTER echo round trip: p99", lat.p99, "us");
   r.check("every echo came back", rf.failed == 0 && lat.count == o.requests,
           fmt::format("{} of {}", lat.count, o.requests));
+
+  const request_floor hf = measure_http_floor(o.requests, o.request_timeout_ms, o.chunk_size);
+  const latency_summary http_lat = summarize(hf.latencies_us);
+  r.add("http_floor_requests", "POST /lookup (8 chunks) answered by a bare cpp-httplib server",
+        static_cast<double>(http_lat.count), "req");
+  r.add("http_floor_p50_us", "bare HTTP /lookup round trip: p50", http_lat.p50, "us");
+  r.add("http_floor_p90_us", "bare HTTP /lookup round trip: p90", http_lat.p90, "us");
+  r.add("http_floor_p99_us", "bare HTTP /lookup round trip: p99", http_lat.p99, "us");
+  r.check("every HTTP echo came back", hf.failed == 0 && http_lat.count == o.requests,
+          fmt::format("{} of {}", http_lat.count, o.requests));
   return r;
 }
 

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Smoke test of lmcc-bench (ctest: lmcc_bench_smoke). Needs no controller.
-#   1. `floor --duration 2 --pid $$` exits 0, reports a positive generator rate
-#      and the CPU per op of the given pid (the /proc/<pid>/stat reader).
+#   1. `floor --duration 2 --pid $$` exits 0, reports a positive generator rate,
+#      the CPU per op of the given pid (the /proc/<pid>/stat reader) and the
+#      HTTP floor's round trip.
 #   2. `ingest` and `flood` against a closed HTTP port exit 2 within seconds
 #      with the "is a controller running?" message, and do not hang.
 #   3. A malformed --nodes and a --pid that does not exist exit 2 with a
@@ -27,6 +28,8 @@ rate=$(sed -n 's/^ *"generator_ops_per_s": *\([0-9.eE+]*\),\{0,1\}$/\1/p' "$work
 awk -v r="$rate" 'BEGIN { exit !(r > 0) }' || fail "generator rate is $rate"
 grep -q '"result": "PASS"' "$work/floor.json" || fail "floor.json does not say PASS"
 grep -q '"cpu_us_per_op":' "$work/floor.json" || fail "no cpu_us_per_op in floor.json (--pid)"
+http_p50=$(sed -n 's/^ *"http_floor_p50_us": *\([0-9.eE+]*\),\{0,1\}$/\1/p' "$work/floor.json")
+awk -v t="${http_p50:-0}" 'BEGIN { exit !(t > 0) }' || fail "no HTTP floor in floor.json: '$http_p50'"
 echo "floor: generator -> sink $rate ops/s"
 
 # -- 2. unreachable controller ---------------------------------------------------
