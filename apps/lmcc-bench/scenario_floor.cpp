@@ -158,26 +158,44 @@ struct request_floor {
   uint32_t failed = 0;
 };
 
+/// Times `requests` calls of `send` (true: answered) one after the other,
+/// after a warm-up (connection set-up and first allocations) left untimed.
+template <class Send>
+request_floor time_requests(uint32_t requests, Send&& send) {
+  request_floor f;
+  constexpr uint32_t warm_up = 50;
+  for (uint32_t i = 0; i < warm_up + requests; ++i) {
+    const auto t0 = steady::now();
+    const bool ok = send();
+    const double us = std::chrono::duration<double, std::micro>(steady::now() - t0).count();
+    if (i < warm_up)
+      continue;
+    if (ok)
+      f.latencies_us.push_back(us);
+    else
+      ++f.failed;
+  }
+  return f;
+}
+
+/// The report's rows of one floor: `<name>_requests`, `<name>_p50_us`, ...
+void add_floor(report& r, const std::string& name, const std::string& what, const request_floor& f,
+               uint32_t requests) {
+  const latency_summary lat = summarize(f.latencies_us);
+  r.add(name + "_requests", what, static_cast<double>(lat.count), "req");
+  for (const auto& [label, value] : {std::pair{"p50", lat.p50}, {"p90", lat.p90}, {"p99", lat.p99}})
+    r.add(fmt::format("{}_{}_us", name, label), fmt::format("{}: {}", what, label), value, "us");
+  r.check(fmt::format("{}: every request answered", what), f.failed == 0 && lat.count == requests,
+          fmt::format("{} of {}", lat.count, requests));
+}
+
 request_floor measure_http_floor(uint32_t requests, uint32_t timeout_ms, uint32_t chunk_size) {
   http_echo echo;
   controller_http api{echo.target(), "auto", "bench-floor", timeout_ms};
   std::vector<int64_t> tokens(size_t{8} * chunk_size);
   for (size_t i = 0; i < tokens.size(); ++i)
     tokens[i] = static_cast<int64_t>((i * 7919) % 50'000); // token-id sized numbers
-  request_floor f;
-  constexpr uint32_t warm_up = 50;
-  for (uint32_t i = 0; i < warm_up + requests; ++i) {
-    const auto t0 = steady::now();
-    const http_lookup_result result = api.lookup(tokens);
-    const double us = std::chrono::duration<double, std::micro>(steady::now() - t0).count();
-    if (i < warm_up)
-      continue;
-    if (result.ok)
-      f.latencies_us.push_back(us);
-    else
-      ++f.failed;
-  }
-  return f;
+  return time_requests(requests, [&] { return api.lookup(tokens).ok; });
 }
 
 request_floor measure_request_floor(zmq::context_t& ctx, uint32_t requests, uint32_t timeout_ms) {
@@ -186,20 +204,8 @@ request_floor measure_request_floor(zmq::context_t& ctx, uint32_t requests, uint
   msg::BatchedP2PLookupMsg request{.hashes = {}, .instance_id = "bench-floor", .worker_id = 0};
   for (int64_t h = 1; h <= 8; ++h)
     request.hashes.emplace_back(h * 1'000'003);
-  request_floor f;
-  constexpr uint32_t warm_up = 50; // connection set-up and first allocations
-  for (uint32_t i = 0; i < warm_up + requests; ++i) {
-    const auto t0 = steady::now();
-    const request_result result = channel.request(request);
-    const double us = std::chrono::duration<double, std::micro>(steady::now() - t0).count();
-    if (i < warm_up)
-      continue;
-    if (result.status == request_status::ok)
-      f.latencies_us.push_back(us);
-    else
-      ++f.failed;
-  }
-  return f;
+  return time_requests(requests,
+                       [&] { return channel.request(request).status == request_status::ok; });
 }
 
 } // namespace
@@ -266,25 +272,10 @@ report run_floor(scenario_env& env) {
   r.check("seq_num runs 0,1,2,... per (worker, location)", f.seq_gaps == 0,
           fmt::format("{} gaps", f.seq_gaps));
 
-  const request_floor rf = measure_request_floor(env.ctx, o.requests, o.request_timeout_ms);
-  const latency_summary lat = summarize(rf.latencies_us);
-  r.add("request_floor_requests", "P2P requests echoed by a bare ROUTER",
-        static_cast<double>(lat.count), "req");
-  r.add("request_floor_p50_us", "bare ROUTER echo round trip: p50", lat.p50, "us");
-  r.add("request_floor_p90_us", "bare ROUTER echo round trip: p90", lat.p90, "us");
-  r.add("request_floor_p99_us", "bare ROUTER echo round trip: p99", lat.p99, "us");
-  r.check("every echo came back", rf.failed == 0 && lat.count == o.requests,
-          fmt::format("{} of {}", lat.count, o.requests));
-
-  const request_floor hf = measure_http_floor(o.requests, o.request_timeout_ms, o.chunk_size);
-  const latency_summary http_lat = summarize(hf.latencies_us);
-  r.add("http_floor_requests", "POST /lookup (8 chunks) answered by a bare cpp-httplib server",
-        static_cast<double>(http_lat.count), "req");
-  r.add("http_floor_p50_us", "bare HTTP /lookup round trip: p50", http_lat.p50, "us");
-  r.add("http_floor_p90_us", "bare HTTP /lookup round trip: p90", http_lat.p90, "us");
-  r.add("http_floor_p99_us", "bare HTTP /lookup round trip: p99", http_lat.p99, "us");
-  r.check("every HTTP echo came back", hf.failed == 0 && http_lat.count == o.requests,
-          fmt::format("{} of {}", http_lat.count, o.requests));
+  add_floor(r, "request_floor", "bare ROUTER echo round trip (P2P, 8 hashes)",
+            measure_request_floor(env.ctx, o.requests, o.request_timeout_ms), o.requests);
+  add_floor(r, "http_floor", "bare HTTP /lookup round trip (8 chunks)",
+            measure_http_floor(o.requests, o.request_timeout_ms, o.chunk_size), o.requests);
   return r;
 }
 
