@@ -27,6 +27,7 @@
 #include <spdlog/spdlog.h>
 #include <zmq_addon.hpp>
 
+#include <atomic>
 #include <thread>
 #include <unordered_map>
 
@@ -139,9 +140,15 @@ public:
     port_ = server_.bind_to_any_port("127.0.0.1");
     if (port_ <= 0)
       throw std::runtime_error("http floor: cannot bind 127.0.0.1");
-    thread_ = std::jthread{[this] { server_.listen_after_bind(); }};
-    while (!server_.is_running())
+    thread_ = std::jthread{[this] {
+      server_.listen_after_bind();
+      listener_done_ = true;
+    }};
+    // As gateway/http_api.cpp waits: a listener that failed at once never runs.
+    while (!server_.is_running() && !listener_done_)
       std::this_thread::sleep_for(1ms);
+    if (!server_.is_running())
+      throw std::runtime_error("http floor: the server did not start listening");
   }
   ~http_echo() { server_.stop(); } // the jthread joins after this
 
@@ -150,7 +157,8 @@ public:
 private:
   httplib::Server server_;
   int port_ = 0;
-  std::jthread thread_;
+  std::atomic<bool> listener_done_{false};
+  std::jthread thread_; // last: joins before the members it uses go
 };
 
 struct request_floor {
