@@ -6,10 +6,6 @@
 #include "gateway/http_reply.hpp"
 #include "gateway/http_routes.hpp"
 
-#include <nlohmann/json.hpp>
-
-#include <algorithm>
-#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -24,36 +20,16 @@ namespace {
 
 // -- query parameters and /proc ----------------------------------------------------
 
-std::optional<msg::wire_int> parse_wire_int(std::string_view text) {
-  const char* end = text.data() + text.size();
-  int64_t i = 0;
-  if (auto r = std::from_chars(text.data(), end, i); r.ec == std::errc{} && r.ptr == end)
-    return msg::wire_int{i};
-  uint64_t u = 0;
-  if (auto r = std::from_chars(text.data(), end, u); r.ec == std::errc{} && r.ptr == end)
-    return msg::wire_int::from_unsigned(u);
-  return std::nullopt;
-}
-
-/// A non-empty query parameter, or nullopt (FastAPI's Optional[...] = None; an empty
-/// value counts as absent, as `if instance_id:` does in LMCache).
+/// A non-empty query parameter, or nullopt (read_query_param).
 std::optional<std::string> query_param(const httplib::Request& req, const char* name) {
-  if (!req.has_param(name))
-    return std::nullopt;
-  std::string value = req.get_param_value(name);
-  if (value.empty())
-    return std::nullopt;
-  return value;
+  return read_query_param(req.params, name);
 }
 
 std::optional<msg::wire_int> int_query_param(const httplib::Request& req, const char* name) {
-  auto text = query_param(req, name);
-  if (!text)
-    return std::nullopt;
-  auto value = parse_wire_int(*text);
+  auto value = read_int_query_param(req.params, name);
   if (!value)
-    throw request_error{422, std::string("query parameter '") + name + "' must be an integer"};
-  return value;
+    throw value.error();
+  return *value;
 }
 
 std::string read_small_file(const std::filesystem::path& path) {
@@ -258,19 +234,17 @@ void add_admin_routes(route_table& routes, controller_api& controller, node_metr
 
   // A membership change: {"members": ["n1", "n2", "n3", "n4"]} (README
   // "Adding and removing nodes").
-  routes.post("/cluster/members", [&controller](const httplib::Request& req,
-                                                httplib::Response& res) {
-    const auto body = nlohmann::json::parse(req.body, nullptr, /*allow_exceptions=*/false);
-    const auto members = body.is_object() ? body.find("members") : body.end();
-    if (!body.is_object() || members == body.end() || !members->is_array() ||
-        !std::all_of(members->begin(), members->end(), [](const auto& m) { return m.is_string(); }))
-      throw request_error{422, R"(expected {"members": ["node id", ...]})"};
-    auto out = controller.change_members(members->get<std::vector<std::string>>());
-    if (out.status != 200)
-      throw request_error{out.status, out.error};
-    res.status = 200;
-    res.set_content(out.record, "application/json");
-  });
+  routes.post("/cluster/members",
+              [&controller](const httplib::Request& req, httplib::Response& res) {
+                auto members = read_members_body(req.body);
+                if (!members)
+                  throw members.error();
+                auto out = controller.change_members(*members);
+                if (out.status != 200)
+                  throw request_error{out.status, out.error};
+                res.status = 200;
+                res.set_content(out.record, "application/json");
+              });
 
   routes.get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     send_json(res, 200, reply_json{{"status", "ok"}});

@@ -13,6 +13,10 @@
 
 #include "gateway/internal/body_reader.hpp"
 
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <charconv>
 #include <optional>
 #include <string>
 #include <utility>
@@ -262,6 +266,46 @@ body_result<store_fault_settings> read_faults_body(std::string_view body) {
     out.clock_jump_ms = optional_signed(fields[3]);
     return out;
   });
+}
+
+body_result<std::vector<std::string>> read_members_body(std::string_view body) {
+  const auto doc = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  const auto members = doc.is_object() ? doc.find("members") : doc.end();
+  if (!doc.is_object() || members == doc.end() || !members->is_array() ||
+      !std::all_of(members->begin(), members->end(), [](const auto& m) { return m.is_string(); }))
+    return request_error{422, R"(expected {"members": ["node id", ...]})"};
+  return members->get<std::vector<std::string>>();
+}
+
+// -- query parameters ----------------------------------------------------------------------------
+
+std::optional<std::string> read_query_param(const query_params& params, std::string_view name) {
+  const auto first = params.lower_bound(std::string(name));
+  if (first == params.end() || first->first != name || first->second.empty())
+    return std::nullopt;
+  return first->second;
+}
+
+body_result<std::optional<msg::wire_int>> read_int_query_param(const query_params& params,
+                                                               std::string_view name) {
+  auto text = read_query_param(params, name);
+  if (!text)
+    return std::optional<msg::wire_int>{};
+  auto value = parse_wire_int(*text);
+  if (!value)
+    return request_error{422, "query parameter '" + std::string(name) + "' must be an integer"};
+  return value;
+}
+
+std::optional<msg::wire_int> parse_wire_int(std::string_view text) {
+  const char* end = text.data() + text.size();
+  int64_t i = 0;
+  if (auto r = std::from_chars(text.data(), end, i); r.ec == std::errc{} && r.ptr == end)
+    return msg::wire_int{i};
+  uint64_t u = 0;
+  if (auto r = std::from_chars(text.data(), end, u); r.ec == std::errc{} && r.ptr == end)
+    return msg::wire_int::from_unsigned(u);
+  return std::nullopt;
 }
 
 } // namespace lmcc::gateway

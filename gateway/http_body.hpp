@@ -1,7 +1,8 @@
 // http_body: the JSON request bodies of LMCache's HTTP API (spec 5.1), read into
 // the OrchMsg each endpoint sends.
 //
-// One function per endpoint. Each reads the body as one JSON object, checks the
+// One function per endpoint (and the query parameters of the GET endpoints
+// that take integers). Each reads the body as one JSON object, checks the
 // fields that endpoint's FastAPI model declares and answers the message, or a
 // request_error saying why not, with FastAPI's status: 400 for a body that is
 // not JSON, 422 for a missing or mistyped field (the first one, in the model's
@@ -21,8 +22,11 @@
 #include "messages/lmcache_msgs.hpp"
 
 #include <cstddef>
+#include <map>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace lmcc::gateway {
 
@@ -77,5 +81,27 @@ body_result<std::string> read_snapshot_body(std::string_view body);
 /// POST /admin/faults {"fail_commits": int >= 0, "fail_all_commits": bool,
 /// "commit_delay_us": int >= 0}, every field optional (absent: unchanged).
 body_result<store_fault_settings> read_faults_body(std::string_view body);
+
+/// POST /cluster/members {"members": ["node id", ...]}: the ids, or 422.
+body_result<std::vector<std::string>> read_members_body(std::string_view body);
+
+// -- query parameters (GET /controller/workers, /threads) ---------------------------------------
+
+/// A request's query parameters as httplib parses them (httplib::Request::params).
+using query_params = std::multimap<std::string, std::string>;
+
+/// The first value of parameter `name`, or nullopt when it is absent or empty
+/// (FastAPI's Optional[...] = None; an empty value counts as absent, as
+/// `if instance_id:` does in LMCache).
+std::optional<std::string> read_query_param(const query_params& params, std::string_view name);
+
+/// The same parameter as an integer: nullopt when absent or empty, 422 when it
+/// is not an integer in [-2^63, 2^64-1].
+body_result<std::optional<msg::wire_int>> read_int_query_param(const query_params& params,
+                                                               std::string_view name);
+
+/// Decimal text (an optional '-' and digits, nothing else) as a wire int in
+/// [-2^63, 2^64-1]; nullopt otherwise.
+std::optional<msg::wire_int> parse_wire_int(std::string_view text);
 
 } // namespace lmcc::gateway
