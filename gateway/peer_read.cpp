@@ -206,7 +206,7 @@ void peer_read_server::accept_loop() {
     c.fd = std::move(fd);
     ++accepted_;
     c.thread = std::thread([this, &c] {
-      serve(c);
+      serve_peer_reads(c.fd.get(), stop_event_.get(), key_, answer_, counters_);
       c.fd.reset(); // the caller sees the close now, not at the next reap
       c.done = true;
     });
@@ -225,27 +225,32 @@ void peer_read_server::reap(bool all) {
   }
 }
 
-bool peer_read_server::admitted(int fd, int stop) {
+namespace {
+
+/// Reads the preface; true when it is the magic and `key`.
+bool admitted(int fd, int stop, const peer_read_key& key, peer_read_counters& counters) {
   uint64_t preface[3] = {0, 0, 0};
-  const bool read = read_exact(fd, preface, sizeof preface, stop, clock::now() + preface_timeout);
+  const bool read = read_exact(fd, preface, sizeof preface, stop,
+                               clock::now() + peer_read_server::preface_timeout);
   // Every word compared, so the time taken tells nothing about the key.
   const uint64_t diff =
-      (preface[0] ^ preface_magic) | (preface[1] ^ key_[0]) | (preface[2] ^ key_[1]);
+      (preface[0] ^ preface_magic) | (preface[1] ^ key[0]) | (preface[2] ^ key[1]);
   if (read && diff == 0)
     return true;
-  if (unauthorized_++ % 100 == 0)
+  if (counters.unauthorized++ % 100 == 0)
     spdlog::warn("peer-read-unauthorized reason={} refused_so_far={}",
                  !read                         ? "no-preface"
                  : preface[0] != preface_magic ? "not-a-peer-read-client"
                                                : "wrong-key",
-                 unauthorized_.load());
+                 counters.unauthorized.load());
   return false;
 }
 
-void peer_read_server::serve(connection& c) {
-  const int fd = c.fd.get();
-  const int stop = stop_event_.get();
-  if (!admitted(fd, stop))
+} // namespace
+
+void serve_peer_reads(int fd, int stop, const peer_read_key& key, const peer_read_answer_fn& answer,
+                      peer_read_counters& counters) {
+  if (!admitted(fd, stop, key, counters))
     return;
   std::vector<uint64_t> request;
   std::vector<uint64_t> reply;
@@ -253,18 +258,19 @@ void peer_read_server::serve(connection& c) {
     uint64_t words = 0;
     if (!read_exact(fd, &words, sizeof words, stop, std::nullopt))
       return; // the caller closed, or shutdown
-    if (words == 0 || words - 1 > max_keys) {
-      if (malformed_++ % 100 == 0)
-        spdlog::warn("peer-read-malformed words={} dropped_so_far={}", words, malformed_.load());
+    if (words == 0 || words - 1 > peer_read_server::max_keys) {
+      if (counters.malformed++ % 100 == 0)
+        spdlog::warn("peer-read-malformed words={} dropped_so_far={}", words,
+                     counters.malformed.load());
       return; // the stream lost its framing: close it
     }
     request.resize(words);
     if (!read_exact(fd, request.data(), words * sizeof(uint64_t), stop, std::nullopt))
       return;
-    ++requests_;
+    ++counters.requests;
     std::vector<uint64_t> flat;
     try {
-      flat = answer_(std::span<const uint64_t>{request.data() + 1, words - 1});
+      flat = answer(std::span<const uint64_t>{request.data() + 1, words - 1});
     } catch (const std::exception& e) {
       spdlog::error("peer-read-answer-failed keys={} error={}", words - 1, e.what());
       return;

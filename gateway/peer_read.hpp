@@ -61,10 +61,27 @@ namespace lmcc::gateway {
 /// What a reader presents before its first request.
 using peer_read_key = std::array<uint64_t, 2>;
 
+/// Flat holders of `keys` (count, holders..., per key). Called concurrently.
+using peer_read_answer_fn = std::function<std::vector<uint64_t>(std::span<const uint64_t> keys)>;
+
+/// What a server's connections count, shared by their threads.
+struct peer_read_counters {
+  std::atomic<uint64_t> requests{0};
+  std::atomic<uint64_t> malformed{0};
+  std::atomic<uint64_t> unauthorized{0};
+};
+
+/// Serves one connection (`fd`: connected, non-blocking) until the caller
+/// closes it, breaks the protocol or `stop_fd` becomes readable (-1: never):
+/// the preface must carry `key`, then each request is answered with `answer`.
+/// peer_read_server runs it on a thread per connection; a test can drive it
+/// over a socketpair.
+void serve_peer_reads(int fd, int stop_fd, const peer_read_key& key,
+                      const peer_read_answer_fn& answer, peer_read_counters& counters);
+
 class peer_read_server {
 public:
-  /// Flat holders of `keys` (count, holders..., per key). Called concurrently.
-  using answer_fn = std::function<std::vector<uint64_t>(std::span<const uint64_t> keys)>;
+  using answer_fn = peer_read_answer_fn;
 
   /// Most keys one request may carry.
   static constexpr size_t max_keys = size_t{1} << 20;
@@ -91,9 +108,9 @@ public:
   /// endpoint() + "#" + the key in hex: what a peer needs to read. Hand it
   /// only to nodes that proved the cluster secret.
   std::string access_endpoint() const;
-  uint64_t requests() const noexcept { return requests_.load(); }
-  uint64_t malformed() const noexcept { return malformed_.load(); }
-  uint64_t unauthorized() const noexcept { return unauthorized_.load(); }
+  uint64_t requests() const noexcept { return counters_.requests.load(); }
+  uint64_t malformed() const noexcept { return counters_.malformed.load(); }
+  uint64_t unauthorized() const noexcept { return counters_.unauthorized.load(); }
   uint64_t refused() const noexcept { return refused_.load(); }
   uint64_t accepted() const noexcept { return accepted_.load(); }
 
@@ -105,19 +122,14 @@ private:
   };
 
   void accept_loop();
-  void serve(connection& c);
   void reap(bool all);
-
-  bool admitted(int fd, int stop);
 
   peer_read_key key_;
   answer_fn answer_;
   unique_fd listener_;
   unique_fd stop_event_; // eventfd: wakes every poll at shutdown
   std::string endpoint_;
-  std::atomic<uint64_t> requests_{0};
-  std::atomic<uint64_t> malformed_{0};
-  std::atomic<uint64_t> unauthorized_{0};
+  peer_read_counters counters_;
   std::atomic<uint64_t> refused_{0};
   std::atomic<uint64_t> accepted_{0};
   std::list<connection> connections_; // the accept thread's alone
