@@ -266,6 +266,9 @@ void read_field(body_field& f, sj::value& v, size_t max_items) {
       return;
     }
     break;
+  // simdjson calls an integer beyond 64 bits signed or unsigned by its sign and
+  // then fails to read it: such a field is mistyped (422), not malformed, and
+  // skip_value below still refuses a malformed number with 400.
   case field_type::count:
     if (type == sj::json_type::number) {
       sj::number_type kind;
@@ -273,12 +276,11 @@ void read_field(body_field& f, sj::value& v, size_t max_items) {
       if (kind == sj::number_type::unsigned_integer || (kind == sj::number_type::signed_integer)) {
         int64_t n = 0;
         if (kind == sj::number_type::signed_integer) {
-          check_json(v.get_int64().get(n));
-          if (n < 0)
+          if (v.get_int64().get(n) != simdjson::SUCCESS || n < 0)
             break;
           f.number = static_cast<uint64_t>(n);
-        } else {
-          check_json(v.get_uint64().get(f.number));
+        } else if (v.get_uint64().get(f.number) != simdjson::SUCCESS) {
+          break;
         }
         f.well_typed = true;
         return;
@@ -290,14 +292,14 @@ void read_field(body_field& f, sj::value& v, size_t max_items) {
       sj::number_type kind;
       check_json(v.get_number_type().get(kind));
       if (kind == sj::number_type::signed_integer) {
-        check_json(v.get_int64().get(f.signed_number));
+        if (v.get_int64().get(f.signed_number) != simdjson::SUCCESS)
+          break;
         f.well_typed = true;
         return;
       }
       if (kind == sj::number_type::unsigned_integer) {
         uint64_t u = 0;
-        check_json(v.get_uint64().get(u));
-        if (u <= static_cast<uint64_t>(INT64_MAX)) {
+        if (v.get_uint64().get(u) == simdjson::SUCCESS && u <= static_cast<uint64_t>(INT64_MAX)) {
           f.signed_number = static_cast<int64_t>(u);
           f.well_typed = true;
           return;

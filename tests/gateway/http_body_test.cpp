@@ -186,6 +186,23 @@ TEST(http_body_tokens, an_integer_beyond_a_double_is_a_mistyped_item_not_a_serve
   EXPECT_EQ(pin.error().detail, "field 'tokens' item 0 must be an integer in [-2^63, 2^64-1]");
 }
 
+TEST(http_body_tokens, a_count_beyond_64_bits_is_a_mistyped_field_not_malformed_json) {
+  // simdjson classifies such an integer by its sign and then cannot read it:
+  // the body is JSON, so the field is mistyped (422), as FastAPI's would be.
+  for (const char* body : {R"({"fail_commits": 18446744073709551616})",
+                           R"({"commit_delay_us": 25011111111111111111111})",
+                           R"({"clock_jump_ms": -9223372036854775809})",
+                           R"({"clock_jump_ms": 18446744073709551616})"}) {
+    SCOPED_TRACE(body);
+    auto faults = read_faults_body(body);
+    ASSERT_FALSE(faults);
+    EXPECT_EQ(faults.error().status, 422) << faults.error().detail;
+  }
+  auto named = read_faults_body(R"({"fail_commits": 18446744073709551616})");
+  ASSERT_FALSE(named);
+  EXPECT_EQ(named.error().detail, "field 'fail_commits' must be an integer >= 0");
+}
+
 // -- precedence and repeated keys -----------------------------------------------------------------
 
 TEST(http_body_rules, a_body_that_is_not_json_is_400_even_after_a_mistyped_field) {
