@@ -88,6 +88,23 @@ bool read_exact(int fd, void* buffer, size_t len, int stop_fd,
   return true;
 }
 
+/// Reads `count` words into `out` (replacing its contents), growing it as they
+/// arrive: a peer's word count is trusted only as far as its bytes come, so a
+/// header that promises more than arrives costs at most one chunk more.
+bool read_words(int fd, size_t count, std::vector<uint64_t>& out, int stop_fd,
+                std::optional<clock::time_point> deadline) {
+  constexpr size_t chunk_words = size_t{1} << 16; // 512 KiB
+  out.clear();
+  while (out.size() < count) {
+    const size_t at = out.size();
+    const size_t n = std::min(chunk_words, count - at);
+    out.resize(at + n);
+    if (!read_exact(fd, out.data() + at, n * sizeof(uint64_t), stop_fd, deadline))
+      return false;
+  }
+  return true;
+}
+
 /// Writes all of `len` bytes to a non-blocking socket.
 bool write_all(int fd, const void* buffer, size_t len, int stop_fd, clock::time_point deadline) {
   const auto* at = static_cast<const char*>(buffer);
@@ -264,8 +281,7 @@ void serve_peer_reads(int fd, int stop, const peer_read_key& key, const peer_rea
                      counters.malformed.load());
       return; // the stream lost its framing: close it
     }
-    request.resize(words);
-    if (!read_exact(fd, request.data(), words * sizeof(uint64_t), stop, std::nullopt))
+    if (!read_words(fd, words, request, stop, std::nullopt))
       return;
     ++counters.requests;
     std::vector<uint64_t> flat;
@@ -367,8 +383,8 @@ std::optional<std::vector<uint64_t>> peer_read_client::wait(call& c,
     c.socket.reset(); // a late or foreign reply must not reach the next call
     return std::nullopt;
   }
-  std::vector<uint64_t> flat(head[0] - 1);
-  if (!read_exact(c.socket.get(), flat.data(), flat.size() * sizeof(uint64_t), -1, deadline)) {
+  std::vector<uint64_t> flat;
+  if (!read_words(c.socket.get(), head[0] - 1, flat, -1, deadline)) {
     c.socket.reset();
     return std::nullopt;
   }

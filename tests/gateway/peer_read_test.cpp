@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <cerrno>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <thread>
 
@@ -121,6 +122,30 @@ TEST(peer_read, a_reader_without_the_key_reads_nothing) {
   EXPECT_EQ(reply[1], 7u);                   // the request id
   EXPECT_EQ(reply[2], fake_answer(keys)[0]); // 42 % 4 holders
   EXPECT_EQ(server.requests(), 1u);
+}
+
+/// The process's peak resident size so far, in KiB.
+long peak_rss_kib() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
+}
+
+TEST(peer_read, a_reply_that_promises_more_words_than_come_costs_only_what_comes) {
+  // A peer past the handshake answers with a header promising the most words
+  // a reply may carry (512 MiB of them), sends one, and closes. The reply is
+  // refused, and the memory taken follows the bytes that came, not the promise.
+  int fds[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds), 0);
+  unique_fd peer{fds[0]};
+  peer_read_client::call call{"tcp://peer:1", 1, unique_fd{fds[1]}};
+  const uint64_t reply[3] = {peer_read_client::max_reply_words + 1, call.id, 7};
+  ASSERT_EQ(::send(peer.get(), reply, sizeof reply, 0), static_cast<ssize_t>(sizeof reply));
+  peer.reset();
+  peer_read_client client;
+  const long before = peak_rss_kib();
+  EXPECT_FALSE(client.wait(call, 1s));
+  EXPECT_LT(peak_rss_kib() - before, 64 * 1024) << "KiB taken by a reply of 24 bytes";
 }
 
 TEST(peer_read, a_malformed_request_closes_only_its_connection) {
