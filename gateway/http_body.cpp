@@ -269,6 +269,9 @@ body_result<store_fault_settings> read_faults_body(std::string_view body) {
 }
 
 body_result<std::vector<std::string>> read_members_body(std::string_view body) {
+  if (body.size() > max_members_body_bytes)
+    return request_error{413, "a membership change body is larger than " +
+                                  std::to_string(max_members_body_bytes) + " bytes"};
   const auto doc = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   const auto members = doc.is_object() ? doc.find("members") : doc.end();
   if (!doc.is_object() || members == doc.end() || !members->is_array() ||

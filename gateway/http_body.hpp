@@ -82,7 +82,13 @@ body_result<std::string> read_snapshot_body(std::string_view body);
 /// "commit_delay_us": int >= 0}, every field optional (absent: unchanged).
 body_result<store_fault_settings> read_faults_body(std::string_view body);
 
-/// POST /cluster/members {"members": ["node id", ...]}: the ids, or 422.
+/// Largest POST /cluster/members body read. It is parsed as a whole document,
+/// which costs tens of bytes per body byte; 64 ids of a few hundred bytes (a
+/// cluster has at most 64 members) need a fraction of this.
+inline constexpr size_t max_members_body_bytes = size_t{64} << 10;
+
+/// POST /cluster/members {"members": ["node id", ...]}: the ids, or 422; 413
+/// past max_members_body_bytes.
 body_result<std::vector<std::string>> read_members_body(std::string_view body);
 
 // -- query parameters (GET /controller/workers, /threads) ---------------------------------------
