@@ -36,7 +36,10 @@ The rule, per run (chaos.py feeds it; test_availability.py tests it):
   (lmcc_cluster_failure_timeout_ms, 2 s) before the lookup was sent until it
   was answered: down (killed, frozen, restarting), back from a disk loss and
   still refilling (its copy is gone), or cut from x (x or the owner
-  partitioned, or the one-way cut between them). x itself is never
+  partitioned, or the one-way cut between them), or x itself down (a node
+  that was killed, frozen or restarting has lost its links to every peer, and
+  its peers theirs to it, until it rejoins them; a frozen node even takes its
+  peers for down on waking, their greetings unread). x itself is never
   unreachable from x unless refilling. Slow links and slow or failing disks
   excuse nothing: reads are hedged and the index lives in memory.
 
@@ -271,6 +274,8 @@ class Availability:
         for node, kind, a, b in self.outages:
             if node == owner and overlaps(a, b) and (owner != x or kind == "empty"):
                 return f"{owner} {kind}"
+            if node == x != owner and kind == "down" and overlaps(a, b):
+                return f"{x} itself down"
         if owner != x:
             for p, q, a, b in self.cuts:
                 if {p, q} == {x, owner} and overlaps(a, b):

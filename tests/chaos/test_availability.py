@@ -168,6 +168,24 @@ def test_a_cut_node_is_excused_for_slots_owned_across_the_cut_only():
     assert f"to {owners[0]}" in problems[0]
 
 
+def test_a_node_down_within_the_window_reaches_no_other_owner():
+    a = fenced()
+    owners = owners_of(12)
+    x = other_than(owners)
+    a.outage(x, "down", 95.0)
+    a.outage_over(x, "down", 100.8)  # frozen, thawed 0.2 s before the lookup
+    a.record(x, 0, 101.0, 101.001, layout(i_a=1, i_b=1))
+    a.record(owners[0], 0, 101.1, 101.2, layout(i_a=1, i_b=1))  # another node: no excuse
+    counts, problems = a.judge()
+    assert counts["excused"] == 1 and counts["incomplete"] == 1
+    assert a.excused[0].endswith(f"({x} itself down; {x} itself down)")
+    later = fenced()
+    later.outage(x, "down", 95.0)
+    later.outage_over(x, "down", 98.0)  # back more than the window before
+    later.record(x, 0, 101.0, 101.001, layout(i_a=1, i_b=1))
+    assert later.judge()[0]["incomplete"] == 1
+
+
 def test_a_node_back_from_a_disk_loss_is_unreachable_to_itself_until_it_refilled():
     a = fenced()
     owners = owners_of(12)
