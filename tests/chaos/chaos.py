@@ -3,12 +3,13 @@
 
     /usr/bin/python3 tests/chaos/chaos.py --seed 7 [--nodes 3|5] [--duration 20]
     /usr/bin/python3 tests/chaos/chaos.py --seeds 1-100 --report tests/chaos/report.md
+    /usr/bin/python3 tests/chaos/chaos.py --replay /tmp/lmcc-chaos-7-x/schedule.json
 
 Starts a cluster of real `lmcc node` processes on loopback (R = 2) and a single
 reference node, and fake LMCache workers (tests/integration/lmcc_worker.py) that
 keep ground truth: every op goes to the cluster (through whichever node the
 worker's sockets point at) and to the reference. For --duration seconds a
-schedule drawn from the seed composes faults while ingest and lookups go on:
+schedule planned from the seed composes faults while ingest and lookups go on:
   kill -9 (restarted 0.5-3 s later; with --faults naming disk_loss, also
   restarted with an empty data dir; naming double_disk_loss, two nodes at
   once lose their disks, so the slots only they owned have no copy left and
@@ -31,6 +32,18 @@ schedule drawn from the seed composes faults while ingest and lookups go on:
   to the member set and removed again (POST /cluster/members) while the rest
   goes on. A worker whose node is down reconnects to a live one, as LMCache
   workers behind a Service do.
+The schedule (schedule.py) is a pure function of the seed and of --nodes,
+--duration, --faults and --membership: every fault's kind, planned time,
+targets, heal time and parameters are planned before the run, with the safety
+rules (one node impaired at a time with R = 2, bar a double disk loss; a node
+back from a disk loss recovering for a planned window) kept by the plan. What
+the plan cannot know the runner waits for, bounded and counted, instead of
+drawing another fault: a whole cluster (every peer live, none refilling)
+before each node fault, a membership change refused while the last one moves
+slots (retried). So a failing seed replays the same faults: each seed prints
+its plan's digest, and writes the plan (schedule.json) and what was done when
+(schedule.log) into its directory, kept with --keep-failed; --replay runs a
+schedule.json again.
 Then every fault is healed, the workers answer the full syncs they were asked
 for, and the invariants are checked:
   1. convergence: within --converge seconds every node's /lookup, P2P and
@@ -45,16 +58,24 @@ for, and the invariants are checked:
      an earlier ask), and every proof led to that worker being asked unless it
      re-registered or deregistered since (the nodes' logs, all restarts);
   5. no node crashed except those the schedule killed, and no node's resident
-     memory (VmRSS, sampled through the run) went past --rss-mib.
-Availability during the faults (lookups answered or failed) is recorded, not
-required (6). The failing seed is printed for replay; each seed writes one row
-of the report: faults, lookups answered / failed during faults, convergence
-time, full syncs asked, verdict.
+     memory (VmRSS, sampled through the run) went past --rss-mib;
+  6. availability (availability.py says the rule exactly): lookups sent to
+     nodes that are up during the schedule are answered (>= 99.9 %), and each
+     credits every instance with the chunks the last fence saw on every owner
+     and no worker touched since, unless every owner of the first missing
+     chunk's slot was unreachable from the node asked within the failure
+     detector's window. The runner also fails a seed whose cluster was not
+     whole within WAIT_S before a planned node fault, or which refused a
+     membership change for MEMBER_WAIT_S.
+Each seed writes one row of the report: the plan's digest, faults, lookups
+(answered / failed; complete / incomplete / excused), waits, convergence time,
+entries lost, full syncs asked, verdict.
 Needs python3-zmq and python3-msgpack; runs build/lmcc (or $LMCC_BINARY).
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import os
@@ -72,25 +93,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 from conftest import NodeFactory, unique  # noqa: E402
 from lmcc_cluster import Cluster, SpreadNode  # noqa: E402
 from lmcc_worker import chunk_hashes  # noqa: E402
-from test_cluster import Twin, answers, settle  # noqa: E402
+from test_cluster import Twin, answers, repoint, settle  # noqa: E402
 from test_durability import commands, full_sync  # noqa: E402
-from test_failover import as_new_process, repoint_all  # noqa: E402
+from test_failover import FAILURE_TIMEOUT_S, as_new_process  # noqa: E402
 
 from audit import full_sync_audit, log_events, worker_story  # noqa: E402
+from availability import Availability, Ring  # noqa: E402
+from schedule import FAULTS, NODE_FAULTS, OPT_IN_FAULTS, check as check_plan, describe, \
+    digest, dumps, plan  # noqa: E402
 
-FAULTS = ("kill9", "freeze", "clean_restart", "partition", "worker_restart", "garbage",
-          "asym_partition", "slow_links", "dup_frames", "reorder_frames", "disk_errors",
-          "slow_disk", "clock_jump")
-# Faults that take a node out of the others' reach or impair it (at most one
-# at a time, so every slot keeps a live, healthy owner with R = 2).
-NODE_FAULTS = ("kill9", "freeze", "clean_restart", "partition", "asym_partition", "slow_links",
-               "disk_errors", "slow_disk", "disk_loss", "double_disk_loss")
-# Drawn only when --faults names them (the default set, and so every recorded
-# seed's schedule, stays as it was): disk_loss is a kill -9 whose node comes
-# back with an empty data dir (a replaced disk; the node copies its slots
-# from its peers, actors/slot_refill.hpp); double_disk_loss does that to two
-# nodes at once (more than R = 2 survives: actors/refill_leftovers.hpp).
-OPT_IN_FAULTS = ("disk_loss", "double_disk_loss")
+WAIT_S = 30.0         # for a whole cluster before a node fault
+# For a fence's quiet cluster, then the fence is skipped: frames a node
+# forwarded to one that died or froze hold their credits until the node's
+# internal timeout (10 s) gives them up.
+FENCE_S = 15.0
+MEMBER_WAIT_S = 60.0  # for a membership change to be accepted
+
 
 def answered(call, what: str, seconds: float = 15.0, between=None):
     """Retries `call` while the cluster answers ErrorMsg, as an LMCache worker
@@ -118,18 +136,52 @@ def answered(call, what: str, seconds: float = 15.0, between=None):
 PLANTED = {"drop_acked_sub_batch": 1, "skip_replica": 2, "forget_watermark": 3}
 
 
+class ScheduleClock:
+    """Schedule seconds: time since the start, less the time the runner spent
+    waiting for or checking the cluster (paused()), so that a fence or a wait
+    neither compresses the heals planned after it nor runs the next fault
+    straight after it with no ingest in between."""
+
+    def __init__(self):
+        self.origin = time.monotonic()
+        self.held = 0.0
+
+    def now(self) -> float:
+        return time.monotonic() - self.origin - self.held
+
+    @contextlib.contextmanager
+    def paused(self):
+        start = time.monotonic()
+        try:
+            yield
+        finally:
+            self.held += time.monotonic() - start
+
+    def rewind_to(self, at: float) -> None:
+        """Back to schedule time `at` if the clock is past it."""
+        self.held += max(0.0, self.now() - at)
+
+
+class PlannedSockets:
+    """Hands Twin (which draws its sockets' nodes with rng.choice) the nodes
+    the schedule planned."""
+
+    def __init__(self, nodes, picks):
+        self._next = iter([nodes[i] for i in picks])
+
+    def choice(self, _options):
+        return next(self._next)
+
+
 class Run:
-    def __init__(self, seed: int, nodes: int, duration: float, converge: float, tmp: Path,
-                 plant: str | None = None, membership: bool = False, rss_mib: int = 1024,
-                 faults: tuple[str, ...] = FAULTS):
-        self.kinds = faults
-        self.seed, self.duration, self.converge = seed, duration, converge
-        self.rng = random.Random(seed)  # the workload: which worker sends what, lookups
-        # The schedule (which fault when, where, how long) from a generator of
-        # its own: the workload's draws depend on timing (steps per second), and
-        # sharing one generator made the same seed run other faults on a busier
-        # machine, so a failing seed could not be replayed.
-        self.fault_rng = random.Random(f"{seed}-schedule")
+    def __init__(self, schedule: dict, converge: float, tmp: Path, plant: str | None = None,
+                 rss_mib: int = 1024):
+        flags = schedule["flags"]
+        self.schedule = schedule
+        self.seed = schedule["seed"]
+        self.kinds = tuple(flags["faults"])
+        self.duration, self.converge = flags["duration"], converge
+        self.rng = random.Random(self.seed)  # the workload: which worker sends what, lookups
         self.rss_mib = rss_mib
         self.rss_peak: dict[str, int] = {}
         # Fault injection on: the disk faults and clock jumps use it (and
@@ -137,41 +189,65 @@ class Run:
         extra = ("--lmcc_fault_injection=on", "--health-check-interval", "1") + (
             (f"--lmcc_planted_bug={PLANTED[plant]}",) if plant else ())
         # With --membership one more node starts as a standby, to be added and removed.
-        self.standby = f"n{nodes + 1}" if membership else None
+        self.standby = schedule["node_ids"][schedule["standby"]] if flags["membership"] else None
         # Every node reaches its peers through TCP proxies the schedule can cut.
-        self.cluster = Cluster(tmp / "cluster", n=nodes + (1 if membership else 0), proxied=True,
+        self.cluster = Cluster(tmp / "cluster", n=len(schedule["node_ids"]), proxied=True,
                                extra=extra,
-                               standby=frozenset({self.standby} if membership else ())).start()
+                               standby=frozenset({self.standby} if self.standby else ())).start()
+        assert self.cluster.ids == schedule["node_ids"], (self.cluster.ids, schedule["node_ids"])
         self.members = [i for i in self.cluster.ids if i != self.standby]
         self.factory = NodeFactory(tmp / "reference")
         self.reference = self.factory()
-        tag = unique(f"chaos{seed}")
-        self.twins = [Twin(self.cluster, self.reference, self.rng, f"{tag}-{i}", w)
+        tag = unique(f"chaos{self.seed}")
+        self.twins = [Twin(self.cluster, self.reference,
+                           PlannedSockets(self.cluster.nodes, schedule["twins"][2 * i + w]),
+                           f"{tag}-{i}", w)
                       for i in range(3) for w in range(2)]
         base = self.rng.randrange(1, 1 << 40)
         self.prompts = [[base + p * 10_000 + i for i in range(256 * 3)] for p in range(24)]
         self.down: set[int] = set()      # node indices not answering (killed or frozen)
         self.killed: set[int] = set()    # killed by the schedule at some point
         self.cut: set[int] = set()       # cut off from the other nodes (alive for its workers)
+        self.emptied: set[int] = set()   # lost their data dir; refilling once restarted
         self.faults: dict[str, int] = {f: 0 for f in FAULTS + OPT_IN_FAULTS + ("member_change",)}
-        self.lookups = {"answered": 0, "failed": 0}
+        self.waits = {"count": 0, "seconds": 0.0}
+        self.member_retries = 0
+        self.problems: list[str] = []    # what the runner could not do as planned
+        self.caught_up = 0.0             # the last event a retry ran (retrying())
         self.full_syncs = 0
         self.reference_syncs = 0
         self.lock = threading.Lock()
+        status = self.cluster.status(self.cluster.nodes[0])
+        self.ring = Ring(self.cluster.ids, slots=status["slots"], replicas=status["replicas"])
+        self.check_placement(status)
+        self.avail = Availability(self.ring, [chunk_hashes(p) for p in self.prompts],
+                                  sorted({t.c.instance_id for t in self.twins}), self.members,
+                                  window=FAILURE_TIMEOUT_S)
         # What the schedule did, when (wall clock, as the nodes log): kept
         # beside the logs of a failed seed (schedule.log) to read them against.
         self.timeline: list[str] = []
         self.tmp = tmp
 
-    def note(self, text: str) -> None:
-        now = time.time()
-        stamp = time.strftime("%H:%M:%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}"
-        self.timeline.append(f"{stamp} {text}")
+    def check_placement(self, status: dict) -> None:
+        """The owners availability.py computes place as many slots on each
+        member as the node says it places (a harness that disagreed with the
+        nodes on placement would excuse the wrong lookups)."""
+        want = self.ring.slot_counts(self.members)
+        got = {m["id"]: (m["primary_slots"], m["replica_slots"]) for m in status["members"]
+               if m["member"]}
+        assert got == want, f"placement differs from the node's: node {got}, harness {want}"
 
-    def target(self, candidates: list[int]) -> int:
-        i = self.fault_rng.choice(candidates)
-        self.note(f"  on n{i + 1} pid={self.cluster.nodes[i].proc.pid}")
-        return i
+    @staticmethod
+    def stamp(wall: float) -> str:
+        """A wall clock time as schedule.log and the node logs write it (UTC)."""
+        return time.strftime("%H:%M:%S", time.gmtime(wall)) + f".{int(wall * 1000) % 1000:03d}"
+
+    def note(self, text: str) -> None:
+        self.timeline.append(f"{self.stamp(time.time())} {text}")
+
+    def when(self, mono: float) -> str:
+        """A time.monotonic() as the logs' wall clock, and since the schedule started."""
+        return f"{self.stamp(mono + time.time() - time.monotonic())} (+{mono - self.started:.3f} s)"
 
     def where(self, t) -> str:
         """A twin's name and the nodes its PUSH, DEALER and heartbeat sockets use."""
@@ -181,38 +257,50 @@ class Run:
 
     # -- the workers ----------------------------------------------------------------
 
-    def live_nodes(self):
-        return [n for i, n in enumerate(self.cluster.nodes) if i not in self.down]
-
-    def reconnect_stranded(self):
-        """Re-points the workers whose sockets use a node just taken down
-        (part of the fault, so drawn from the schedule's generator)."""
-        dead = {self.cluster.nodes[i] for i in self.down}
-        for t in self.twins:
-            if any(n in dead for n in t.plan):
-                repoint_all(t, self.fault_rng, self.live_nodes())
-                self.note(f"repointed {self.where(t)}")
-
     def ingest_step(self):
         t = self.rng.choice(self.twins)
         p = self.rng.choice(self.prompts)
         if self.rng.random() < 0.75:
             t.admit(chunk_hashes(p))
         else:
-            t.evict(chunk_hashes(p)[: self.rng.randrange(1, 4)])
+            keys = chunk_hashes(p)[: self.rng.randrange(1, 4)]
+            self.avail.touch(t.c.instance_id, keys)
+            t.evict(keys)
 
     def lookup_step(self):
-        live = self.live_nodes()
+        live = [i for i in range(len(self.cluster.nodes)) if i not in self.down]
         if not live:
             return
-        node = self.rng.choice(live)
+        i = self.rng.choice(live)
+        p = self.rng.randrange(len(self.prompts))
+        sent = time.monotonic()
+        layout, error = None, ""
         try:
-            node.lookup(self.rng.choice(self.prompts))
-            self.lookups["answered"] += 1
-        except Exception:  # noqa: BLE001 - availability is recorded, not required
-            self.lookups["failed"] += 1
+            r = self.cluster.nodes[i].post("/lookup", {"tokens": self.prompts[p]}, timeout=15)
+            if r.status == 200:
+                layout = r.json()["layout_info"]
+            else:
+                error = f"HTTP {r.status} {r.text[:200]}"
+        except Exception as e:  # noqa: BLE001 - a lookup that fails is counted (invariant 6)
+            error = f"{type(e).__name__}: {e}"
+        self.avail.record(self.cluster.ids[i], p, sent, time.monotonic(), layout, error)
 
-    # -- faults -----------------------------------------------------------------------
+    def truth(self) -> dict[str, set[int]]:
+        """Instance -> every key its workers hold (any location)."""
+        out: dict[str, set[int]] = {}
+        for t in self.twins:
+            for keys in t.c.keys.values():
+                out.setdefault(t.c.instance_id, set()).update(keys)
+        return out
+
+    def twin_frames(self, t, count: int):
+        """`count` admit batches for each side of twin `t`, not sent yet."""
+        out = []
+        for _ in range(count):
+            keys = chunk_hashes(self.rng.choice(self.prompts))
+            out.append((t.c.ops_message([("admit", k) for k in keys]),
+                        t.r.ops_message([("admit", k) for k in keys])))
+        return out
 
     def sample_rss(self):
         for i, n in enumerate(self.cluster.nodes):
@@ -225,173 +313,276 @@ class Run:
             except (OSError, AttributeError, ValueError):
                 pass  # not running right now
 
-    def twin_frames(self, t, count: int):
-        """`count` admit batches for each side of twin `t`, not sent yet."""
-        out = []
-        for _ in range(count):
-            keys = chunk_hashes(self.rng.choice(self.prompts))
-            out.append((t.c.ops_message([("admit", k) for k in keys]),
-                        t.r.ops_message([("admit", k) for k in keys])))
-        return out
+    # -- the cluster's condition -----------------------------------------------------------
 
-    def refilling(self) -> bool:
-        """Whether a live node is still copying its slots after a disk loss
-        (asked only when the schedule loses disks)."""
-        if "disk_loss" not in self.kinds and "double_disk_loss" not in self.kinds:
-            return False
+    def whole(self, quiet: bool) -> str:
+        """Why the cluster is not whole ("" when it is): some node not seeing
+        every member live, or still refilling after a disk loss; with `quiet`,
+        also a sub-batch queued for a peer or an ingest op in flight."""
         for i, n in enumerate(self.cluster.nodes):
-            if i in self.down:
-                continue
+            name = self.cluster.ids[i]
             try:
-                if n.get("/cluster/status", timeout=2).json().get("refilling"):
-                    return True
-            except Exception:  # noqa: BLE001 - a node that cannot answer is not counted
-                pass
-        return False
+                s = n.get("/cluster/status", timeout=2).json()
+            except Exception as e:  # noqa: BLE001 - not answering is not whole
+                return f"{name} did not answer /cluster/status ({type(e).__name__})"
+            if not s["refilling"] and i in self.emptied:
+                self.emptied.discard(i)
+                self.avail.outage_over(name, "empty", time.monotonic())
+                self.note(f"n{i + 1} refilled")
+            if not s["all_live"]:
+                return f"{name} sees {s['live_members']} members live"
+            if s["refilling"]:
+                return f"{name} is refilling"
+            if quiet and (s["replication_lag_sub_batches"] or s["ingest_inflight_ops"]):
+                return (f"{name} has {s['replication_lag_sub_batches']} sub-batches queued, "
+                        f"{s['ingest_inflight_ops']} ops in flight")
+        return ""
 
-    def fault(self, heal_at: list, at: float):
-        """Injects one fault drawn from the seed; `at` is its planned time,
-        from which the heals it schedules are planned."""
-        kinds = self.kinds + (("member_change",) * 2 if self.standby else ())
-        kind = self.fault_rng.choice(kinds)
-        candidates = [i for i in range(len(self.cluster.nodes))
-                      if i not in self.down and i not in self.cut]
-        # Keep a majority up so every slot keeps a live owner (R = 2 survives one).
-        # A node back from a disk loss is still recovering until it copied
-        # its slots: another failure then may take their only copy.
-        if kind in NODE_FAULTS and (self.down | self.cut or self.refilling()):
-            # A worker fault instead, of the kinds --faults allows.
-            instead = tuple(k for k in ("worker_restart", "garbage") if k in kinds) or tuple(
-                k for k in kinds if k not in NODE_FAULTS) or ("garbage",)
-            kind = self.fault_rng.choice(instead)
+    def await_whole(self, before: str) -> None:
+        """Waits (bounded) for a whole cluster: the plan put the node fault
+        after every earlier node healed and recovered, and a node that is
+        slower to rejoin or to copy its slots back must not make it a second
+        failure at once."""
+        start = time.monotonic()
+        why = self.whole(quiet=False)
+        if not why:
+            return
+        self.note(f"waiting for a whole cluster before {before}: {why}")
+        while why and time.monotonic() - start < WAIT_S:
+            time.sleep(0.05)
+            why = self.whole(quiet=False)
+        waited = time.monotonic() - start
+        self.waits["count"] += 1
+        self.waits["seconds"] += waited
+        if why:
+            self.problems.append(f"the cluster was not whole {WAIT_S:.0f} s after the plan "
+                                 f"had it so, before {before}: {why}")
+        self.note(f"waited {waited:.2f} s" + (f"; still {why}" if why else ""))
+
+    def fence(self) -> None:
+        """The availability check's baseline (availability.py): with the
+        workload stopped, a quiet cluster's answers to every prompt on every
+        node, quiet again after them. The plan puts each fence just before a
+        node fault, so its wait for a whole cluster is that fault's."""
+        self.await_whole("a fence")
+        start = time.monotonic()
+        deadline = start + FENCE_S
+        why = "not tried"
+        waited_for = ""
+        while time.monotonic() < deadline:
+            why = self.whole(quiet=True)
+            waited_for = why or waited_for
+            if not why:
+                got: dict[str, list[dict]] = {}
+                for i, n in enumerate(self.cluster.nodes):
+                    try:
+                        got[self.cluster.ids[i]] = [
+                            n.lookup(p) for p in self.prompts]  # asserts 200
+                    except Exception as e:  # noqa: BLE001 - a fence needs every answer
+                        why = f"{self.cluster.ids[i]} failed a fence lookup ({type(e).__name__})"
+                        break
+                if not why:
+                    why = self.whole(quiet=True)
+                if not why:
+                    self.avail.fence(time.monotonic(), got, self.truth())
+                    self.note(f"fence {len(self.avail.fences)}: "
+                              f"{sum(self.avail.verified.values())} chunks verified, after "
+                              f"{time.monotonic() - start:.2f} s"
+                              + (f" (waited for: {waited_for})" if waited_for else ""))
+                    return
+            time.sleep(0.05)
+        self.avail.fences_skipped += 1
+        self.note(f"fence skipped: {why}")
+
+    # -- faults -----------------------------------------------------------------------
+
+    def execute(self, ev: dict, pending: list) -> None:
+        kind = ev["kind"]
+        self.note(describe(ev))
+        if kind == "fence":
+            with self.clock.paused():
+                self.fence()
+            return
+        if kind == "recovered":
+            return  # the next node fault waits for the cluster to say so
+        if kind == "heal":
+            self.heal(ev)
+            return
         self.sample_rss()
         self.faults[kind] += 1
-        self.note(f"fault {kind} (planned at +{at - self.started:.3f} s)")
+        if kind in NODE_FAULTS:
+            with self.clock.paused():
+                self.await_whole(f"{kind} (event {ev['id']})")
+            for i in ev["nodes"]:
+                self.note(f"  on n{i + 1} pid={self.cluster.nodes[i].proc.pid}")
+        now = time.monotonic
+        nodes = self.cluster.nodes
+        ids = self.cluster.ids
         if kind in ("kill9", "disk_loss", "double_disk_loss"):
-            first = self.target(candidates)
-            lost = [first]
-            if kind == "double_disk_loss":
-                lost.append(self.target([i for i in candidates if i != first]))
-            for i in lost:
-                self.cluster.nodes[i].kill()
+            for i in ev["nodes"]:
+                nodes[i].kill()
                 if kind != "kill9":
-                    shutil.rmtree(self.cluster.nodes[i].workdir / "data", ignore_errors=True)
+                    shutil.rmtree(nodes[i].workdir / "data", ignore_errors=True)
+                    self.emptied.add(i)
                 self.down.add(i)
                 self.killed.add(i)
-                heal_at.append((at + self.fault_rng.uniform(0.5, 3.0), "restart", i))
-            self.reconnect_stranded()
+                self.avail.outage(ids[i], "down", now())
+            if kind == "double_disk_loss":
+                self.avail.disks_lost([ids[i] for i in ev["nodes"]], now())
+            self.repoint(ev)
         elif kind == "freeze":
-            i = self.target(candidates)
-            os.kill(self.cluster.nodes[i].proc.pid, signal.SIGSTOP)
+            i = ev["nodes"][0]
+            os.kill(nodes[i].proc.pid, signal.SIGSTOP)
             self.down.add(i)
-            self.reconnect_stranded()
-            heal_at.append((at + self.fault_rng.uniform(0.5, 3.0), "thaw", i))
+            self.avail.outage(ids[i], "down", now())
+            self.repoint(ev)
         elif kind == "clean_restart":
-            i = self.target(candidates)
+            i = ev["nodes"][0]
             self.down.add(i)
-            self.reconnect_stranded()
-            assert self.cluster.nodes[i].stop() == 0, f"n{i + 1} failed a clean stop"
-            self.cluster.nodes[i].start(keep_ports=True)
+            self.avail.outage(ids[i], "down", now())
+            self.repoint(ev)
+            assert nodes[i].stop() == 0, f"n{i + 1} failed a clean stop"
+            nodes[i].start(keep_ports=True)
             self.down.discard(i)
+            self.avail.outage_over(ids[i], "down", now())
         elif kind == "partition":
             # One node cut from the others, both ways; its workers stay with
             # it, so each side keeps taking the reports that reach it.
-            i = self.target(candidates)
-            self.cluster.partition({self.cluster.ids[i]})
+            i = ev["nodes"][0]
+            self.cluster.partition({ids[i]})
             self.cut.add(i)
-            heal_at.append((at + self.fault_rng.uniform(0.5, 4.0), "heal", i))
+            for other in ids:
+                if other != ids[i]:
+                    self.avail.cut(ids[i], other, now())
         elif kind == "asym_partition":
-            i = self.target(candidates)
-            a = self.cluster.ids[i]
-            b = self.fault_rng.choice([x for x in self.cluster.ids if x != a])
-            self.cluster.cut_one_way(a, b)
+            i = ev["nodes"][0]
+            self.cluster.cut_one_way(ids[i], ids[ev["peer"]])
             self.cut.add(i)
-            heal_at.append((at + self.fault_rng.uniform(0.5, 4.0), "heal", i))
+            self.avail.cut(ids[i], ids[ev["peer"]], now())
         elif kind == "slow_links":
-            i = self.target(candidates)
-            self.cluster.slow(self.cluster.ids[i], self.fault_rng.uniform(0.02, 0.3))
+            i = ev["nodes"][0]
+            self.cluster.slow(ids[i], ev["delay_s"])
             self.cut.add(i)
-            heal_at.append((at + self.fault_rng.uniform(0.5, 4.0), "heal", i))
         elif kind in ("disk_errors", "slow_disk"):
-            i = self.target(candidates)
+            i = ev["nodes"][0]
             body = ({"fail_all_commits": True} if kind == "disk_errors" else
-                    {"commit_delay_us": self.fault_rng.randrange(2_000, 50_000)})
-            r = self.cluster.nodes[i].post("/admin/faults", body, timeout=10)
+                    {"commit_delay_us": ev["commit_delay_us"]})
+            r = nodes[i].post("/admin/faults", body, timeout=10)
             assert r.status == 200, f"n{i + 1} refused {body}: {r}"
             self.cut.add(i)
-            heal_at.append((at + self.fault_rng.uniform(0.3, 3.0)
-                            if kind == "disk_errors" else
-                            at + self.fault_rng.uniform(0.5, 4.0), "disk", i))
         elif kind == "clock_jump":
-            i = self.target(candidates)
-            by_ms = self.fault_rng.choice((-1, 1)) * self.fault_rng.randrange(1_000, 600_000)
-            r = self.cluster.nodes[i].post("/admin/faults", {"clock_jump_ms": by_ms}, timeout=10)
+            i = ev["node"]
+            r = nodes[i].post("/admin/faults", {"clock_jump_ms": ev["by_ms"]}, timeout=10)
             assert r.status == 200, f"n{i + 1} refused a clock jump: {r}"
-            heal_at.append((at + self.fault_rng.uniform(1.0, 6.0), "clock", i))
         elif kind == "dup_frames":
-            t = self.fault_rng.choice(self.twins)
-            for c, r in self.twin_frames(t, self.fault_rng.randrange(1, 4)):
+            t = self.twins[ev["twin"]]
+            for c, r in self.twin_frames(t, ev["count"]):
                 for _ in range(2):
                     t.c.push(c)
                     t.r.push(r)
         elif kind == "reorder_frames":
-            t = self.fault_rng.choice(self.twins)
-            frames = self.twin_frames(t, self.fault_rng.randrange(2, 5))
-            self.fault_rng.shuffle(frames)
-            for c, r in frames:
-                t.c.push(c)
-                t.r.push(r)
+            t = self.twins[ev["twin"]]
+            frames = self.twin_frames(t, len(ev["order"]))
+            for k in ev["order"]:
+                t.c.push(frames[k][0])
+                t.r.push(frames[k][1])
         elif kind == "member_change":
-            # Add the standby, or take it out again; refused (409) while a
-            # change still moves slots, which is the node's rule, not a failure.
-            members = self.members + ([self.standby] if self.standby not in self.members else [])
-            if self.standby in self.members:
-                members.remove(self.standby)
-            node = self.fault_rng.choice(self.live_nodes())
-            try:
-                r = node.post("/cluster/members", {"members": sorted(members)}, timeout=10)
-                if r.status == 200:
-                    self.members = sorted(members)
-            except OSError:
-                pass
+            with self.retrying(ev):
+                self.change_members(ev, pending)
         elif kind == "worker_restart":
-            t = self.fault_rng.choice(self.twins)
+            t = self.twins[ev["twin"]]
             self.note(f"worker restart {self.where(t)}")
+            for keys in t.c.keys.values():  # dropped with the old incarnation
+                self.avail.touch(t.c.instance_id, keys)
             as_new_process(t)
-            answered(t.register, f"seed {self.seed}: a restarted worker's registration",
-                     between=lambda: self.run_due_heals(heal_at))
+            with self.retrying(ev):
+                answered(t.register, f"seed {self.seed}: a restarted worker's registration",
+                         between=lambda: self.run_due_heals(pending))
         elif kind == "garbage":
-            node = self.fault_rng.choice(self.live_nodes())
             import zmq
 
-            ctx = zmq.Context.instance()
-            push = ctx.socket(zmq.PUSH)
+            gen = random.Random(ev["bytes_seed"])
+            push = zmq.Context.instance().socket(zmq.PUSH)
             push.setsockopt(zmq.LINGER, 500)
-            push.connect(f"tcp://{node.pull_url}")
-            for _ in range(self.fault_rng.randrange(5, 40)):
-                push.send(bytes(self.fault_rng.randrange(256) for _ in range(self.fault_rng.randrange(1, 300))))
+            push.connect(f"tcp://{nodes[ev['node']].pull_url}")
+            for _ in range(ev["frames"]):
+                push.send(bytes(gen.randrange(256) for _ in range(gen.randrange(1, 300))))
             push.close()
 
-    def run_due_heals(self, heal_at: list) -> None:
-        """Heals whose planned time has passed, earliest first (while a fault
-        waits on the cluster)."""
-        now = time.monotonic()
-        for item in sorted(h for h in heal_at if h[0] <= now):
-            heal_at.remove(item)
-            self.heal(item)
+    def repoint(self, ev: dict) -> None:
+        """The workers whose sockets used a node taken down move where the plan says."""
+        for k, picks in sorted(ev["repoint"].items()):
+            t = self.twins[int(k)]
+            t.plan = tuple(self.cluster.nodes[i] for i in picks)
+            repoint(t.c, *t.plan)
+            self.note(f"repointed {self.where(t)}")
+        stranded = [self.where(t) for t in self.twins
+                    if any(self.cluster.nodes.index(n) in self.down for n in t.plan)]
+        assert not stranded, f"the plan left workers on a node that is down: {stranded}"
 
-    def heal(self, item):
-        _, what, i = item
+    def change_members(self, ev: dict, pending: list) -> None:
+        """Adds the standby or takes it out again, through the planned node.
+        A node refuses (409) a change while the last one still moves slots:
+        the change is retried, bounded, with due heals run meanwhile (a
+        change may wait on a node the schedule brings back)."""
+        members = [self.cluster.ids[i] for i in ev["members"]]
+        node = self.cluster.nodes[ev["via"]]
+        deadline = time.monotonic() + MEMBER_WAIT_S
+        while True:
+            try:
+                r = node.post("/cluster/members", {"members": members}, timeout=10)
+                if r.status == 200:
+                    self.members = members
+                    self.avail.members_changed(members, time.monotonic())
+                    self.note(f"member change to {','.join(members)} accepted")
+                    return
+                why = f"HTTP {r.status} {r.text[:160]}"
+            except OSError as e:
+                why = f"{type(e).__name__}: {e}"
+            if time.monotonic() > deadline:
+                self.problems.append(f"membership change to {members} (event {ev['id']}) "
+                                     f"refused for {MEMBER_WAIT_S:.0f} s: {why}")
+                return
+            self.member_retries += 1
+            self.note(f"member change refused ({why}); retrying")
+            time.sleep(0.5)
+            self.run_due_heals(pending)
+
+    @contextlib.contextmanager
+    def retrying(self, ev: dict):
+        """Around a retry that waits on the cluster: the schedule clock runs,
+        so that heals of faults already done come due (the cluster may need
+        them: run_due_heals); once through, the clock goes back to the last
+        event run, so that what follows keeps its planned spacing instead of
+        coming all at once."""
+        self.caught_up = ev["at"]
+        try:
+            yield
+        finally:
+            self.clock.rewind_to(self.caught_up)
+
+    def run_due_heals(self, pending: list) -> None:
+        """The heals now due that come before the next fault or fence in the
+        plan (they heal faults already done), in planned order."""
+        now = self.clock.now()
+        while pending and pending[0]["kind"] in ("heal", "recovered") and pending[0]["at"] <= now:
+            ev = pending.pop(0)
+            self.execute(ev, pending)
+            self.caught_up = max(self.caught_up, ev["at"])
+
+    def heal(self, ev: dict) -> None:
+        i, what = ev["node"], ev["what"]
         node = self.cluster.nodes[i]
-        self.note(f"heal {what} n{i + 1}")
+        name = self.cluster.ids[i]
         if what == "clock":
             if i not in self.down:  # else: a restart set it right, or reset_clocks will
                 self.reset_clock(node)
             return
         if what == "restart":
             node.start(keep_ports=True)
+            if i in self.emptied:
+                self.avail.outage(name, "empty", time.monotonic())
         elif what == "disk":
-            # A node killed meanwhile came back with a healthy disk.
             body = {"fail_all_commits": False, "commit_delay_us": 0}
             r = node.post("/admin/faults", body, timeout=10)
             assert r.status == 200, f"n{i + 1} refused {body}: {r}"
@@ -400,10 +591,12 @@ class Run:
         elif what == "heal":
             self.cluster.heal()
             self.cut.discard(i)
+            self.avail.cuts_over(time.monotonic())
             return
         else:
             os.kill(node.proc.pid, signal.SIGCONT)
         self.down.discard(i)
+        self.avail.outage_over(name, "down", time.monotonic())
 
     @staticmethod
     def reset_clock(node):
@@ -420,36 +613,25 @@ class Run:
             t.register()
         settle(self.twins, SpreadNode(self.cluster), self.reference)
         self.faults_started = time.time()  # invariant 4 looks at what follows
-        heal_at: list = []
-        # The schedule is planned from the seed alone: each fault's time
-        # follows the last one's *planned* time and each heal its fault's, and
-        # due events run in planned order. A fault that takes long (a clean
-        # restart on a loaded box) delays what follows but changes neither
-        # which faults come nor their order, so a seed replays the same
-        # composition on any machine (before, faults per seed varied with load).
+        # Events run in planned order when the schedule clock reaches their
+        # time; an event that takes long (a clean restart on a loaded box)
+        # delays what follows but changes neither which events come nor their
+        # order. Past the duration, the heals still planned run at once.
+        self.clock = ScheduleClock()
         self.started = time.monotonic()
         self.note("faults start; " + "; ".join(self.where(t) for t in self.twins))
-        end = time.monotonic() + self.duration
-        next_fault = time.monotonic() + self.fault_rng.uniform(0.3, 1.5)
-        while time.monotonic() < end or next_fault < end:
-            while True:  # every event now due, earliest planned first
-                now = time.monotonic()
-                heal = min((h for h in heal_at if h[0] <= now), default=None)
-                fault_due = next_fault < end and next_fault <= now
-                if fault_due and (heal is None or next_fault <= heal[0]):
-                    self.fault(heal_at, next_fault)
-                    next_fault += self.fault_rng.uniform(0.3, 1.5)
-                elif heal is not None:
-                    heal_at.remove(heal)
-                    self.heal(heal)
-                else:
-                    break
+        pending = list(self.schedule["events"])
+        while pending or self.clock.now() < self.duration:
+            now = self.clock.now()
+            if pending and (pending[0]["at"] <= now or (
+                    now >= self.duration and all(e["kind"] in ("heal", "recovered")
+                                                 for e in pending))):
+                self.execute(pending.pop(0), pending)
+                continue
             self.ingest_step()
             if self.rng.random() < 0.3:
                 self.lookup_step()
             time.sleep(0.01)
-        for item in sorted(heal_at):
-            self.heal(item)
         if "clock_jump" in self.kinds:
             for node in self.cluster.nodes:
                 self.reset_clock(node)
@@ -520,11 +702,25 @@ class Run:
                                 if g != w][:2]
                         print(f"seed {self.seed}: n{i + 1} differs in {part}: {diff}",
                               file=sys.stderr, flush=True)
-        return {"seed": self.seed, "faults": dict(self.faults), "lookups": dict(self.lookups),
+        lookups, unavailable = self.avail.judge(self.when)
+        self.timeline.extend(f"invariant 6 excused: {e}" for e in self.avail.excused)
+        for problem in unavailable[:10]:
+            print(f"seed {self.seed}: invariant 6: {problem}", file=sys.stderr, flush=True)
+        if len(unavailable) > 10:
+            print(f"seed {self.seed}: invariant 6: {len(unavailable) - 10} more", file=sys.stderr,
+                  flush=True)
+        for problem in self.problems:
+            print(f"seed {self.seed}: {problem}", file=sys.stderr, flush=True)
+        return {"seed": self.seed, "schedule": digest(self.schedule).split()[0],
+                "faults": dict(self.faults), "lookups": lookups,
+                "waits": dict(self.waits, member_retries=self.member_retries,
+                              fences=len(self.avail.fences),
+                              fences_skipped=self.avail.fences_skipped),
                 "converged_s": round(time.monotonic() - started, 2) if same else None,
                 "full_syncs": self.full_syncs, "crashed": crashed, "lost": lost,
                 "rss_mib": max(self.rss_peak.values(), default=0),
-                "ok": same and not crashed and not too_big and not audit}
+                "ok": same and not crashed and not too_big and not audit and not unavailable
+                and not self.problems}
 
     def audit_full_syncs(self) -> list[str]:
         """Invariant 4 over every cluster node's logs. A proof logged after the
@@ -548,6 +744,7 @@ class Run:
             time.sleep(0.5)
 
     def close(self):
+        (self.tmp / "schedule.json").write_text(dumps(self.schedule))
         (self.tmp / "schedule.log").write_text("".join(line + "\n" for line in self.timeline))
         for t in self.twins:
             t.close()
@@ -562,26 +759,41 @@ class Run:
         self.factory.stop_all()
 
 
-def one(seed: int, args) -> dict:
+def one(schedule: dict, args) -> dict:
+    seed = schedule["seed"]
     tmp = tempfile.mkdtemp(prefix=f"lmcc-chaos-{seed}-")
     result = None
-    run = Run(seed, args.nodes, args.duration, args.converge, Path(tmp), args.plant,
-              args.membership, args.rss_mib, tuple(args.faults.split(",")))
+    run = Run(schedule, args.converge, Path(tmp), args.plant, args.rss_mib)
     try:
         result = run.run()
         return result
     finally:
         run.close()
         if (result is None or not result["ok"]) and args.keep_failed:
-            print(f"seed {seed}: logs and data kept in {tmp}", file=sys.stderr, flush=True)
+            print(f"seed {seed}: logs, data and schedule.json kept in {tmp}", file=sys.stderr,
+                  flush=True)
         else:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+HEADER = ("| seed | schedule | faults | lookups answered / failed "
+          "| complete / incomplete / excused | waits (s) | converged (s) | entries lost "
+          "| full syncs asked | crashed | peak RSS (MiB) | verdict |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|---|")
+
+
 def row(r: dict) -> str:
     faults = " ".join(f"{k}={v}" for k, v in r["faults"].items() if v)
-    return (f"| {r['seed']} | {faults} | {r['lookups']['answered']} / {r['lookups']['failed']} | "
-            f"{r['converged_s'] if r['converged_s'] is not None else 'NO'} | "
+    lk = r["lookups"]
+    w = r.get("waits") or {}
+    waits = (f"{w['count']} / {w['seconds']:.1f}" + (f", {w['member_retries']} member retries"
+                                                       if w.get("member_retries") else "")
+             + (f", {w['fences_skipped']} fences skipped" if w.get("fences_skipped") else "")
+             if w else "?")
+    return (f"| {r['seed']} | {r.get('schedule', '?')} | {faults} | "
+            f"{lk.get('answered', 0)} / {lk.get('failed', 0)} | "
+            f"{lk.get('complete', '?')} / {lk.get('incomplete', '?')} / {lk.get('excused', '?')} | "
+            f"{waits} | {r['converged_s'] if r['converged_s'] is not None else 'NO'} | "
             f"{r['lost'] if r['lost'] is not None else '?'} | {r['full_syncs']} | "
             f"{','.join(r['crashed']) or '-'} | {r.get('rss_mib', '?')} | "
             f"{'PASS' if r['ok'] else 'FAIL'} |")
@@ -590,7 +802,10 @@ def row(r: dict) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seed", type=int)
-    ap.add_argument("--seeds", help="a range A-B (inclusive), or one seed")
+    ap.add_argument("--seeds", help="a range A-B (inclusive), one seed, or a comma-separated list "
+                                    "of both")
+    ap.add_argument("--replay", metavar="PATH",
+                    help="run the schedule.json a seed wrote (its seed and flags come with it)")
     ap.add_argument("--nodes", type=int, choices=(3, 5), default=3)
     ap.add_argument("--duration", type=float, default=20.0)
     ap.add_argument("--converge", type=float, default=30.0)
@@ -606,30 +821,46 @@ def main() -> int:
     ap.add_argument("--rss-mib", type=int, default=1024,
                     help="invariant 5: no node's VmRSS beyond this (MiB)")
     ap.add_argument("--keep-failed", action="store_true",
-                    help="keep a failing seed's node logs and data (the path is printed)")
+                    help="keep a failing seed's node logs, data and schedule (the path is printed)")
     args = ap.parse_args()
-    unknown = set(args.faults.split(",")) - set(FAULTS) - set(OPT_IN_FAULTS)
+    kinds = tuple(args.faults.split(","))
+    unknown = set(kinds) - set(FAULTS) - set(OPT_IN_FAULTS)
     if unknown:
-        ap.error(f"unknown fault kind(s) {sorted(unknown)}; known: {', '.join(FAULTS + OPT_IN_FAULTS)}")
-    if args.seeds:
-        first, _, last = args.seeds.partition("-")
-        a, b = int(first), int(last or first)
-        seeds = list(range(a, b + 1))
+        ap.error(f"unknown fault kind(s) {sorted(unknown)}; "
+                 f"known: {', '.join(FAULTS + OPT_IN_FAULTS)}")
+    if args.replay:
+        replayed = json.loads(Path(args.replay).read_text())
+        flags = replayed["flags"]
+        args.nodes, args.duration, args.membership = flags["nodes"], flags["duration"], \
+            flags["membership"]
+        kinds = tuple(flags["faults"])
+        args.faults = ",".join(kinds)
+        schedules = [replayed]
     else:
-        seeds = [args.seed if args.seed is not None else 1]
-    header = ("| seed | faults | lookups answered / failed during faults | converged (s) | "
-              "entries lost | full syncs asked | crashed | peak RSS (MiB) | verdict |\n"
-              "|---|---|---|---|---|---|---|---|---|")
-    print(header, flush=True)
+        if args.seeds:
+            seeds = []
+            for part in args.seeds.split(","):
+                first, _, last = part.partition("-")
+                seeds += range(int(first), int(last or first) + 1)
+        else:
+            seeds = [args.seed if args.seed is not None else 1]
+        schedules = (plan(s, nodes=args.nodes, duration=args.duration, kinds=kinds,
+                          membership=args.membership) for s in seeds)
+    print(HEADER, flush=True)
     failed = []
     harness_failed = []  # the harness broke (not a verdict on the cluster)
     rows = []
-    for seed in seeds:
+    for schedule in schedules:
+        seed = schedule["seed"]
+        print(f"seed {seed}: schedule {digest(schedule)}", file=sys.stderr, flush=True)
         try:
-            r = one(seed, args)
+            broken = check_plan(schedule)
+            assert not broken, f"the schedule breaks its own rules: {broken[:3]}"
+            r = one(schedule, args)
         except Exception as e:  # noqa: BLE001 - a harness failure fails the seed, visibly
-            r = {"seed": seed, "faults": {}, "lookups": {"answered": 0, "failed": 0},
-                 "converged_s": None, "full_syncs": 0, "crashed": [], "lost": None, "ok": False}
+            r = {"seed": seed, "schedule": digest(schedule).split()[0], "faults": {},
+                 "lookups": {}, "converged_s": None, "full_syncs": 0, "crashed": [],
+                 "lost": None, "ok": False}
             print(f"seed {seed}: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
             traceback.print_exc(file=sys.stderr)
             harness_failed.append(seed)
@@ -641,7 +872,7 @@ def main() -> int:
                 break  # caught: the later seeds have nothing to add
     if args.report:
         with open(args.report, "a") as f:
-            f.write(header + "\n" + "\n".join(rows) + "\n")
+            f.write(HEADER + "\n" + "\n".join(rows) + "\n")
     plant = f" --plant {args.plant}" if args.plant else ""
     if args.expect_caught:
         caught = [s for s in failed if s not in harness_failed]
@@ -653,9 +884,9 @@ def main() -> int:
         members = " --membership" if args.membership else ""
         if args.faults != ",".join(FAULTS):
             members += f" --faults {args.faults}"
-        print(f"FAILED seed {seed}; replay: /usr/bin/python3 tests/chaos/chaos.py --seed {seed} "
-              f"--nodes {args.nodes} --duration {args.duration}{plant}{members}",
-              file=sys.stderr)
+        print(f"FAILED seed {seed}; replay (the same schedule): /usr/bin/python3 "
+              f"tests/chaos/chaos.py --seed {seed} --nodes {args.nodes} --duration {args.duration}"
+              f"{plant}{members}", file=sys.stderr)
     return 1 if failed else 0
 
 
