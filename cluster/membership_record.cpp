@@ -86,6 +86,9 @@ std::string to_json(const membership_record& r) {
 }
 
 expected<membership_record> record_from_json(std::string_view text) {
+  if (text.size() > max_record_bytes)
+    return bad("a membership record of " + std::to_string(text.size()) + " bytes is larger than " +
+               std::to_string(max_record_bytes));
   const auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object())
     return bad("a membership record is a JSON object");

@@ -34,6 +34,7 @@
 #include "cluster/cluster_options.hpp"
 #include "cluster/expected.hpp"
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -69,10 +70,15 @@ struct membership_record {
 /// concurrent changes), then committed over joint.
 bool supersedes(const membership_record& a, const membership_record& b) noexcept;
 
+/// Longest record text parsed. It is parsed as a whole document, which costs
+/// tens of bytes per byte of text; a record of 64 members (a cluster's most)
+/// with ids and hosts of hundreds of bytes is under 50 KiB.
+inline constexpr size_t max_record_bytes = size_t{1} << 20;
+
 /// The record as one JSON object (also what /cluster/status shows).
 std::string to_json(const membership_record& r);
-/// Parses to_json()'s output; refuses missing fields, an empty member set and
-/// members without an address.
+/// Parses to_json()'s output; refuses a text past max_record_bytes, missing
+/// fields, an empty member set and members without an address.
 expected<membership_record> record_from_json(std::string_view text);
 
 /// The record stored at `path`, or nullopt when there is none.

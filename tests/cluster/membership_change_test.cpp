@@ -245,6 +245,25 @@ TEST(membership_record, json_round_trips_and_bad_records_are_refused) {
     EXPECT_FALSE(record_from_json(bad)) << bad;
 }
 
+TEST(membership_record, a_record_past_its_bound_is_refused_before_it_is_parsed) {
+  // A peer sends the record as text (members_atom); parsed as a whole
+  // document, `[[[[...` costs ~40 bytes of memory per byte of it.
+  const std::string nested(size_t{2} << 20, '['); // 2 MiB: ~80 MiB as a document
+  auto deep = record_from_json(nested);
+  ASSERT_FALSE(deep);
+  EXPECT_NE(deep.error().message.find("larger than"), std::string::npos) << deep.error().message;
+  // The largest real record, 64 members with long ids and hosts, is far below it.
+  membership_record r;
+  for (int i = 0; i < 64; ++i) {
+    r.members.push_back(
+        {std::string(200, 'n') + std::to_string(100 + i), std::string(250, 'h'), 9004, false});
+    r.previous.push_back(r.members.back().id);
+  }
+  const std::string text = to_json(r);
+  EXPECT_LT(text.size(), size_t{64} << 10);
+  EXPECT_TRUE(record_from_json(text));
+}
+
 TEST(membership_record, store_then_load_and_a_missing_file_is_no_record) {
   const auto dir =
       std::filesystem::temp_directory_path() / ("lmcc-record-test-" + std::to_string(::getpid()));
