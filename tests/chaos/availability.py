@@ -30,9 +30,9 @@ The rule, per run (chaos.py feeds it; test_availability.py tests it):
   beyond the requirement is not judged here (invariant 1 is).
 
   Excused. A lookup at node x that credits I with fewer chunks than required
-  stops at chunk k = the answer's prefix. It is excused when every owner of
-  k's slot (under every member set in effect since the fence) was unreachable
-  from x at some moment from the failure detector's window
+  stops at chunk k = the answer's prefix. It is excused when every owner x
+  reads k's slot from was unreachable from x at some moment from the failure
+  detector's window
   (lmcc_cluster_failure_timeout_ms, 2 s) before the lookup was sent until it
   was answered: down (killed, frozen, restarting), back from a disk loss and
   still refilling (its copy is gone), or cut from x (x or the owner
@@ -41,7 +41,12 @@ The rule, per run (chaos.py feeds it; test_availability.py tests it):
   its peers theirs to it, until it rejoins them; a frozen node even takes its
   peers for down on waking, their greetings unread). x itself is never
   unreachable from x unless refilling. Slow links and slow or failing disks
-  excuse nothing: reads are hedged and the index lives in memory.
+  excuse nothing: reads are hedged and the index lives in memory. The owners
+  x reads a slot from follow x's own view of the member set, read from its
+  log (`cluster-members ... state=`): a committed view's owners, or while a
+  change is joint the previous owners (the new ones still copy); a view x
+  held at any moment of the lookup may excuse it. A node back from a disk
+  loss starts from the initial member set until its peers tell it more.
 
   Anything else short is a violation: the seed fails, naming the lookup, the
   node, the prompt, the instance, the chunk, its key, slot and owners, and the
@@ -57,6 +62,9 @@ test_owners_live.py against a running cluster's own counts.
 from __future__ import annotations
 
 import bisect
+import dataclasses
+import json
+import sys
 from dataclasses import dataclass, field
 
 MASK = (1 << 64) - 1
@@ -177,6 +185,9 @@ class Availability:
     touched: set[tuple[str, int]] = field(default_factory=set)
     # (since, member set): each set the runner saw accepted, in order.
     member_history: list[tuple[float, frozenset]] = field(default_factory=list)
+    # node -> [(since, state, members)]: the member set it placed slots by, as
+    # its log says ("joint" while a change moves slots, then "committed").
+    views: dict[str, list[tuple[float, str, frozenset]]] = field(default_factory=dict)
     # [node, kind, start, end]: kind "down" or "empty" (refilling); end None while on.
     outages: list[list] = field(default_factory=list)
     cuts: list[list] = field(default_factory=list)   # [a, b, start, end]: a and b cannot talk
@@ -230,6 +241,30 @@ class Availability:
                 if any(set(self.ring.owners(slot, ms)) <= lost for ms in sets):
                     for inst in self.instances:
                         self.touched.add((inst, key))
+
+    def view(self, node: str, at: float, state: str, members) -> None:
+        """From `at` on, `node` places slots by `members` ("joint": a change to
+        them still moves slots; "committed"). Before its first view a node
+        places by the initial members, committed."""
+        self.views.setdefault(node, []).append((at, state, frozenset(members)))
+        self.views[node].sort(key=lambda v: v[0])
+
+    def serving(self, node: str, start: float, end: float) -> list[frozenset]:
+        """The sets of owners `node` may have read a slot's keys from between
+        `start` and `end`, one per view it held: a committed view's owners; a
+        joint view's previous owners, which lookups read while the new ones
+        copy (only with none of them reachable may a copying one answer, and
+        partially)."""
+        committed = frozenset(self.members)
+        held: list[tuple[str, frozenset, frozenset]] = []
+        current = ("committed", committed, committed)
+        for at, state, members in self.views.get(node, []):
+            before = current[1] if current[0] == "committed" else current[2]
+            if at <= start:
+                current = (state, members, before)
+            elif at <= end:
+                held.append((state, members, before))
+        return [ms if state == "committed" else prev for state, ms, prev in [current] + held]
 
     def outage(self, node: str, kind: str, at: float) -> None:
         self.outages.append([node, kind, at, None])
@@ -303,22 +338,27 @@ class Availability:
                 counts["complete"] += 1
                 continue
             fence = self.fences[lk.fence]
-            sets = self.member_sets(fence, lk.answered)
+            sets = self.serving(lk.node, lk.sent, lk.answered)
             unexcused = []
             reasons = []
             for inst, (got, need) in sorted(short.items()):
                 key = self.prompts[lk.prompt][got]
                 slot = slot_of(key, self.ring.slots)
-                owners = sorted({o for ms in sets for o in self.ring.owners(slot, ms)})
-                why = [self.unreachable(lk.node, o, lk.sent - self.window, lk.answered)
-                       for o in owners]
+                # Excused if, by some view the node held meanwhile, every
+                # owner it would read the slot from was unreachable from it.
+                for ms in sets:
+                    owners = self.ring.owners(slot, ms)
+                    why = [self.unreachable(lk.node, o, lk.sent - self.window, lk.answered)
+                           for o in owners]
+                    if all(why):
+                        break
                 reasons.append(f"{inst} chunk {got} ({'; '.join(why)})")
                 if not all(why):
                     unexcused.append(
                         f"{where}: instance {inst} credited {got * CHUNK} tokens, "
                         f"{need * CHUNK} required (verified by the fence at {when(fence)});"
-                        f" missing chunk {got} key {key} slot {slot} owners {','.join(owners)}, of "
-                        f"which reachable from {lk.node}: "
+                        f" missing chunk {got} key {key} slot {slot}, read from owners "
+                        f"{','.join(owners)}, of which reachable from {lk.node}: "
                         + ",".join(o for o, w in zip(owners, why) if not w))
             if unexcused:
                 counts["incomplete"] += 1
@@ -330,3 +370,42 @@ class Availability:
         if counts["failed"] > int(total * 0.001):
             problems = failures + problems
         return counts, problems
+
+    # -- kept beside a seed's logs, judged again ----------------------------------------
+
+    def dumps(self) -> str:
+        """Everything judge() reads, as JSON (availability.json in a seed's directory)."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "ring"}
+        out["ring"] = {"ids": self.ring.ids, "slots": self.ring.slots,
+                       "replicas": self.ring.replicas}
+        out["lookups"] = [dataclasses.asdict(lk) for lk in self.lookups]
+        out["verified"] = [[p, inst, n] for (p, inst), n in self.verified.items()]
+        out["touched"] = sorted(self.touched)
+        out["member_history"] = [[t if t > float("-inf") else None, sorted(ms)]
+                                 for t, ms in self.member_history]
+        out["views"] = {n: [[t, st, sorted(ms)] for t, st, ms in v] for n, v in self.views.items()}
+        return json.dumps(out)
+
+    @classmethod
+    def loads(cls, text: str) -> "Availability":
+        d = json.loads(text)
+        a = cls(Ring(**d.pop("ring")), d.pop("prompts"), d.pop("instances"), d.pop("members"),
+                window=d.pop("window"))
+        a.lookups = [Lookup(**lk) for lk in d.pop("lookups")]
+        a.verified = {(p, inst): n for p, inst, n in d.pop("verified")}
+        a.touched = {tuple(x) for x in d.pop("touched")}
+        a.member_history = [(float("-inf") if t is None else t, frozenset(ms))
+                            for t, ms in d.pop("member_history")]
+        a.views = {n: [(t, st, frozenset(ms)) for t, st, ms in v]
+                   for n, v in d.pop("views").items()}
+        for k, v in d.items():
+            setattr(a, k, v)
+        return a
+
+
+if __name__ == "__main__":
+    # Judges a kept run again: availability.py <seed dir>/availability.json
+    counts, problems = Availability.loads(open(sys.argv[1]).read()).judge()
+    print(counts)
+    print("\n".join(problems))
+

@@ -41,9 +41,10 @@ the plan cannot know the runner waits for, bounded and counted, instead of
 drawing another fault: a whole cluster (every peer live, none refilling)
 before each node fault, a membership change refused while the last one moves
 slots (retried). So a failing seed replays the same faults: each seed prints
-its plan's digest, and writes the plan (schedule.json) and what was done when
-(schedule.log) into its directory, kept with --keep-failed; --replay runs a
-schedule.json again.
+its plan's digest, and writes the plan (schedule.json), what was done when
+(schedule.log) and what invariant 6 judged (availability.json; `availability.py
+availability.json` judges it again) into its directory, kept with
+--keep-failed; --replay runs a schedule.json again.
 Then every fault is healed, the workers answer the full syncs they were asked
 for, and the invariants are checked:
   1. convergence: within --converge seconds every node's /lookup, P2P and
@@ -579,6 +580,8 @@ class Run:
                 self.reset_clock(node)
             return
         if what == "restart":
+            if i in self.emptied:  # no record of later member sets on an empty disk
+                self.avail.view(name, time.monotonic(), "committed", self.avail.members)
             node.start(keep_ports=True)
             if i in self.emptied:
                 self.avail.outage(name, "empty", time.monotonic())
@@ -702,6 +705,7 @@ class Run:
                                 if g != w][:2]
                         print(f"seed {self.seed}: n{i + 1} differs in {part}: {diff}",
                               file=sys.stderr, flush=True)
+        self.read_member_views()
         lookups, unavailable = self.avail.judge(self.when)
         self.timeline.extend(f"invariant 6 excused: {e}" for e in self.avail.excused)
         for problem in unavailable[:10]:
@@ -721,6 +725,16 @@ class Run:
                 "rss_mib": max(self.rss_peak.values(), default=0),
                 "ok": same and not crashed and not too_big and not audit and not unavailable
                 and not self.problems}
+
+    def read_member_views(self) -> None:
+        """Each node's view of the member set through the run, from its log
+        lines (invariant 6 judges a lookup by the owners its node read from)."""
+        offset = time.time() - time.monotonic()
+        for node_id in self.cluster.ids:
+            logs = sorted((self.cluster.tmp / node_id).glob("node-*.log"))
+            for t, event, f in log_events(logs):
+                if event == "cluster-members" and f.get("node") == node_id:
+                    self.avail.view(node_id, t - offset, f["state"], f["members"].split(","))
 
     def audit_full_syncs(self) -> list[str]:
         """Invariant 4 over every cluster node's logs. A proof logged after the
@@ -746,6 +760,7 @@ class Run:
     def close(self):
         (self.tmp / "schedule.json").write_text(dumps(self.schedule))
         (self.tmp / "schedule.log").write_text("".join(line + "\n" for line in self.timeline))
+        (self.tmp / "availability.json").write_text(self.avail.dumps())
         for t in self.twins:
             t.close()
         for n in self.cluster.nodes:
