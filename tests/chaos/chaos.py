@@ -55,7 +55,8 @@ for, and the invariants are checked:
      full sync (`full-sync-requested` in its log) after the schedule started
      had a proof logged first (`seq-gap-proven`, `worker-entity-split`, a
      takeover or restart whose marks ask for one, `index-lost` for every
-     worker; `sync_failed_retry` retries
+     worker, any finding logged with `action=full-sync-requested` and the
+     worker's uid; `sync_failed_retry` retries
      an earlier ask), and every proof led to that worker being asked unless it
      re-registered or deregistered since (the nodes' logs, all restarts);
   5. no node crashed except those the schedule killed, and no node's resident
@@ -215,6 +216,7 @@ class Run:
         self.member_retries = 0
         self.problems: list[str] = []    # what the runner could not do as planned
         self.caught_up = 0.0             # the last event a retry ran (retrying())
+        self.done: set[int] = set()      # ids of the events run
         self.full_syncs = 0
         self.reference_syncs = 0
         self.lock = threading.Lock()
@@ -400,6 +402,7 @@ class Run:
     def execute(self, ev: dict, pending: list) -> None:
         kind = ev["kind"]
         self.note(describe(ev))
+        self.done.add(ev["id"])
         if kind == "fence":
             with self.clock.paused():
                 self.fence()
@@ -563,11 +566,12 @@ class Run:
             self.clock.rewind_to(self.caught_up)
 
     def run_due_heals(self, pending: list) -> None:
-        """The heals now due that come before the next fault or fence in the
-        plan (they heal faults already done), in planned order."""
+        """The heals now due of faults already done, in planned order (a
+        worker fault planned before one of them waits for the retry)."""
         now = self.clock.now()
-        while pending and pending[0]["kind"] in ("heal", "recovered") and pending[0]["at"] <= now:
-            ev = pending.pop(0)
+        for ev in [e for e in pending if e["kind"] in ("heal", "recovered") and e["at"] <= now
+                   and e["of"] in self.done]:
+            pending.remove(ev)
             self.execute(ev, pending)
             self.caught_up = max(self.caught_up, ev["at"])
 

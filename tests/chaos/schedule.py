@@ -13,6 +13,7 @@ run cannot plan (how long a node takes to restart or to copy its slots back, a
 membership change refused while the previous one still moves slots) the runner
 *waits* for before the event that needs it, instead of drawing something else.
 
+Heals and the end of recovery windows name the fault they end ("of": its id).
 Times are schedule seconds (the runner's schedule clock; it stands still while
 the runner waits for the cluster or checks it), rounded to the millisecond so
 that a schedule read back from JSON is the same schedule. Node i is "n{i+1}";
@@ -192,11 +193,16 @@ def plan(seed: int, nodes: int, duration: float, kinds: tuple[str, ...],
             ev["frames"] = rng.randrange(5, 40)
             ev["bytes_seed"] = rng.randrange(1 << 32)
         events.append(ev)
+        for h in heals:
+            h["of"] = ev
         events.extend(heals)
         t = _r(t + rng.uniform(0.3, 1.5))
     events.sort(key=lambda e: (e["at"], _RANK.get(e["kind"], 2)))
     for k, e in enumerate(events):
         e["id"] = k
+    for e in events:
+        if "of" in e:  # the fault this heals, by id
+            e["of"] = e["of"]["id"]
     return {"version": 1, "seed": seed,
             "flags": {"nodes": nodes, "duration": duration, "faults": list(kinds),
                       "membership": membership},
@@ -224,7 +230,8 @@ def describe(e: dict) -> str:
         where = f" n{e['node'] + 1}"
     if "twin" in e:
         where += f" twin {e['twin']}"
-    rest = {k: v for k, v in e.items() if k not in ("at", "kind", "nodes", "node", "twin", "id")}
+    rest = {k: v for k, v in e.items()
+            if k not in ("at", "kind", "nodes", "node", "twin", "id", "of")}
     params = f" {json.dumps(rest, sort_keys=True)}" if rest else ""
     return f"+{e['at']:.3f} {e['kind']}{where}{params}"
 
@@ -286,6 +293,11 @@ def check(schedule: dict) -> list[str]:
     def down_at(t: float) -> set[int]:
         return {i for i, a, b, _ in down if a <= t < b}
 
+    for k, e in enumerate(events):
+        if e["kind"] in ("heal", "recovered") and not (
+                isinstance(e.get("of"), int) and 0 <= e["of"] < k
+                and e["node"] in events[e["of"]].get("nodes", [events[e["of"]].get("node")])):
+            problems.append(f"event {k}: a heal of no fault before it on n{e['node'] + 1}")
     # At most one node impaired at a time, bar the two of one double disk loss.
     for i, a, b, k in impaired:
         for j, c, d, m in impaired:

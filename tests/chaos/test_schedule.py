@@ -120,10 +120,15 @@ def _sample(kind: str, flags: dict) -> tuple[dict, dict]:
 
 
 def _resorted(p: dict) -> dict:
+    """The plan's events in order again, ids renumbered (heals still name their fault)."""
+    by_id = {e["id"]: e for e in p["events"] if "id" in e}
+    links = [(h, by_id[h["of"]]) for h in p["events"] if "of" in h]
     p["events"].sort(key=lambda e: (e["at"], {"heal": 0, "recovered": 0, "fence": 1}.get(
         e["kind"], 2)))
     for k, e in enumerate(p["events"]):
         e["id"] = k
+    for h, fault in links:
+        h["of"] = fault["id"]
     return p
 
 
@@ -132,10 +137,12 @@ def test_the_check_catches_a_second_node_fault_while_one_node_is_impaired():
     p = copy.deepcopy(p)
     other = (e["nodes"][0] + 1) % 3
     at = round(e["at"] + 0.2, 3)
-    p["events"] += [{"at": at, "kind": "fence"},
-                    {"at": at, "kind": "kill9", "nodes": [other], "repoint": {}},
-                    {"at": round(at + 0.5, 3), "kind": "heal", "what": "restart", "node": other}]
-    problems = check(_resorted(p))
+    kill = {"at": at, "kind": "kill9", "nodes": [other], "repoint": {}}
+    heal = {"at": round(at + 0.5, 3), "kind": "heal", "what": "restart", "node": other}
+    p["events"] += [{"at": at, "kind": "fence"}, kill, heal]
+    _resorted(p)
+    heal["of"] = kill["id"]
+    problems = check(p)
     assert any("impaired" in x for x in problems), problems
 
 
@@ -180,3 +187,12 @@ def test_the_check_catches_membership_changes_too_close_together():
     at = round(e["at"] + MEMBER_GAP / 2, 3)
     broken["events"].append({"at": at, "kind": "member_change", "members": [0, 1, 2], "via": 0})
     assert any("apart" in x for x in check(_resorted(broken)))
+
+
+def test_the_check_catches_a_heal_of_no_fault():
+    p, e = _sample("kill9", FLAG_SETS["kills-only"])
+    broken = copy.deepcopy(p)
+    heal = next(x for x in broken["events"] if x.get("of") == e["id"])
+    heal["of"] = heal["id"]  # itself: no fault before it
+    assert any("a heal of no fault" in x for x in check(broken))
+
