@@ -41,6 +41,10 @@ def full_sync_audit(events, since: float) -> list[str]:
             proofs.append((t, key))
         elif event == "worker-entity-split" and f.get("uid") in who:
             proofs.append((t, who[f["uid"]]))
+        elif f.get("action") == "full-sync-requested" and f.get("worker_uid") in who:
+            # Any other finding the node states asks a worker for a full sync
+            # (slot copies that conflict for a holder, ...) names it by uid.
+            proofs.append((t, who[f["worker_uid"]]))
         elif event == "full-sync-requested":
             asks.append((t, key, f.get("reason")))
         elif event in ("worker-reregistered", "worker-registered", "worker-deregistered"):

@@ -132,3 +132,18 @@ def test_slots_lost_on_every_owner_prove_an_ask_of_every_worker(tmp_path):
     assert audit(tmp_path, INDEX_LOST, ASK_LOST, ASK_LOST_OTHER) == []
     problems = audit(tmp_path, ASK_LOST_EARLY, INDEX_LOST)
     assert len(problems) == 1 and "no proof" in problems[0], problems
+
+
+CONFLICT = ("[2026-12-02 08:06:00.000] [warning] slot-copies-conflict "
+            "worker_uid=17964108840047500700 holder=4903169205998116202 slot=3998 from=n3 "
+            "action=full-sync-requested")
+ASK_CONFLICT = ("[2026-12-02 08:06:07.000] [info] full-sync-requested instance=i-2 worker=1 "
+                "reason=slot_copies_conflict")
+
+
+def test_a_finding_that_names_its_worker_and_asks_for_a_full_sync_is_a_proof(tmp_path):
+    assert audit(tmp_path, REGISTERED, CONFLICT, ASK_CONFLICT) == []
+    problems = audit(tmp_path, REGISTERED, CONFLICT)  # and must be answered
+    assert len(problems) == 1 and "never asked" in problems[0], problems
+    assert len(audit(tmp_path, REGISTERED, ASK_CONFLICT)) == 1  # no finding, no proof
+
