@@ -782,7 +782,11 @@ def one(schedule: dict, args) -> dict:
     seed = schedule["seed"]
     tmp = tempfile.mkdtemp(prefix=f"lmcc-chaos-{seed}-")
     result = None
-    run = Run(schedule, args.converge, Path(tmp), args.plant, args.rss_mib)
+    try:
+        run = Run(schedule, args.converge, Path(tmp), args.plant, args.rss_mib)
+    except BaseException:  # the cluster did not start: nothing of the schedule to keep
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     try:
         result = run.run()
         return result
