@@ -541,7 +541,14 @@ class Run:
                     self.note(f"member change to {','.join(members)} accepted")
                     return
                 why = f"HTTP {r.status} {r.text[:160]}"
-            except OSError as e:
+                status = node.get("/cluster/status", timeout=10).json()["membership"]
+                if sorted(status["members"]) == sorted(members):
+                    # Already so: an earlier try went through with its answer lost.
+                    self.members = members
+                    self.avail.members_changed(members, time.monotonic())
+                    self.note(f"member set already {','.join(members)}")
+                    return
+            except (OSError, ValueError) as e:
                 why = f"{type(e).__name__}: {e}"
             if time.monotonic() > deadline:
                 self.problems.append(f"membership change to {members} (event {ev['id']}) "
