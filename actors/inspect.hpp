@@ -25,6 +25,7 @@
 #include <caf/meta/type_name.hpp>
 #include <caf/sec.hpp>
 
+#include <cmath>
 #include <string>
 
 namespace lmcc::msg {
@@ -77,6 +78,11 @@ typename Inspector::result_type inspect(Inspector& f, worker_row& x) {
   bool has_peer = x.peer_init_url.has_value();
   std::string peer = x.peer_init_url.value_or("");
   auto load = caf::meta::load_callback([&]() -> caf::error {
+    // CAF 0.17 reads a double's all-ones exponent as infinity, and its
+    // serializer never returns from writing one: such a row would hang the
+    // middleman thread that next sends it on.
+    if (!std::isfinite(x.registration_time) || !std::isfinite(x.last_heartbeat_time))
+      return caf::make_error(caf::sec::invalid_argument, "worker row: a time that is not finite");
     x.peer_init_url = has_peer ? std::optional<std::string>{peer} : std::nullopt;
     return caf::none;
   });

@@ -9,6 +9,7 @@
 #include <caf/binary_serializer.hpp>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <typeindex>
 
 namespace lmcc::actors {
@@ -207,6 +208,45 @@ TEST(type_ids, corrupted_bytes_fail_to_deserialize_instead_of_making_up_a_messag
   msg::Msg out;
   caf::binary_deserializer source{nullptr, buf};
   EXPECT_TRUE(source(out));
+}
+
+TEST(type_ids, a_worker_row_with_a_time_that_is_not_finite_is_refused) {
+  // CAF 0.17 reads a double's all-ones exponent as infinity, and its
+  // serializer never returns from writing one (pack754 halves infinity
+  // forever): a row a peer sent like that would hang the middleman thread
+  // that next forwards it. It is refused when read instead.
+  persistence::worker_row row;
+  row.uid = 6;
+  row.instance_id = "vllm-0";
+  row.registration_time = 1.0;
+  row.last_heartbeat_time = 2.0;
+  std::vector<char> buf;
+  caf::binary_serializer sink{nullptr, buf};
+  ASSERT_FALSE(sink(row));
+  // The two times are the only doubles: find them by their packed bits.
+  auto set_exponent_all_ones = [&](double value) {
+    std::vector<char> packed;
+    caf::binary_serializer one{nullptr, packed};
+    ASSERT_FALSE(one(value));
+    auto at = std::search(buf.begin(), buf.end(), packed.begin(), packed.end());
+    ASSERT_NE(at, buf.end());
+    at[0] = static_cast<char>(at[0] | 0x7f); // big-endian: sign, then the exponent
+    at[1] = static_cast<char>(at[1] | 0xf0);
+  };
+  for (double time : {1.0, 2.0}) {
+    SCOPED_TRACE(time);
+    std::vector<char> original = buf;
+    set_exponent_all_ones(time);
+    persistence::worker_row out;
+    caf::binary_deserializer source{nullptr, buf};
+    EXPECT_TRUE(source(out)) << "read a row whose time is " << out.registration_time << ", "
+                             << out.last_heartbeat_time;
+    buf = original;
+  }
+  persistence::worker_row out;
+  caf::binary_deserializer source{nullptr, buf};
+  ASSERT_FALSE(source(out));
+  EXPECT_EQ(out.registration_time, 1.0);
 }
 
 TEST(type_ids, register_message_types_registers_the_block) {
