@@ -1,23 +1,70 @@
 #include "actors/anti_entropy.hpp"
 
+#include "actors/slot_copy.hpp"
+
 #include <spdlog/spdlog.h>
+
+#include <algorithm>
 
 namespace lmcc::actors {
 namespace {
 
 using ae_self = anti_entropy_actor::stateful_pointer<anti_entropy_state>;
 
-void repair(ae_self self, const cluster_service_actor& peer, const std::string& peer_id,
-            uint32_t slot) {
-  self->request(peer, self->state.cfg.timeout, repair_atom::value, uint64_t{slot})
+/// Rounds during which a worker asked for a full sync is not asked again for
+/// the same reason (its sync replaces the entries meanwhile).
+constexpr uint64_t ask_cooldown_rounds = 12;
+
+void ask_full_sync(ae_self self, uint64_t uid, const std::string& reason) {
+  auto& st = self->state;
+  if (uid == 0)
+    return; // a holder whose worker this node never heard of: nobody to ask
+  if (auto it = st.asked.find(uid);
+      it != st.asked.end() && st.round - it->second < ask_cooldown_rounds)
+    return;
+  st.asked[uid] = st.round;
+  self->send(st.cfg.directory, resync_atom::value, uid, reason);
+}
+
+/// Takes `peer`'s copy of `slot` into this node's shard.
+void take_copy(ae_self self, const cluster_service_actor& peer, const std::string& peer_id,
+               uint32_t slot) {
+  auto& st = self->state;
+  const uint64_t round = st.round;
+  self->request(peer, st.cfg.timeout, copy_atom::value, uint64_t{slot})
       .then(
-          [self, slot, peer_id](std::vector<uint64_t>& flat) {
+          [self, slot, peer_id, round](std::vector<uint64_t>& copy) {
             auto& st = self->state;
-            spdlog::info("anti-entropy-repair slot={} from={} entries={}", slot, peer_id,
-                         flat.size() / 2);
-            self->send(st.cfg.shard, repair_atom::value, uint64_t{slot}, std::move(flat));
+            if (copy.empty())
+              return;
             if (st.cfg.counters)
-              ++st.cfg.counters->slots_repaired;
+              ++st.cfg.counters->copies_taken;
+            self->request(st.cfg.shard, st.cfg.timeout, install_atom::value, std::move(copy))
+                .then(
+                    [self, slot, peer_id, round](std::vector<uint64_t>& words) {
+                      auto& st = self->state;
+                      const auto outcome = decode_copy_outcome(words);
+                      if (outcome.changed > 0) {
+                        spdlog::info("anti-entropy-repair slot={} from={} holders={} changed={}",
+                                     slot, peer_id, outcome.installed, outcome.changed);
+                        if (st.cfg.counters)
+                          ++st.cfg.counters->slots_repaired;
+                      }
+                      for (const auto& [uid, holder] : outcome.conflicts) {
+                        spdlog::warn("slot-copies-conflict worker_uid={} holder={} slot={} "
+                                     "from={} action=full-sync-requested",
+                                     uid, holder, slot, peer_id);
+                        if (st.cfg.counters)
+                          ++st.cfg.counters->conflicts;
+                        ask_full_sync(self, uid, "slot_copies_conflict");
+                      }
+                      for (const auto& [uid, holder] : outcome.unresolved)
+                        st.ledger.unresolved(round, slot, uid, holder);
+                    },
+                    [slot](caf::error& e) {
+                      spdlog::warn("anti-entropy-install-failed slot={} error={}", slot,
+                                   caf::to_string(e));
+                    });
           },
           [slot, peer_id](caf::error& e) {
             spdlog::warn("anti-entropy-repair-failed slot={} from={} error={}", slot, peer_id,
@@ -48,78 +95,64 @@ void compare_with(ae_self self, const cluster_table& table, node_index peer) {
               st.tracker.forget(peer);
               return;
             }
-            // [uptime, digests..., suspect bit words..., hint bit words...]
-            // (no suspect words: none suspect; no hint words: none hinted)
-            if (answer.size() < slots.size() + 1)
+            // [digests..., uncertain bit words...]
+            if (answer.size() < slots.size())
               return;
-            const size_t words = slot_suspects::word_count(slots.size());
-            const size_t extra = answer.size() - slots.size() - 1;
-            const std::span<const uint64_t> peer_suspect_bits{answer.data() + slots.size() + 1,
-                                                              std::min(extra, words)};
-            // The peer holds a home's hint that this node's copies lack writes.
-            const std::span<const uint64_t> told_lagging_bits =
-                extra >= 2 * words
-                    ? std::span<const uint64_t>{answer.data() + slots.size() + 1 + words, words}
-                    : std::span<const uint64_t>{};
-            const auto table = st.cfg.board->current();
-            const uint64_t own_uptime = st.cfg.uptime_ms ? st.cfg.uptime_ms() : 0;
-            const bool senior = peer_is_senior(answer[0], peer, own_uptime, table->self);
-            // Per slot, an owner that gained it in the last membership change
-            // is the junior one whatever the uptimes (it may lack what came
-            // before the change; the other saw every write).
-            auto* suspects = st.cfg.suspects.get();
-            if (suspects && suspects->stood_still(steady_now_ms()))
-              spdlog::warn("cluster-own-stall-seen by=anti-entropy action=slots-suspect");
-            std::vector<uint32_t> slot_ids;
+            std::vector<uint32_t> fetch;
+            std::vector<uint32_t> differing;
+            std::vector<uint64_t> local;
             std::vector<uint64_t> remote;
-            std::vector<uint32_t> settled; // suspect here, equal there
-            auto* hints = st.cfg.hints.get();
             {
               auto r = st.cfg.index->read();
               for (size_t i = 0; i < slots.size(); ++i) {
                 const auto s = static_cast<uint32_t>(slots[i]);
-                const bool equal = r.slot(s).digest == answer[i + 1];
-                const bool own_suspect =
-                    (suspects && suspects->suspect(s)) || slot_suspects::bit(told_lagging_bits, i);
-                if (own_suspect && equal)
-                  settled.push_back(s);
-                bool peer_hinted = hints && hints->lagging(peer_id, s);
-                if (peer_hinted && equal) {
-                  hints->clear(peer_id, s); // caught up (re-sent, or repaired)
-                  peer_hinted = false;
+                if (st.cfg.index->uncertain(s)) {
+                  fetch.push_back(s); // this node's copy waits for one that covers it
+                  continue;
                 }
-                const bool peer_suspect = slot_suspects::bit(peer_suspect_bits, i) || peer_hinted;
-                if (peer_copy_wins(table->gained(table->self, s), table->gained(peer, s),
-                                   own_suspect, peer_suspect, senior)) {
-                  slot_ids.push_back(s);
-                  remote.push_back(answer[i + 1]);
+                const uint64_t mine = r.slot(s).digest;
+                if (mine != answer[i]) {
+                  differing.push_back(s);
+                  local.push_back(mine);
+                  remote.push_back(answer[i]);
                 }
               }
             }
-            if (suspects)
-              for (uint32_t s : settled)
-                suspects->clear(s);
-            if (slot_ids.empty()) {
-              st.tracker.forget(peer); // it copies from this node, not the other way
-              return;
-            }
-            std::vector<uint64_t> local(slot_ids.size());
-            {
-              auto r = st.cfg.index->read();
-              for (size_t i = 0; i < slot_ids.size(); ++i)
-                local[i] = r.slot(slot_ids[i]).digest;
-            }
-            auto todo = st.tracker.compare(peer, slot_ids, local, remote);
+            const auto drift = st.tracker.compare(peer, differing, local, remote);
+            fetch.insert(fetch.end(), drift.begin(), drift.end());
             if (st.cfg.counters) {
               st.cfg.counters->slots_compared += slots.size();
               st.cfg.counters->slots_differing = st.tracker.differing();
             }
-            if (todo.size() > st.cfg.max_repairs_per_round)
-              todo.resize(st.cfg.max_repairs_per_round); // the rest stays for next rounds
-            for (uint32_t slot : todo)
-              repair(self, service, peer_id, slot);
+            if (fetch.size() > st.cfg.max_repairs_per_round)
+              fetch.resize(st.cfg.max_repairs_per_round); // the rest stays for next rounds
+            for (uint32_t slot : fetch)
+              take_copy(self, service, peer_id, slot);
           },
           [self, peer](caf::error&) { self->state.tracker.forget(peer); });
+}
+
+/// The last round's doubts: a (slot, holder) no owner could cover for
+/// rounds_for_loss rounds, while every other owner answered, is lost
+/// everywhere.
+void close_round(ae_self self, const cluster_table& table) {
+  auto& st = self->state;
+  auto owners_answer = [&table](uint32_t slot) {
+    for (node_index n : table.owners->owner_indices(slot))
+      if (n != table.self && !(table.reachable(n) && table.peers[n].handles.service))
+        return false;
+    return true;
+  };
+  for (const auto& lost : st.ledger.close_round(st.round, st.cfg.rounds_for_loss, owners_answer)) {
+    spdlog::warn("slot-copies-uncertain worker_uid={} holder={} slot={} rounds={} "
+                 "action=full-sync-requested",
+                 lost.worker_uid, lost.holder, lost.slot, lost.rounds);
+    if (st.cfg.counters)
+      ++st.cfg.counters->holders_lost;
+    ask_full_sync(self, lost.worker_uid, "slot_copies_uncertain");
+  }
+  std::erase_if(st.asked,
+                [&st](const auto& kv) { return st.round - kv.second >= ask_cooldown_rounds; });
 }
 
 } // namespace
@@ -134,6 +167,9 @@ anti_entropy_main(anti_entropy_actor::stateful_pointer<anti_entropy_state> self,
       [self](tick_atom) {
         auto& st = self->state;
         const auto table = st.cfg.board->current();
+        if (st.round > 0)
+          close_round(self, *table);
+        ++st.round;
         for (node_index n = 0; n < table->peers.size(); ++n) {
           if (n == table->self)
             continue;

@@ -1,8 +1,12 @@
 // anti_entropy: the actor that, every interval, compares the digests of the
-// slots this node shares with each reachable peer and copies a slot that
-// stays different from the more senior owner (anti_entropy_logic.hpp has the
-// rules). A repair is a kv_shard message: the shard stays the index's only
-// writer, and the slot's next snapshot makes the repair durable.
+// slots this node shares with each reachable peer, and takes the peer's copy
+// of a slot that stays different, or that this node's copy is uncertain of
+// (anti_entropy_logic.hpp says which). The local shard installs a copy holder
+// by holder, only where it is newer (coverage.hpp), so both sides may copy
+// from each other and converge whatever the order. A holder whose copies
+// disagree at the same position, or that stays uncertain on every owner, is
+// asked of its worker (a full sync through the directory). The shard stays
+// the index's only writer, and the slot's next snapshot makes a copy durable.
 //
 //   auto ae = sys.spawn(anti_entropy_main, anti_entropy_config{...});
 //
@@ -18,6 +22,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 
 namespace lmcc::actors {
@@ -27,25 +32,26 @@ struct anti_entropy_counters {
   std::atomic<uint64_t> rounds{0};
   std::atomic<uint64_t> slots_compared{0};
   std::atomic<uint64_t> slots_differing{0}; ///< now
-  std::atomic<uint64_t> slots_repaired{0};
+  std::atomic<uint64_t> slots_repaired{0};  ///< copies that changed something here
+  std::atomic<uint64_t> copies_taken{0};
+  std::atomic<uint64_t> conflicts{0};    ///< holders whose copies disagreed at one position
+  std::atomic<uint64_t> holders_lost{0}; ///< (slot, holder) uncertain on every owner
 };
 
 struct anti_entropy_config {
   std::shared_ptr<cluster_board> board;
   std::shared_ptr<const kv_index> index;
   kv_shard_actor shard; ///< this node's own shard
+  /// Where a worker that must full-sync is reported (resync_atom).
+  directory_actor directory;
   std::chrono::milliseconds interval{5000};
   std::chrono::milliseconds timeout{10000};
-  /// Slots copied per round at most (each copy is one slot's entries).
+  /// Slots copied per round and peer at most (each copy is one slot's entries).
   uint32_t max_repairs_per_round = 512;
-  std::function<uint64_t()> uptime_ms;
+  /// Rounds a (slot, holder) may stay uncertain after copies from every
+  /// other owner before its worker is asked for a full sync.
+  uint32_t rounds_for_loss = 4;
   std::shared_ptr<anti_entropy_counters> counters;
-  /// This node's suspect slot copies: they give way to a peer's that is not,
-  /// and stop being suspect once equal to another owner's. Null: none.
-  std::shared_ptr<slot_suspects> suspects;
-  /// Peers' copies a home hinted to lack writes this node holds: they give
-  /// way to this node's (both ways: the digest answers carry them). Null: none.
-  std::shared_ptr<peer_lag_hints> hints;
 };
 
 using anti_entropy_actor = caf::typed_actor<caf::reacts_to<tick_atom>>;
@@ -54,6 +60,12 @@ struct anti_entropy_state {
   static inline const char* name = "lmcc.anti_entropy";
   anti_entropy_config cfg;
   divergence_tracker tracker;
+  uncertainty_ledger ledger;
+  uint64_t round = 0;
+  /// Workers asked for a full sync lately, by uid, with the round: a
+  /// disagreement seen again before the sync replaced the entries is the
+  /// same one.
+  std::map<uint64_t, uint64_t> asked;
 };
 
 anti_entropy_actor::behavior_type

@@ -371,16 +371,12 @@ void tick(node_self self) {
   const bool changed = st.members->tick(now);
   if (st.members->stalls() != stalls) {
     // Peers took this node for down meanwhile and wrote around it; what they
-    // queued for it may be gone (a peer restarted): its copies give way to
-    // theirs until anti-entropy finds them equal.
-    spdlog::warn("cluster-own-stall node={} ms={} action=slots-suspect", st.cfg.self_id,
+    // queued for it may be gone (a peer restarted): the next sub-batch of
+    // each holder says so by its `prev` (coverage.hpp), and anti-entropy
+    // copies what a quiet holder's copies here lack.
+    spdlog::warn("cluster-own-stall node={} ms={}", st.cfg.self_id,
                  st.members->last_stall().count());
-    if (st.cfg.suspects)
-      st.cfg.suspects->mark_all();
   }
-  if (st.cfg.suspects)
-    st.cfg.suspects->ticked(
-        std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count());
   if (changed)
     for (size_t i : was_live)
       if (!st.members->live(static_cast<node_index>(i)))

@@ -152,9 +152,6 @@ struct cluster_node_config {
   /// offset from it is kept (the directory's forwarded deadlines use them).
   std::shared_ptr<const node_clock> clock = std::make_shared<node_clock>();
   std::shared_ptr<peer_clock_offsets> peer_clocks = std::make_shared<peer_clock_offsets>();
-  /// Marked all suspect when this node finds it stood still longer than the
-  /// failure timeout (anti_entropy_logic.hpp says why). Null: not kept.
-  std::shared_ptr<slot_suspects> suspects;
 };
 
 struct cluster_node_state {

@@ -19,19 +19,6 @@ void arm_expiry_tick(Self self) {
   self->delayed_send(self, expiry_check_interval(st.cfg.timeout), tick_atom::value);
 }
 
-/// The member id of the node the current request came from ("" if unknown).
-std::string asking_peer(cluster_service_actor::stateful_pointer<cluster_service_state> self) {
-  const auto& sender = self->current_sender();
-  if (!sender || !self->state.cfg.board)
-    return {};
-  const auto table = self->state.cfg.board->current();
-  for (size_t n = 0; n < table->peers.size(); ++n)
-    if (n != table->self && table->peers[n].handles.node &&
-        table->peers[n].handles.node.node() == sender->node())
-      return table->members[n].address.id;
-  return {};
-}
-
 template <class Self>
 void on_expiry_tick(Self self) {
   auto& st = self->state;
@@ -63,20 +50,6 @@ std::vector<uint64_t> share_counts_flat(const kv_index& index) {
     flat.push_back(h);
     flat.push_back(n);
   }
-  return flat;
-}
-
-std::vector<uint64_t> slot_entries_flat(const kv_index& index, uint32_t slot) {
-  std::vector<uint64_t> flat;
-  if (slot >= index.slot_count())
-    return flat;
-  auto r = index.read();
-  r.for_each_key(slot, [&](uint64_t key, std::span<const holder_id> holders) {
-    for (holder_id h : holders) {
-      flat.push_back(key);
-      flat.push_back(h);
-    }
-  });
   return flat;
 }
 
@@ -113,51 +86,22 @@ cluster_service_main(cluster_service_actor::stateful_pointer<cluster_service_sta
       [self](digest_atom, const std::vector<uint64_t>& slots) {
         const auto& index = *self->state.cfg.index;
         std::vector<uint64_t> out;
-        out.reserve(slots.size() + 1 + (slots.size() + 63) / 64);
-        out.push_back(self->state.cfg.uptime_ms ? self->state.cfg.uptime_ms() : 0);
+        out.reserve(slots.size() + flag_word_count(slots.size()));
         {
           auto r = index.read();
           for (uint64_t s : slots)
             out.push_back(s < index.slot_count() ? r.slot(static_cast<uint32_t>(s)).digest : 0);
         }
-        // [uptime, digests..., suspect bit words..., hint bit words...]:
-        // the hint words only when some slot of the asker is hinted, and
-        // then after as many suspect words (zeros if none).
-        const size_t words = slot_suspects::word_count(slots.size());
-        if (const auto& suspects = self->state.cfg.suspects) {
-          // Thawed, and asked before the cluster node's tick saw it.
-          if (suspects->stood_still(steady_now_ms()))
-            spdlog::warn("cluster-own-stall-seen by=digest-answer action=slots-suspect");
-          const auto bits = suspects->bits(slots);
-          out.insert(out.end(), bits.begin(), bits.end());
-        }
-        if (const auto asker = asking_peer(self); self->state.cfg.hints && !asker.empty()) {
-          if (auto bits = self->state.cfg.hints->bits(asker, slots); !bits.empty()) {
-            out.resize(slots.size() + 1 + words, 0);
-            out.insert(out.end(), bits.begin(), bits.end());
-          }
-        }
+        const auto uncertain = flag_words(slots, [&index](uint64_t s) {
+          return s < index.slot_count() && index.uncertain(static_cast<uint32_t>(s));
+        });
+        out.insert(out.end(), uncertain.begin(), uncertain.end());
         return out;
       },
-      [self](repair_atom, uint64_t slot) {
-        return slot_entries_flat(*self->state.cfg.index, static_cast<uint32_t>(slot));
+      [self](copy_atom, uint64_t slot) {
+        return self->delegate(self->state.cfg.shard, copy_atom::value, slot);
       },
       [self](tick_atom) { on_expiry_tick(self); },
-      [self](hint_atom, const std::string& peer, const std::string& source,
-             const std::vector<uint64_t>& slots) {
-        auto* hints = self->state.cfg.hints.get();
-        if (!hints)
-          return;
-        if (slots.empty()) {
-          hints->clear_source(peer, source);
-          spdlog::debug("peer-lag-hints-ended peer={} source={}", peer, source);
-          return;
-        }
-        const size_t added = hints->add(peer, source, slots);
-        if (added > 0)
-          spdlog::debug("peer-lag-hinted peer={} source={} slots={} new={}", peer, source,
-                        slots.size(), added);
-      },
       [self](push_atom, pushed_msgs& msgs) -> caf::result<bool> {
         auto& st = self->state;
         auto table = st.cfg.routes->current();

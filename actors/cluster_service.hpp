@@ -21,6 +21,7 @@
 #include "actors/directory.hpp"
 #include "actors/ingest_routes.hpp"
 #include "actors/kv_index.hpp"
+#include "actors/kv_shard.hpp"
 #include "actors/type_ids.hpp"
 
 #include <map>
@@ -38,14 +39,11 @@ using cluster_service_actor = caf::typed_actor<
     // The same over the given slots (a dead node's primary
     // slots, counted by a replica): a scan of those slots.
     caf::replies_to<stats_atom, std::vector<uint64_t>>::with<std::vector<uint64_t>>,
-    // Anti-entropy: this node's uptime (ms) then the digest of each given
-    // slot; and one slot's (key, holder) pairs.
+    // Anti-entropy: the digest of each given slot, then bit words flagging
+    // the slots this node's copy is uncertain of; and this node's copy of
+    // one slot, every holder labeled (slot_copy.hpp, from its shard).
     caf::replies_to<digest_atom, std::vector<uint64_t>>::with<std::vector<uint64_t>>,
-    caf::replies_to<repair_atom, uint64_t>::with<std::vector<uint64_t>>,
-    // A home's hint: the named peer's copies of these slots lack writes
-    // this node holds (peer_lag_hints).
-    // (peer, source home, slots); no slots: that home caught the peer up.
-    caf::reacts_to<hint_atom, std::string, std::string, std::vector<uint64_t>>,
+    caf::replies_to<copy_atom, uint64_t>::with<std::vector<uint64_t>>,
     // Time to answer pushes whose workers did not drain within the timeout.
     caf::reacts_to<tick_atom>>;
 
@@ -60,13 +58,8 @@ struct cluster_service_config {
   /// travelled) go on to that node through this.
   std::shared_ptr<cluster_board> board;
   std::function<void(uint16_t node, pushed_msgs msgs)> forward;
-  /// How long this node has been up (anti-entropy's seniority).
-  std::function<uint64_t()> uptime_ms;
-  /// Which of this node's slot copies are suspect (sent with the digests).
-  std::shared_ptr<slot_suspects> suspects;
-  /// Peers' copies hinted to lack writes (kept here, sent with the digests
-  /// to the peer they name). Null: none.
-  std::shared_ptr<peer_lag_hints> hints;
+  /// This node's shard: slot copies come from it (it owns the coverage).
+  kv_shard_actor shard;
 };
 
 struct cluster_service_state {
@@ -88,9 +81,6 @@ std::vector<uint64_t> read_holders_flat(const kv_index& index, std::span<const u
 /// This node's share of the entries per holder (the slots it is the primary
 /// of: kv_index::set_share_slots), flattened as holder, count, holder, count...
 std::vector<uint64_t> share_counts_flat(const kv_index& index);
-
-/// The (key, holder) pairs of `slot`, flattened: key, holder, key, holder...
-std::vector<uint64_t> slot_entries_flat(const kv_index& index, uint32_t slot);
 
 /// Entries per holder in `slots`, flattened the same way (scans the slots).
 std::vector<uint64_t> slot_counts_flat(const kv_index& index, std::span<const uint64_t> slots);

@@ -41,6 +41,7 @@ worker_actor spawn_worker_actor(directory_self self, const worker_record& rec,
   if (st.cfg.placement)
     wc.mark_slot = slot_of(rec.uid, st.cfg.options.slot_count);
   wc.await_takeover = await_takeover;
+  wc.era_clock = [clock = st.cfg.clock] { return clock->wall_ms(); };
   wc.strict_after_reregistration = st.homes != nullptr;
   wc.registered_here = !await_takeover;
   if (restored) {
@@ -48,6 +49,7 @@ worker_actor spawn_worker_actor(directory_self self, const worker_record& rec,
     wc.restored = true;
     wc.last_seq = restored->last_seq;
     wc.expected_next = restored->expected_next;
+    wc.start_pos = restored->start_pos;
   }
   return self->spawn(worker_main, std::move(env), std::move(wc));
 }

@@ -35,12 +35,19 @@ bool fresher(const location_mark& a, const location_mark& b) {
 
 std::vector<location_mark> merge_marks(const std::vector<std::vector<location_mark>>& sources) {
   std::map<std::string, location_mark> best;
+  std::map<std::string, persistence::stream_pos> newest;
   for (const auto& source : sources)
     for (const auto& m : source) {
       auto [it, inserted] = best.try_emplace(m.location, m);
       if (!inserted && fresher(m, it->second))
         it->second = m;
+      auto& pos = newest[m.location];
+      pos = std::max(pos, m.pos);
     }
+  // The stream's position is the newest any source had, whichever mark wins:
+  // an owner that applied more tells the new entity where the stream is.
+  for (auto& [name, m] : best)
+    m.pos = newest[name];
   std::vector<location_mark> out;
   out.reserve(best.size());
   for (auto& [name, m] : best)

@@ -18,6 +18,9 @@ struct location_mark {
   std::string location;
   uint64_t incarnation = 0;
   persistence::seq_mark mark;
+  /// Where the holder's stream stands (the entity that takes it over
+  /// continues from here: its first sub-batch to every owner names it).
+  persistence::stream_pos pos;
 
   friend bool operator==(const location_mark&, const location_mark&) = default;
 };

@@ -80,5 +80,6 @@ constexpr holder_id make_holder_id(std::string_view instance_id, const msg::wire
 using persistence::kv_op;
 using persistence::seq_mark;
 using persistence::seq_state;
+using persistence::stream_pos;
 
 } // namespace lmcc::actors

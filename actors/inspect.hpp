@@ -73,6 +73,11 @@ typename Inspector::result_type inspect(Inspector& f, seq_mark& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, stream_pos& x) {
+  return f(caf::meta::type_name("lmcc.stream_pos"), x.incarnation, x.era, x.n, x.sub);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_row& x) {
   // CAF 0.17 has no std::optional support: a flag and a string.
   bool has_peer = x.peer_init_url.has_value();
@@ -107,7 +112,8 @@ typename Inspector::result_type inspect(Inspector& f, kv_sub_batch& x) {
     persistence::holder_intro intro;
     if (x.has_intro)
       intro = {x.intro_worker_uid, x.intro_location};
-    encode_log_record(x.holder, x.incarnation, x.drop,
+    encode_log_record(persistence::log_header{x.holder, x.incarnation, x.drop, x.prev, x.end,
+                                              x.placement_epoch, x.placement_since},
                       x.has_mark ? std::optional<seq_mark>{x.mark} : std::nullopt,
                       x.has_intro ? &intro : nullptr, x.ops, record);
     return caf::none;
@@ -120,6 +126,10 @@ typename Inspector::result_type inspect(Inspector& f, kv_sub_batch& x) {
     x.holder = rec.holder;
     x.incarnation = rec.incarnation;
     x.drop = rec.drop;
+    x.prev = rec.prev;
+    x.end = rec.end;
+    x.placement_epoch = rec.placement_epoch;
+    x.placement_since = rec.placement_since;
     x.has_mark = rec.mark.has_value();
     x.mark = rec.mark.value_or(seq_mark{});
     x.has_intro = rec.intro.has_value();
@@ -139,7 +149,7 @@ typename Inspector::result_type inspect(Inspector& f, pushed_msg& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, location_mark& x) {
-  return f(caf::meta::type_name("lmcc.location_mark"), x.location, x.incarnation, x.mark);
+  return f(caf::meta::type_name("lmcc.location_mark"), x.location, x.incarnation, x.mark, x.pos);
 }
 
 template <class Inspector>
@@ -155,7 +165,7 @@ typename Inspector::result_type inspect(Inspector& f, worker_handoff& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, session_params& x) {
   return f(caf::meta::type_name("lmcc.session_params"), x.sync_id, x.location, x.holder,
-           x.worker_uid, x.incarnation, x.total_keys, x.batch_count);
+           x.worker_uid, x.incarnation, x.era, x.total_keys, x.batch_count);
 }
 
 } // namespace lmcc::actors

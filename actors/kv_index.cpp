@@ -383,6 +383,23 @@ void kv_index::write_guard::begin_drop(holder_set holders, const std::vector<boo
       idx_->share_counts_.erase(it);
     }
   }
+  // The entries the drop leaves (in skipped slots) are counted again.
+  if (skip)
+    for (uint32_t slot = 0; slot < skip->size() && slot < idx_->slot_count(); ++slot) {
+      if (!(*skip)[slot] || idx_->slots_[slot].entries == 0)
+        continue;
+      holder_list list;
+      for (const auto& [key, value] : idx_->slots_[slot].map) {
+        list.clear();
+        idx_->append_visible(slot, key, list);
+        for (holder_id h : list)
+          if (holders.contains(h)) {
+            idx_->count(h, 1);
+            idx_->count_share(slot, h, 1);
+            ++idx_->entries_;
+          }
+      }
+    }
   drop_job job;
   job.done.assign(idx_->slot_count(), 0);
   if (skip)
@@ -395,6 +412,11 @@ void kv_index::write_guard::begin_drop(holder_set holders, const std::vector<boo
   idx_->dropping_.insert(holders.begin(), holders.end());
   job.holders = std::move(holders);
   idx_->drops_.push_back(std::move(job));
+}
+
+void kv_index::write_guard::touch(uint32_t slot) {
+  std::lock_guard lock{idx_->slot_lock(slot)};
+  ++idx_->slots_[slot].version;
 }
 
 uint64_t kv_index::write_guard::drop_now(uint32_t slot, const holder_set& holders) {

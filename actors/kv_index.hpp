@@ -52,6 +52,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -131,6 +132,15 @@ public:
   /// REQUIRES: out.size() == keys.size(); the lists are appended to.
   void lookup(std::span<const uint64_t> keys, std::span<holder_list> out) const;
 
+  /// Whether some holder's entries in `slot` may lack ops until a copy of
+  /// another owner's comes (set by the index's writer; any thread reads it).
+  bool uncertain(uint32_t slot) const noexcept {
+    return slots_[slot].uncertain.load(std::memory_order_relaxed);
+  }
+  void set_uncertain(uint32_t slot, bool yes) noexcept {
+    slots_[slot].uncertain.store(yes, std::memory_order_relaxed);
+  }
+
   /// The hash an entry contributes to its slot's digest.
   static constexpr uint64_t entry_hash(uint64_t key, holder_id h) noexcept {
     return mix64(key ^ mix64(h + 0x9e3779b97f4a7c15ULL));
@@ -149,6 +159,9 @@ private:
     /// lookup()'s lock of this slot: beside what every op touches anyway, so
     /// taking it costs no cache miss of its own.
     mutable internal::slot_lock lock;
+    /// Some holder's entries here may lack ops (coverage.hpp): the writer
+    /// sets it, anti-entropy's answers read it.
+    std::atomic<bool> uncertain{false};
   };
 
   /// A pending holder drop: the slots it has not cleaned yet.
@@ -303,9 +316,12 @@ public:
 
   /// Drops every entry of `holders` (see the header); cleaning is left to
   /// drop_step() and to later ops of those holders. `skip` (optional) marks
-  /// slots that hold none of their entries already (a restart replaying a
-  /// drop on slots whose snapshot is newer than it).
+  /// slots whose entries stay (they stay counted).
   void begin_drop(holder_set holders, const std::vector<bool>* skip = nullptr);
+
+  /// Marks `slot` changed (its next snapshot is due) without changing its
+  /// entries: what the node knows about them changed (coverage.hpp).
+  void touch(uint32_t slot);
 
   /// Removes `holders`' entries from `slot` now, counted (a restart replaying
   /// a drop onto the slots older than it); how many.

@@ -252,10 +252,28 @@ kv_shard_actor::behavior_type kv_shard(kv_shard_actor::stateful_pointer<kv_shard
         const uint64_t changed = self->state.core->repair_slot(static_cast<uint32_t>(slot), flat);
         spdlog::info("slot-repaired slot={} entries={} changed={}", slot, flat.size() / 2, changed);
       },
-      [self](repair_atom, uint64_t slot, const std::vector<uint64_t>& flat, bool keep_own) {
-        const uint64_t changed =
-            self->state.core->repair_slot(static_cast<uint32_t>(slot), flat, keep_own);
-        spdlog::debug("slot-copied slot={} entries={} changed={}", slot, flat.size() / 2, changed);
+      [self](copy_atom, uint64_t slot) {
+        return encode_slot_copy(self->state.core->copy_of(static_cast<uint32_t>(slot)));
+      },
+      [self](install_atom, const std::vector<uint64_t>& words) {
+        auto& st = self->state;
+        auto decoded = decode_slot_copy(words, st.core->options().slot_count);
+        if (const auto* why = std::get_if<std::string>(&decoded)) {
+          spdlog::warn("slot-copy-refused error={}", *why);
+          return std::vector<uint64_t>{};
+        }
+        const auto& copy = std::get<slot_copy>(decoded);
+        const auto outcome = st.core->install(copy);
+        if (outcome.installed > 0 || !outcome.conflicts.empty())
+          spdlog::info("slot-copy-installed slot={} holders={} changed={} waiting={} conflicts={}",
+                       copy.slot, outcome.installed, outcome.changed, outcome.waiting,
+                       outcome.conflicts.size());
+        publish(self);
+        return encode_copy_outcome(outcome);
+      },
+      [self](members_atom, const std::vector<uint64_t>& words) {
+        self->state.core->set_ownership_words(words);
+        publish(self);
       },
       [self](retire_atom, const std::vector<uint64_t>& uid_incarnations) {
         const size_t dropped = self->state.core->retire_older(uid_incarnations);

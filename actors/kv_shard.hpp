@@ -44,34 +44,40 @@ using ack_relay_actor = caf::typed_actor<caf::reacts_to<ack_atom, local_acks>>;
 /// stream, number, stream, number, ...
 using batch_ack_receiver_actor = caf::typed_actor<caf::reacts_to<ack_atom, std::vector<uint64_t>>>;
 
-using kv_shard_actor =
-    caf::typed_actor<caf::reacts_to<apply_atom, kv_sub_batch>,
-                     // Several at once, in order (a peer_link's coalesced sends).
-                     caf::reacts_to<apply_atom, std::vector<kv_sub_batch>>,
-                     caf::reacts_to<flush_atom>, caf::reacts_to<background_atom>,
-                     caf::reacts_to<tick_atom>,
-                     // Sends the acks held for senders on other nodes (a peer_link ignores it).
-                     caf::reacts_to<ack_atom>,
-                     // Commits everything received so far; true when it is durable (a clean stop).
-                     caf::replies_to<drain_atom>::with<bool>,
-                     // Runs a whole snapshot round now; true when it completed (admin, tests).
-                     caf::replies_to<snapshot_atom>::with<bool>,
-                     // Asks for a round run in bounded background steps, as the
-                     // periodic ones are; true once a round that began after the
-                     // request is durable (a refill's copies: ingest goes on).
-                     caf::replies_to<snapshot_atom, bool>::with<bool>,
-                     // The watermarks this shard keeps of a worker (handoff.hpp);
-                     // a peer_link answers with none.
-                     caf::replies_to<marks_atom, uint64_t>::with<std::vector<location_mark>>,
-                     // Anti-entropy: make a slot equal another owner's copy
-                     // (key, holder, ...); a peer_link ignores it.
-                     caf::reacts_to<repair_atom, uint64_t, std::vector<uint64_t>>,
-                     // a slot copied in by a membership change: nothing of its own removed
-                     caf::reacts_to<repair_atom, uint64_t, std::vector<uint64_t>, bool>,
-                     // The registrations this node's directory knows (uid,
-                     // incarnation, ...): drops holders of older ones
-                     // (kv_shard_core::retire_older); a peer_link ignores it.
-                     caf::reacts_to<retire_atom, std::vector<uint64_t>>>;
+using kv_shard_actor = caf::typed_actor<
+    caf::reacts_to<apply_atom, kv_sub_batch>,
+    // Several at once, in order (a peer_link's coalesced sends).
+    caf::reacts_to<apply_atom, std::vector<kv_sub_batch>>, caf::reacts_to<flush_atom>,
+    caf::reacts_to<background_atom>, caf::reacts_to<tick_atom>,
+    // Sends the acks held for senders on other nodes (a peer_link ignores it).
+    caf::reacts_to<ack_atom>,
+    // Commits everything received so far; true when it is durable (a clean stop).
+    caf::replies_to<drain_atom>::with<bool>,
+    // Runs a whole snapshot round now; true when it completed (admin, tests).
+    caf::replies_to<snapshot_atom>::with<bool>,
+    // Asks for a round run in bounded background steps, as the
+    // periodic ones are; true once a round that began after the
+    // request is durable (a refill's copies: ingest goes on).
+    caf::replies_to<snapshot_atom, bool>::with<bool>,
+    // The watermarks this shard keeps of a worker (handoff.hpp);
+    // a peer_link answers with none.
+    caf::replies_to<marks_atom, uint64_t>::with<std::vector<location_mark>>,
+    // Empties a slot this node no longer owns (key, holder
+    // pairs to keep: none); a peer_link ignores it.
+    caf::reacts_to<repair_atom, uint64_t, std::vector<uint64_t>>,
+    // This node's copy of a slot, every holder labeled
+    // (slot_copy.hpp); a peer_link answers with nothing.
+    caf::replies_to<copy_atom, uint64_t>::with<std::vector<uint64_t>>,
+    // Takes from another owner's copy what is newer, holder by
+    // holder (coverage.hpp); answers the copy_outcome.
+    caf::replies_to<install_atom, std::vector<uint64_t>>::with<std::vector<uint64_t>>,
+    // The slots this node owns: one word per slot, the epoch
+    // since which it owns it or not_owned (coverage.hpp).
+    caf::reacts_to<members_atom, std::vector<uint64_t>>,
+    // The registrations this node's directory knows (uid,
+    // incarnation, ...): drops holders of older ones
+    // (kv_shard_core::retire_older); a peer_link ignores it.
+    caf::reacts_to<retire_atom, std::vector<uint64_t>>>;
 
 /// The shard's latest numbers, readable from any thread (/metrics, stats).
 class shard_monitor {

@@ -10,13 +10,18 @@ namespace lmcc::actors {
 kv_shard_core::kv_shard_core(shard_options opts, std::shared_ptr<kv_index> index,
                              std::shared_ptr<persistence::store> store, shard_start_state start)
   : opts_(opts), index_(std::move(index)), store_(std::move(store)),
-    holders_(std::move(start.holders)), next_position_(std::max<uint64_t>(1, start.next_position)),
+    holders_(std::move(start.holders)),
+    cover_(start.covers ? std::move(start.covers)
+                        : std::make_shared<coverage_book>(opts_.slot_count)),
+    next_position_(std::max<uint64_t>(1, start.next_position)),
     slot_positions_(opts_.slot_count, 0), slot_stamps_(std::move(start.slot_stamps)),
     snapshotted_versions_(std::move(start.clean_versions)), last_round_start_ms_(start.started_ms) {
   slot_stamps_.resize(opts_.slot_count, 0);
   snapshotted_versions_.resize(opts_.slot_count, 0);
   // Drop jobs a restart left in the index still need their background steps.
   drops_pending_ = index_->read().drops_pending();
+  for (uint32_t slot = 0; slot < opts_.slot_count; ++slot)
+    index_->set_uncertain(slot, cover_->slot_pending(slot));
   // What the restart replayed from the log goes into slot snapshots now, so
   // the next restart reads it from them and the log can be truncated.
   if (durable() && dirty_entries() > 0)
@@ -55,6 +60,7 @@ void kv_shard_core::drop_holder(holder_id h, uint64_t incarnation) {
   drop.holder = h;
   drop.incarnation = incarnation;
   drop.drop = true;
+  drop.end = stream_pos{incarnation, 0, 0, 0}; // the registration's own drop
   apply(drop);
 }
 
@@ -86,49 +92,64 @@ void kv_shard_core::apply(const kv_sub_batch& sb) {
     }
     return;
   }
-  if (sb.incarnation > meta.incarnation && meta.incarnation != 0 && !sb.drop) {
-    // Ops of a newer registration while this shard still has the older one's
-    // entries: the re-registration's drop never reached it (lost with a
-    // killed node's queue, or behind a partition). A registration clears the
-    // worker's KV state, so the drop is implied; it is logged like any other,
-    // so a restart replays the same state (chaos seed 1423: such entries
-    // outlived the drop everywhere else and came back).
-    ++counters_.implied_drops;
-    spdlog::info("holder-dropped-by-newer-registration holder={} incarnation={} newer={}",
-                 sb.holder, meta.incarnation, sb.incarnation);
-    drop_holder(sb.holder, sb.incarnation);
-  }
   if (sb.incarnation > meta.incarnation) {
     meta.incarnation = sb.incarnation;
     meta.durable.reset();
     meta.changed = true;
   }
-  // A batch older than one this shard applied for the holder: a stale copy
-  // of the worker's entity (a node frozen or cut off while the worker's home
-  // moved on) still replaying frames it held. A worker's seq only grows
-  // within a registration, so applying it would put old ops over newer ones.
-  if (opts_.fence_older_batches && !sb.drop && sb.has_mark &&
-      sb.mark.state == seq_state::tracking && meta.mark.state == seq_state::tracking &&
-      sb.incarnation == meta.incarnation && sb.mark.seq < meta.mark.seq && !sb.ops.empty()) {
-    ++counters_.fenced;
-    return;
-  }
   if (opts_.planted_drop_every != 0 && !sb.drop && !sb.ops.empty() &&
       ++planted_count_ % opts_.planted_drop_every == 0)
     return; // planted bug: acknowledged (the caller acks every apply), never applied
-  if (sb.drop) {
+  // What the sub-batch does to this node's copy follows from where it stands
+  // in the holder's stream (coverage.hpp): a stale one does nothing, a drop
+  // (or an era whose drop never came) empties the holder, and ops land in
+  // the slots whose copy they continue.
+  const auto* known = cover_->find(sb.holder);
+  const stream_pos before = known ? known->applied : stream_pos{};
+  const cover_step step = cover_->begin(sb);
+  if (step.stale) {
+    ++counters_.fenced;
+    cover_->finish(sb);
+    return;
+  }
+  if (step.hole) {
+    ++counters_.holes;
+    spdlog::info("holder-copy-gap holder={} worker_uid={} location={} applied={} prev={} end={} "
+                 "action=copy-from-other-owners",
+                 sb.holder, meta.worker_uid, meta.location, persistence::to_string(before),
+                 persistence::to_string(sb.prev), persistence::to_string(sb.end));
+  }
+  if (step.reset) {
+    if (!sb.drop && !before.none())
+      ++counters_.implied_drops;
     auto w = index_->write();
-    w.begin_drop(holder_set{sb.holder});
+    if (step.keep.empty()) {
+      w.begin_drop(holder_set{sb.holder});
+    } else {
+      std::vector<bool> keep(opts_.slot_count, false);
+      for (uint32_t slot : step.keep)
+        keep[slot] = true;
+      w.begin_drop(holder_set{sb.holder}, &keep);
+    }
     drops_pending_ = w.drops_pending();
-  } else {
-    const size_t step = std::max<size_t>(1, opts_.write_lock_ops);
+  }
+  if (!sb.ops.empty() && step.ops != cover_step::ops_mode::none) {
+    const size_t step_ops = std::max<size_t>(1, opts_.write_lock_ops);
     std::span<const kv_op> ops{sb.ops};
-    for (size_t at = 0; at < ops.size(); at += step) {
+    const bool all = step.ops == cover_step::ops_mode::all;
+    for (size_t at = 0; at < ops.size(); at += step_ops) {
       auto w = index_->write();
-      w.apply(sb.holder, ops.subspan(at, std::min(step, ops.size() - at)));
+      const auto part = ops.subspan(at, std::min(step_ops, ops.size() - at));
+      if (all)
+        w.apply(sb.holder, part);
+      else
+        w.apply_where(sb.holder, part, [this](uint32_t slot) { return cover_->wants(slot); });
       drops_pending_ = w.drops_pending();
     }
   }
+  cover_->finish(sb);
+  touch_changed_covers();
+  meta.changed = true; // its position moved: the next round writes it
   counters_.ops += sb.ops.size();
   if (sb.drop && !sb.has_mark) {
     meta.mark = seq_mark{};
@@ -178,6 +199,138 @@ uint64_t kv_shard_core::repair_slot(uint32_t slot, std::span<const uint64_t> fla
   return extra.size() + wanted.size();
 }
 
+void kv_shard_core::touch_changed_covers() {
+  auto changed = cover_->take_changed();
+  if (changed.empty())
+    return;
+  std::sort(changed.begin(), changed.end());
+  changed.erase(std::unique(changed.begin(), changed.end()), changed.end());
+  for (uint32_t slot : changed)
+    index_->set_uncertain(slot, cover_->slot_pending(slot));
+  auto w = index_->write();
+  for (uint32_t slot : changed)
+    w.touch(slot);
+}
+
+void kv_shard_core::set_ownership(std::vector<uint8_t> owned, std::vector<uint64_t> owned_since) {
+  cover_->set_ownership(std::move(owned), std::move(owned_since));
+  touch_changed_covers();
+}
+
+void kv_shard_core::set_ownership_words(std::span<const uint64_t> words) {
+  cover_->set_ownership(words);
+  touch_changed_covers();
+}
+
+slot_copy kv_shard_core::copy_of(uint32_t slot) const {
+  slot_copy copy;
+  copy.slot = slot;
+  if (slot >= opts_.slot_count)
+    return copy;
+  absl::flat_hash_map<holder_id, std::vector<uint64_t>> keys;
+  {
+    auto r = index_->read();
+    r.for_each_key(slot, [&](uint64_t key, std::span<const holder_id> holders) {
+      for (holder_id h : holders)
+        keys[h].push_back(key);
+    });
+  }
+  auto add = [&](holder_id h, std::vector<uint64_t> ks) {
+    holder_slot_copy part;
+    part.holder = h;
+    if (auto it = holders_.find(h); it != holders_.end())
+      part.worker_uid = it->second.worker_uid;
+    const auto label = cover_->label(h, slot);
+    part.certain = label.has_value();
+    part.pos = label.value_or(stream_pos{});
+    part.keys = std::move(ks);
+    copy.holders.push_back(std::move(part));
+  };
+  for (holder_id h : cover_->holders()) {
+    auto it = keys.find(h);
+    add(h, it == keys.end() ? std::vector<uint64_t>{} : std::move(it->second));
+    if (it != keys.end())
+      keys.erase(it);
+  }
+  // Entries of holders the book never heard of (loaded from an older
+  // snapshot): labeled none, they never win over a known copy.
+  for (auto& [h, ks] : keys)
+    add(h, std::move(ks));
+  return copy;
+}
+
+copy_outcome kv_shard_core::install(const slot_copy& copy) {
+  copy_outcome result;
+  const uint32_t slot = copy.slot;
+  if (slot >= opts_.slot_count)
+    return result;
+  // This node's entries of the slot, per holder.
+  absl::flat_hash_map<holder_id, std::vector<uint64_t>> mine;
+  {
+    auto r = index_->read();
+    r.for_each_key(slot, [&](uint64_t key, std::span<const holder_id> holders) {
+      for (holder_id h : holders)
+        mine[h].push_back(key);
+    });
+  }
+  for (const auto& part : copy.holders) {
+    std::vector<uint64_t> theirs = part.keys;
+    std::sort(theirs.begin(), theirs.end());
+    theirs.erase(std::unique(theirs.begin(), theirs.end()), theirs.end());
+    auto& own = mine[part.holder];
+    std::sort(own.begin(), own.end());
+    const bool same = own == theirs;
+    const auto verdict = cover_->judge(part.holder, slot, part.pos, part.certain, same);
+    const uint64_t uid =
+        part.worker_uid != 0
+            ? part.worker_uid
+            : (holders_.contains(part.holder) ? holders_.at(part.holder).worker_uid : 0);
+    switch (verdict) {
+    case install_verdict::keep:
+      break;
+    case install_verdict::wait:
+      ++result.waiting;
+      break;
+    case install_verdict::conflict:
+      ++counters_.copy_conflicts;
+      result.conflicts.emplace_back(uid, part.holder);
+      break;
+    case install_verdict::install: {
+      auto w = index_->write();
+      std::vector<uint64_t> gone;
+      std::set_difference(own.begin(), own.end(), theirs.begin(), theirs.end(),
+                          std::back_inserter(gone));
+      std::vector<uint64_t> come;
+      std::set_difference(theirs.begin(), theirs.end(), own.begin(), own.end(),
+                          std::back_inserter(come));
+      for (uint64_t k : gone)
+        w.evict(k, part.holder);
+      for (uint64_t k : come)
+        w.admit(k, part.holder);
+      w.touch(slot);
+      drops_pending_ = w.drops_pending();
+      result.changed += gone.size() + come.size();
+      ++result.installed;
+      ++counters_.copies_installed;
+      auto& meta = holders_[part.holder];
+      if (meta.worker_uid == 0 && part.worker_uid != 0) {
+        meta.worker_uid = part.worker_uid;
+        meta.changed = true;
+      }
+      cover_->installed(part.holder, slot, part.pos);
+      break;
+    }
+    }
+  }
+  for (holder_id h : cover_->holders())
+    if (cover_->cover(h, slot).state == cover_state::pending) {
+      const auto it = holders_.find(h);
+      result.unresolved.emplace_back(it == holders_.end() ? 0 : it->second.worker_uid, h);
+    }
+  touch_changed_covers();
+  return result;
+}
+
 std::vector<location_mark> kv_shard_core::marks_of(uint64_t worker_uid) const {
   std::vector<location_mark> out;
   for (const auto& [h, meta] : holders_)
@@ -190,7 +343,9 @@ std::vector<location_mark> kv_shard_core::marks_of(uint64_t worker_uid) const {
                       meta.location, mark.seq, *meta.durable);
         mark.seq = *meta.durable;
       }
-      out.push_back(location_mark{meta.location, meta.incarnation, mark});
+      const auto* cover = cover_->find(h);
+      out.push_back(location_mark{meta.location, meta.incarnation, mark,
+                                  cover ? cover->applied : stream_pos{}});
     }
   return out;
 }
@@ -208,7 +363,9 @@ void kv_shard_core::append_record(const kv_sub_batch& sb, holder_meta& meta) {
     meta.intro_durable = true;
   }
   scratch_.clear();
-  persistence::encode_log_record(sb.holder, meta.incarnation, sb.drop,
+  persistence::encode_log_record(persistence::log_header{sb.holder, meta.incarnation, sb.drop,
+                                                         sb.prev, sb.end, sb.placement_epoch,
+                                                         sb.placement_since},
                                  write_mark ? std::optional<seq_mark>{meta.mark} : std::nullopt,
                                  write_intro ? &intro : nullptr, sb.ops, scratch_);
   if (!pending_)
@@ -279,6 +436,11 @@ kv_shard_core::commit_result kv_shard_core::write_pending(uint64_t now_ms) {
   if (round_) {
     spdlog::warn("snapshot-round-aborted start_position={} reason=commit-given-up",
                  round_->start_position);
+    for (const auto& state : round_->holders) // the next round writes them
+      if (auto it = holders_.find(state.holder); it != holders_.end()) {
+        it->second.changed = true;
+        it->second.intro_durable = false;
+      }
     round_.reset();
   }
   const holder_set lost = std::move(pending_holders_);
@@ -296,6 +458,8 @@ kv_shard_core::commit_result kv_shard_core::write_pending(uint64_t now_ms) {
     kv_sub_batch mark_only;
     mark_only.holder = h;
     mark_only.incarnation = meta.incarnation;
+    if (const auto* c = cover_->find(h)) // no new position: a mark, not an event
+      mark_only.prev = mark_only.end = c->applied;
     mark_only.has_mark = true;
     mark_only.mark = meta.mark;
     append_record(mark_only, meta);
@@ -367,6 +531,21 @@ kv_shard_core::commit_result kv_shard_core::background_step(uint64_t now_ms) {
     snapshot_requested_ = false;
     round_state round;
     round.start_position = next_position_ - 1;
+    // The log is replayed from P0 on: each holder starts there as it stood at P0.
+    for (auto& [h, meta] : holders_) {
+      if (!meta.changed)
+        continue;
+      persistence::holder_state state{h, meta.worker_uid, meta.location, meta.incarnation,
+                                      meta.mark};
+      if (const auto* c = cover_->find(h)) {
+        state.applied = c->applied;
+        state.hole = c->hole;
+        state.placement_epoch = c->placement_epoch;
+      }
+      round.holders.push_back(std::move(state));
+      meta.changed = false;
+      meta.intro_durable = true;
+    }
     round.start_log_bytes = log_bytes_total_;
     round.started_ms = now_ms;
     {
@@ -403,10 +582,20 @@ void kv_shard_core::snapshot_some() {
     }
     auto r = index_->read();
     const auto summary = r.slot(slot);
-    if (summary.entries == 0) {
+    // How the holders whose copy of the slot does not follow their stream stand.
+    std::vector<persistence::slot_cover_record> covers;
+    for (holder_id h : cover_->holders()) {
+      const auto c = cover_->cover(h, slot);
+      if (c.state != cover_state::following)
+        covers.push_back(persistence::slot_cover_record{h, static_cast<uint8_t>(c.state),
+                                                        c.uncovered, c.pos, cover_->find(h)->hole});
+    }
+    if (summary.entries == 0 && covers.empty()) {
       pending_->delete_slot(slot);
     } else {
       persistence::slot_snapshot_writer writer{slot, stamp};
+      for (const auto& c : covers)
+        writer.add_cover(c);
       writer.reserve(summary.keys, summary.entries);
       r.for_each_key(slot,
                      [&](uint64_t key, std::span<const holder_id> hs) { writer.add(key, hs); });
@@ -426,14 +615,9 @@ void kv_shard_core::snapshot_some() {
 
 void kv_shard_core::finish_round(uint64_t now_ms) {
   uint64_t written = 0;
-  for (auto& [h, meta] : holders_) {
-    if (!meta.changed)
-      continue;
-    pending_->put_holder(
-        persistence::holder_state{h, meta.worker_uid, meta.location, meta.incarnation, meta.mark});
-    meta.changed = false;
-    meta.intro_durable = true;
-    pending_holder_states_.push_back(h);
+  for (const auto& state : round_->holders) {
+    pending_->put_holder(state);
+    pending_holder_states_.push_back(state.holder);
     ++written;
   }
   pending_->truncate_log(round_->start_position + 1);

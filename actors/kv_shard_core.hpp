@@ -39,8 +39,10 @@
 // (milliseconds of a monotonic clock). CAF-free.
 #pragma once
 
+#include "actors/coverage.hpp"
 #include "actors/handoff_marks.hpp"
 #include "actors/kv_index.hpp"
+#include "actors/slot_copy.hpp"
 #include "actors/sub_batch.hpp"
 #include "persistence/store.hpp"
 
@@ -112,15 +114,6 @@ struct shard_options {
   /// Default: 100000 (a few ms)
   uint64_t drop_step_keys = 100'000;
 
-  /// A cluster: ignore a sub-batch whose seq mark is below the one this shard
-  /// already applied for its holder (same registration): it comes from a stale
-  /// copy of the worker's entity -- a node frozen or cut off while the worker's
-  /// home moved on -- replaying frames it held. Requires seq numbers that grow
-  /// within a registration, as LMCache's do; off on a single node, which has
-  /// one entity per worker and applies whatever a worker sends, as LMCache does.
-  /// Default: false
-  bool fence_older_batches = false;
-
   /// A planted bug (chaos-checker tests, lmcc_planted_bug): every Nth
   /// sub-batch with ops is acknowledged but not applied. 0: off. Default: 0
   uint32_t planted_drop_every = 0;
@@ -169,6 +162,8 @@ struct shard_start_state {
   /// replayed): a slot the replay changed is dirty for the next round.
   std::vector<uint64_t> clean_versions;
   holder_metas holders;
+  /// Each holder's coverage of each slot as the store left it (null: none).
+  std::shared_ptr<coverage_book> covers;
   /// Monotonic milliseconds at start (the snapshot interval counts from it).
   uint64_t started_ms = 0;
 };
@@ -178,7 +173,10 @@ struct shard_counters {
   uint64_t sub_batches = 0;
   uint64_t ops = 0;
   uint64_t fenced = 0; ///< sub-batches of an older incarnation or older than applied, ignored
-  uint64_t implied_drops = 0; ///< older registrations dropped on a newer one's first ops
+  uint64_t implied_drops = 0;    ///< eras whose drop never came, dropped on their first ops
+  uint64_t holes = 0;            ///< sub-batches that did not continue this node's copy
+  uint64_t copies_installed = 0; ///< (slot, holder) parts of other owners' copies taken
+  uint64_t copy_conflicts = 0;   ///< ... that had the same label and other entries
   uint64_t commits = 0;
   uint64_t commit_failures = 0;
   uint64_t records_given_up = 0;
@@ -282,6 +280,20 @@ public:
   /// anti-entropy removes from the owner that held the slot throughout).
   uint64_t repair_slot(uint32_t slot, std::span<const uint64_t> flat, bool keep_own = false);
 
+  /// This node's copy of `slot`: every holder it knows, with its label and keys.
+  slot_copy copy_of(uint32_t slot) const;
+
+  /// Takes from another owner's copy, holder by holder, what is newer than
+  /// this node's (coverage.hpp's rules). The slot turns dirty.
+  copy_outcome install(const slot_copy& copy);
+
+  /// The slots this node owns, and since which placement epoch each
+  /// (coverage_book::set_ownership).
+  void set_ownership(std::vector<uint8_t> owned, std::vector<uint64_t> owned_since);
+  void set_ownership_words(std::span<const uint64_t> words);
+
+  const coverage_book& covers() const noexcept { return *cover_; }
+
   /// The watermarks this shard keeps of one worker's holders (handoff.hpp).
   std::vector<location_mark> marks_of(uint64_t worker_uid) const;
   const shard_counters& counters() const noexcept { return counters_; }
@@ -297,6 +309,9 @@ public:
 private:
   struct round_state {
     uint64_t start_position = 0; ///< P0
+    /// The state of each holder that changed since the last round, as it
+    /// stood at P0: a restart replays the log from P0 on, from there.
+    std::vector<persistence::holder_state> holders;
     uint64_t start_log_bytes = 0;
     uint64_t bytes_written = 0; ///< slot values so far
     std::vector<uint32_t> slots;
@@ -305,6 +320,8 @@ private:
   };
 
   void append_record(const kv_sub_batch& sb, holder_meta& meta);
+  /// Marks the slots whose coverage changed dirty (their snapshot records it).
+  void touch_changed_covers();
   void snapshot_some();
   void finish_round(uint64_t now_ms);
   bool snapshot_due(uint64_t now_ms) const;
@@ -315,6 +332,7 @@ private:
   std::shared_ptr<persistence::store> store_;
 
   holder_metas holders_;
+  std::shared_ptr<coverage_book> cover_;
   uint64_t next_position_ = 1;
   std::vector<uint64_t> slot_positions_;
   std::vector<uint64_t> slot_stamps_;

@@ -43,7 +43,6 @@ void enforce_bound(link_self self) {
     auto p = std::move(oldest->second.front());
     oldest->second.pop_front();
     st.queued_ops -= p.sb.ops.size();
-    st.lag_ops_dropped = st.lag_ops_dropped || !p.sb.ops.empty();
     if (st.cfg.counters)
       st.cfg.counters->dropped_ops += p.sb.ops.size();
     if (!p.released)
@@ -92,24 +91,8 @@ void on_timeout_check(link_self self) {
   }
 }
 
-/// Ends this link's hints once the peer acknowledged what they were about.
-void check_caught_up(link_self self, uint64_t stream, uint64_t number) {
-  auto& st = self->state;
-  if (auto m = st.lag_marks.find(stream); m != st.lag_marks.end() && m->second <= number)
-    st.lag_marks.erase(m);
-  if (!st.lag_reported || !st.lag_marks.empty() || !st.remote)
-    return;
-  if (!st.lag_ops_dropped && st.cfg.on_caught_up) {
-    spdlog::info("peer-caught-up peer={}", st.cfg.peer_id);
-    st.cfg.on_caught_up();
-  }
-  st.lag_reported = false;
-  st.lag_ops_dropped = false;
-}
-
 void on_ack(link_self self, uint64_t stream, uint64_t number) {
   auto& st = self->state;
-  check_caught_up(self, stream, number);
   auto it = st.streams.find(stream);
   if (it == st.streams.end())
     return;
@@ -127,30 +110,6 @@ void on_ack(link_self self, uint64_t stream, uint64_t number) {
   if (q.empty())
     st.streams.erase(it);
   publish_counts(self);
-}
-
-/// Adds to `out` the slots of `sb`'s ops not hinted yet in this down period.
-void collect_lag(link_self self, const kv_sub_batch& sb, std::vector<uint64_t>& out) {
-  auto& st = self->state;
-  if (!st.cfg.on_lag || st.cfg.slot_count == 0 || sb.ops.empty())
-    return;
-  if (st.hinted.size() != st.cfg.slot_count)
-    st.hinted.assign(st.cfg.slot_count, false);
-  for (const auto& op : sb.ops) {
-    const uint32_t slot = cluster::slot_of(op.key, st.cfg.slot_count);
-    if (!st.hinted[slot]) {
-      st.hinted[slot] = true;
-      out.push_back(slot);
-    }
-  }
-}
-
-void report_lag(link_self self, std::vector<uint64_t> slots) {
-  if (slots.empty())
-    return;
-  spdlog::debug("peer-lag-hint peer={} slots={}", self->state.cfg.peer_id, slots.size());
-  self->state.lag_reported = true;
-  self->state.cfg.on_lag(std::move(slots));
 }
 
 void enqueue(link_self self, kv_sub_batch&& sb, caf::strong_actor_ptr sender) {
@@ -177,10 +136,6 @@ void enqueue(link_self self, kv_sub_batch&& sb, caf::strong_actor_ptr sender) {
     // The peer is down: held for it at once (queued for its return).
     q.back().released = true;
     ack_sender(self, q.back().sender, stream, q.back().sb.number);
-    st.lag_marks[stream] = q.back().sb.number;
-    std::vector<uint64_t> lag;
-    collect_lag(self, q.back().sb, lag);
-    report_lag(self, std::move(lag));
   }
   enforce_bound(self);
   publish_counts(self);
@@ -211,15 +166,6 @@ peer_link_main(peer_link_actor::stateful_pointer<peer_link_state> self, peer_lin
         st.peer_down = !st.remote;
         if (!st.remote) {
           st.outbox.clear(); // kept in `streams`; re-sent on the next join
-          // What is queued may never have reached the peer.
-          std::vector<uint64_t> lag;
-          for (const auto& [stream, q] : st.streams) {
-            for (const auto& p : q)
-              collect_lag(self, p.sb, lag);
-            if (!q.empty())
-              st.lag_marks[stream] = q.back().sb.number;
-          }
-          report_lag(self, std::move(lag));
           const uint64_t released = release(self, true);
           spdlog::info("peer-link-down peer={} queued_ops={} released_sub_batches={}",
                        st.cfg.peer_id, st.queued_ops, released);
@@ -228,7 +174,6 @@ peer_link_main(peer_link_actor::stateful_pointer<peer_link_state> self, peer_lin
         // Everything unacknowledged, in order per stream, in messages of at
         // most 256 sub-batches; what the outbox held is among it.
         st.outbox.clear();
-        st.hinted.clear(); // a new down period hints afresh
         uint64_t n = 0;
         std::vector<kv_sub_batch> chunk;
         auto send_chunk = [&] {
@@ -284,7 +229,9 @@ peer_link_main(peer_link_actor::stateful_pointer<peer_link_state> self, peer_lin
       [](snapshot_atom, bool) { return true; },
       [](marks_atom, uint64_t) { return std::vector<location_mark>{}; },
       [](repair_atom, uint64_t, const std::vector<uint64_t>&) {},
-      [](repair_atom, uint64_t, const std::vector<uint64_t>&, bool) {},
+      [](copy_atom, uint64_t) { return std::vector<uint64_t>{}; },
+      [](install_atom, const std::vector<uint64_t>&) { return std::vector<uint64_t>{}; },
+      [](members_atom, const std::vector<uint64_t>&) {},
       // The peer's own directory tells its shard of the registrations.
       [](retire_atom, const std::vector<uint64_t>&) {},
   };

@@ -11,7 +11,9 @@
 // anti-entropy must repair the peer), and when the peer comes back (a new
 // shard handle: a restarted node, or a reconnect) it re-sends everything
 // unacknowledged in order per stream: replaying a suffix of admit/evict ops
-// in order converges to the same state, so a duplicate is harmless.
+// in order converges to the same state, so a duplicate is harmless. What the
+// link drops (beyond the bound, or with this node's death) the peer finds
+// out from the next sub-batch's `prev` (coverage.hpp) and copies.
 //
 // A sub-batch not acknowledged within replication_timeout is acknowledged to
 // its sender anyway (counted): the other owners hold it, and ingest must not
@@ -64,15 +66,6 @@ struct peer_link_config {
   /// A planted bug (chaos-checker tests, lmcc_planted_bug): every Nth
   /// sub-batch with ops is acknowledged to its sender and never sent. 0: off.
   uint32_t planted_skip_every = 0;
-  /// Slots of ops queued for a peer found down go to on_lag (each slot once
-  /// per down period), which tells the slots' other owners that the peer's
-  /// copies lack them (peer_lag_hints in anti_entropy_logic.hpp). Runs in the
-  /// link's context. Null or slot_count 0: no hints.
-  uint32_t slot_count = 0;
-  std::function<void(std::vector<uint64_t> slots)> on_lag;
-  /// Everything queued since the last on_lag reached the peer (acknowledged,
-  /// none dropped beyond buffer_ops): the hints can end.
-  std::function<void()> on_caught_up;
 };
 
 struct peer_link_state {
@@ -97,16 +90,6 @@ struct peer_link_state {
   /// waited for (the replication timeout), one found down is not.
   bool peer_down = false;
   uint64_t planted_count = 0;
-  /// Slots hinted to on_lag since the peer was last found down.
-  std::vector<bool> hinted;
-  /// on_lag was told something on_caught_up has not ended yet, and whether
-  /// ops queued meanwhile were dropped (then only anti-entropy ends them).
-  bool lag_reported = false;
-  bool lag_ops_dropped = false;
-  /// Per stream, the last sub-batch queued while the peer was down: once the
-  /// peer acknowledged each, it holds what the hints named (under steady
-  /// ingest the queue itself is never empty).
-  std::map<uint64_t, uint64_t> lag_marks;
 };
 
 peer_link_actor::behavior_type

@@ -46,7 +46,7 @@ restore_plan plan_restore(const std::vector<persistence::worker_row>& rows,
   std::map<uint64_t, size_t> by_uid;
   for (const auto& row : rows) {
     by_uid[row.uid] = plan.workers.size();
-    plan.workers.push_back(restored_worker{to_record(row, now), {}, {}, {}});
+    plan.workers.push_back(restored_worker{to_record(row, now), {}, {}, {}, {}});
   }
   // Holders sorted by id so that the plan does not depend on hash-map order.
   std::vector<std::pair<holder_id, const holder_meta*>> sorted;

@@ -51,6 +51,9 @@ struct restored_worker {
   std::map<std::string, std::optional<uint64_t>> expected_next;
   /// Non-empty: ask this worker for a full sync at its next heartbeat.
   std::string resync_reason;
+  /// Per location: where its stream stands (the worker's entity continues
+  /// from there: coverage.hpp).
+  std::map<std::string, stream_pos> start_pos;
 };
 
 struct restore_plan {

@@ -20,6 +20,8 @@ double seconds_since(clock_type::time_point t) {
 /// What one loader thread found.
 struct loader_outcome {
   std::string error; ///< fatal
+  /// The covers the slot snapshots stored (coverage_book is one thread's).
+  std::vector<std::pair<uint32_t, persistence::slot_cover_record>> covers;
   std::vector<std::string> problems;
   holder_set damaged;
   std::vector<uint32_t> damaged_slots;
@@ -74,6 +76,8 @@ void load_range(const persistence::store& store, kv_index& index, uint32_t lo, u
       return;
     }
     stamps[slot] = read.header.position;
+    for (const auto& c : read.header.covers)
+      out.covers.emplace_back(slot, c);
     ++out.slots;
   });
   if (!r)
@@ -88,8 +92,9 @@ void load_range(const persistence::store& store, kv_index& index, uint32_t lo, u
 /// A drop is applied at once, counted, to the slots older than it: a lazy drop
 /// job would take the holder's whole count out, including entries admitted
 /// after the drop that newer slot snapshots hold.
-void replay(kv_index& index, holder_metas& holders, const std::vector<uint64_t>& stamps,
-            uint64_t position, const persistence::log_record& rec, uint64_t& ops) {
+void replay(kv_index& index, holder_metas& holders, coverage_book& covers,
+            const std::vector<uint64_t>& stamps, uint64_t position, persistence::log_record& rec,
+            uint64_t& ops) {
   auto& meta = holders[rec.holder];
   if (rec.intro) {
     meta.worker_uid = rec.intro->worker_uid;
@@ -98,17 +103,40 @@ void replay(kv_index& index, holder_metas& holders, const std::vector<uint64_t>&
   }
   meta.changed = true; // the log it came from will be truncated: the next round writes it
   meta.incarnation = std::max(meta.incarnation, rec.incarnation);
+  // The record through the live path's coverage rules, restricted to the
+  // slots whose snapshot is older than it.
+  kv_sub_batch sb;
+  sb.holder = rec.holder;
+  sb.drop = rec.drop;
+  sb.prev = rec.prev;
+  sb.end = rec.end;
+  sb.placement_epoch = rec.placement_epoch;
+  sb.placement_since = rec.placement_since;
+  sb.ops = std::move(rec.ops);
+  covers.set_replay(&stamps, position);
+  const auto step = covers.begin(sb);
   auto newer = [&](uint32_t slot) { return stamps[slot] < position; };
-  auto w = index.write();
-  if (rec.drop) {
-    const holder_set dropped{rec.holder};
-    for (uint32_t slot = 0; slot < stamps.size(); ++slot)
-      if (newer(slot))
-        w.drop_now(slot, dropped);
-  } else {
-    w.apply_where(rec.holder, rec.ops, newer);
-    ops += rec.ops.size();
+  if (!step.stale) {
+    auto w = index.write();
+    if (step.reset) {
+      const holder_set dropped{rec.holder};
+      std::vector<bool> keep(stamps.size(), false);
+      for (uint32_t slot : step.keep)
+        keep[slot] = true;
+      for (uint32_t slot = 0; slot < stamps.size(); ++slot)
+        if (newer(slot) && !keep[slot])
+          w.drop_now(slot, dropped);
+    }
+    if (step.ops == cover_step::ops_mode::all)
+      w.apply_where(rec.holder, sb.ops, newer);
+    else if (step.ops == cover_step::ops_mode::some)
+      w.apply_where(rec.holder, sb.ops,
+                    [&](uint32_t slot) { return newer(slot) && covers.wants(slot); });
+    ops += sb.ops.size();
   }
+  covers.finish(sb);
+  covers.set_replay(nullptr, 0);
+  rec.ops = std::move(sb.ops); // its capacity serves the next record
   if (rec.mark)
     meta.mark = *rec.mark;
   else if (rec.drop)
@@ -117,21 +145,24 @@ void replay(kv_index& index, holder_metas& holders, const std::vector<uint64_t>&
 
 } // namespace
 
-persistence::expected<shard_start_state> restore_shard(const persistence::store& store,
-                                                       kv_index& index,
-                                                       const persistence::directory_data& dir,
-                                                       uint32_t threads,
-                                                       shard_restore_report& report) {
+persistence::expected<shard_start_state>
+restore_shard(const persistence::store& store, kv_index& index,
+              const persistence::directory_data& dir, uint32_t threads,
+              shard_restore_report& report, std::span<const uint64_t> ownership) {
   const uint32_t slot_count = index.slot_count();
   shard_start_state start;
   start.slot_stamps.assign(slot_count, 0);
-  for (const auto& h : dir.holders)
+  start.covers = std::make_shared<coverage_book>(slot_count);
+  auto& covers = *start.covers;
+  for (const auto& h : dir.holders) {
     start.holders[h.holder] = holder_meta{.worker_uid = h.worker_uid,
                                           .location = h.location,
                                           .incarnation = h.incarnation,
                                           .mark = h.mark,
                                           .intro_durable = true,
                                           .changed = false};
+    covers.restore_holder(h.holder, h.applied, h.hole, h.placement_epoch);
+  }
   for (const auto& [h, why] : dir.damaged_holders) {
     report.damaged_holders.insert(h);
     report.problems.push_back("holder state " + std::to_string(h) + ": " + why);
@@ -163,6 +194,11 @@ persistence::expected<shard_start_state> restore_shard(const persistence::store&
       return persistence::error{"cannot load the slot snapshots: " + o.error +
                                 " (was the data dir written with another --slots?)"};
     loaders[t].merge();
+    for (const auto& [slot, c] : o.covers)
+      if (c.state <= static_cast<uint8_t>(cover_state::pending))
+        covers.restore_cover(c.holder, slot,
+                             slot_cover{static_cast<cover_state>(c.state), c.uncovered, c.pos},
+                             c.hole);
     report.slots += o.slots;
     report.damaged_holders.insert(o.damaged.begin(), o.damaged.end());
     report.damaged_unknown |= o.damaged_unknown;
@@ -184,6 +220,9 @@ persistence::expected<shard_start_state> restore_shard(const persistence::store&
   spdlog::info("store-slots-loaded slots={} entries={} threads={} seconds={:.3f}", report.slots,
                report.entries, threads, report.slot_seconds);
 
+  if (!ownership.empty())
+    covers.set_ownership(ownership);
+
   // -- the log suffix ------------------------------------------------------------------
   auto t1 = clock_type::now();
   uint64_t last_position = 0;
@@ -199,7 +238,7 @@ persistence::expected<shard_start_state> restore_shard(const persistence::store&
                                 d.error().message + " (replay stops here: every worker resyncs)");
       return;
     }
-    replay(index, start.holders, start.slot_stamps, position, rec, report.replayed_ops);
+    replay(index, start.holders, covers, start.slot_stamps, position, rec, report.replayed_ops);
     last_position = position;
     if (++report.records % 1'000'000 == 0)
       spdlog::info("store-log-replay-progress records={} seconds={:.1f}", report.records,
@@ -213,6 +252,12 @@ persistence::expected<shard_start_state> restore_shard(const persistence::store&
   const uint64_t max_stamp = *std::max_element(start.slot_stamps.begin(), start.slot_stamps.end());
   start.next_position =
       std::max({last_position, *last, max_stamp, dir.log_floor > 0 ? dir.log_floor - 1 : 0}) + 1;
+  // Slots whose coverage the replay changed are written by the next round.
+  if (auto changed = covers.take_changed(); !changed.empty()) {
+    auto w = index.write();
+    for (uint32_t slot : changed)
+      w.touch(slot);
+  }
   report.log_seconds = seconds_since(t1);
   report.entries = index.read().entries();
   spdlog::info("store-log-replayed floor={} records={} ops={} next_position={} seconds={:.3f}",

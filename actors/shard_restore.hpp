@@ -22,6 +22,7 @@
 #include "persistence/store.hpp"
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -45,10 +46,11 @@ struct shard_restore_report {
 /// Loads the slots and replays the log into `index` (empty, unread).
 /// `threads` loader threads (at least 1). An error only for what must stop
 /// the node (unreadable store, another --slots).
-persistence::expected<shard_start_state> restore_shard(const persistence::store& store,
-                                                       kv_index& index,
-                                                       const persistence::directory_data& dir,
-                                                       uint32_t threads,
-                                                       shard_restore_report& report);
+/// `ownership`: the slots this node owns, one word per slot
+/// (coverage_book::set_ownership); empty: every slot (a single node).
+persistence::expected<shard_start_state>
+restore_shard(const persistence::store& store, kv_index& index,
+              const persistence::directory_data& dir, uint32_t threads,
+              shard_restore_report& report, std::span<const uint64_t> ownership = {});
 
 } // namespace lmcc::actors

@@ -1,6 +1,8 @@
 // slot_mover: see slot_mover.hpp.
 #include "actors/slot_mover.hpp"
 
+#include "actors/slot_copy.hpp"
+
 #include <spdlog/spdlog.h>
 
 namespace lmcc::actors {
@@ -58,19 +60,20 @@ void pump(mover_self self) {
     ++st.in_flight;
     auto service = caf::actor_cast<cluster_service_actor>(table->peers[*from].handles.service);
     const std::string peer = table->members[*from].address.id;
-    self->request(service, st.cfg.timeout, repair_atom::value, uint64_t{slot})
+    self->request(service, st.cfg.timeout, copy_atom::value, uint64_t{slot})
         .then(
-            [self, slot, epoch = st.epoch](std::vector<uint64_t>& flat) {
+            [self, slot, epoch = st.epoch](std::vector<uint64_t>& copy) {
               auto& st = self->state;
               --st.in_flight;
               if (epoch == st.epoch) {
                 if (st.cfg.counters) {
                   ++st.cfg.counters->slots_copied;
-                  st.cfg.counters->entries_copied += flat.size() / 2;
+                  st.cfg.counters->entries_copied += slot_copy_keys(copy);
                 }
-                // Merged, not replaced: writes already reach this node and one
-                // that raced the copy must not be undone by it.
-                self->send(st.cfg.shard, repair_atom::value, uint64_t{slot}, std::move(flat), true);
+                // Holder by holder, where newer: writes already reach this
+                // node, and the shard keeps what the copy does not cover.
+                self->request(st.cfg.shard, caf::infinite, install_atom::value, std::move(copy))
+                    .then([](std::vector<uint64_t>&) {}, [](caf::error&) {});
               }
               pump(self);
             },

@@ -1,6 +1,8 @@
 // slot_refill: see slot_refill.hpp.
 #include "actors/slot_refill.hpp"
 
+#include "actors/slot_copy.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include <optional>
@@ -162,20 +164,21 @@ void pump(refill_self self) {
     ++st.in_flight;
     auto service = caf::actor_cast<cluster_service_actor>(table->peers[*from].handles.service);
     const std::string peer = table->members[*from].address.id;
-    self->request(service, st.cfg.timeout, repair_atom::value, uint64_t{item.slot})
+    self->request(service, st.cfg.timeout, copy_atom::value, uint64_t{item.slot})
         .then(
-            [self, slot = item.slot](std::vector<uint64_t>& flat) {
+            [self, slot = item.slot](std::vector<uint64_t>& copy) {
               auto& st = self->state;
               --st.in_flight;
               ++st.copied;
-              st.entries += flat.size() / 2;
+              st.entries += slot_copy_keys(copy);
               st.leftover_copied = st.leftover_copied || st.done;
               st.leftovers.copied(slot);
               if (st.copied % 1024 == 0)
                 spdlog::info("slot-refill-progress node={} copied={} of={} entries={}",
                              st.cfg.self_id, st.copied, st.total, st.entries);
-              // Merged, not replaced: writes reach this node meanwhile.
-              self->send(st.cfg.shard, repair_atom::value, uint64_t{slot}, std::move(flat), true);
+              // Holder by holder, where newer: writes reach this node meanwhile.
+              self->request(st.cfg.shard, caf::infinite, install_atom::value, std::move(copy))
+                  .then([](std::vector<uint64_t>&) {}, [](caf::error&) {});
               pump(self);
             },
             [self, item, peer](caf::error& e) {

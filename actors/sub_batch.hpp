@@ -34,8 +34,22 @@ struct kv_sub_batch {
   /// The worker's registration this sub-batch belongs to; a destination drops
   /// sub-batches of an incarnation older than one it has seen a drop for.
   uint64_t incarnation = 0;
-  /// Drop every entry of `holder` (ops is empty).
+  /// Drop every entry of `holder` (ops is empty): the start of the era of `end`.
   bool drop = false;
+  /// Stream positions (persistence::stream_pos, docs/convergence.md): `end`
+  /// is this sub-batch's own position in the holder's stream, `prev` the one
+  /// of the last sub-batch its sender sent this destination (or, for the
+  /// first one of a new sender, where that sender took the stream over).
+  /// A destination whose copy is not at `prev` missed something.
+  stream_pos prev;
+  stream_pos end;
+  /// The placement (membership epoch) the ops were split under: a slot the
+  /// destination gained in a later epoch got none of its ops from this one.
+  uint64_t placement_epoch = 0;
+  /// Where the sender's stream stood when it began splitting with that
+  /// placement: a slot the destination gained only gets ops from there on,
+  /// whatever `prev` says of the slots it had before.
+  stream_pos placement_since;
   /// The holder's seq watermark once applied, when it moves.
   bool has_mark = false;
   seq_mark mark;
@@ -56,5 +70,21 @@ struct kv_sub_batch {
 
   friend bool operator==(const kv_sub_batch&, const kv_sub_batch&) = default;
 };
+
+/// Positions as four words each (how they cross between local actors).
+inline std::vector<uint64_t> position_words(const std::vector<stream_pos>& ps) {
+  std::vector<uint64_t> out;
+  out.reserve(ps.size() * 4);
+  for (const auto& p : ps)
+    out.insert(out.end(), {p.incarnation, p.era, p.n, p.sub});
+  return out;
+}
+
+inline std::vector<stream_pos> positions_of(const std::vector<uint64_t>& words) {
+  std::vector<stream_pos> out;
+  for (size_t i = 0; i + 3 < words.size(); i += 4)
+    out.push_back(stream_pos{words[i], words[i + 1], words[i + 2], words[i + 3]});
+  return out;
+}
 
 } // namespace lmcc::actors

@@ -22,8 +22,8 @@ public:
     self_->send(self_->state.env.directory, sync_state_atom::value, self_->state.env.worker_uid,
                 phase, missing);
   }
-  void ended(const std::string& sync_id, bool completed) override {
-    self_->send(self_->state.env.owner, session_done_atom::value, sync_id, completed);
+  void ended(const std::string& sync_id, bool completed, const session_stream& left) override {
+    self_->send(self_->state.env.owner, session_done_atom::value, sync_id, completed, left.words());
   }
 
 private:

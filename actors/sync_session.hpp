@@ -31,7 +31,8 @@ using directory_feedback_actor =
                      caf::reacts_to<location_atom, uint64_t, std::string>>;
 
 /// The part of a worker actor a session reports to.
-using session_owner_actor = caf::typed_actor<caf::reacts_to<session_done_atom, std::string, bool>>;
+using session_owner_actor =
+    caf::typed_actor<caf::reacts_to<session_done_atom, std::string, bool, std::vector<uint64_t>>>;
 
 using sync_session_actor = caf::typed_actor<
     caf::reacts_to<sync_start_atom, session_params>, caf::reacts_to<go_atom>,

@@ -19,6 +19,8 @@ void sync_session_logic::start(const session_params& p, double now) {
   if (p.holder != params_.holder)
     intro_sent_.assign(cfg_.destinations, false);
   params_ = p;
+  pos_ = stream_pos{p.incarnation, p.era, 0, 0};
+  left_ = session_stream{std::vector<stream_pos>(cfg_.destinations, pos_), UINT64_MAX, pos_};
   book_.emplace(p.sync_id, p.total_keys, p.batch_count, now);
   go_ = false;
   ending_ = false;
@@ -42,11 +44,22 @@ void sync_session_logic::go() {
 }
 
 void sync_session_logic::send_mark(seq_mark mark, bool drop) {
+  // The drop is the era's first event; the end mark an event of its own, so
+  // that every destination stands at the same place when the sync ends.
+  const stream_pos before = pos_;
+  if (!drop)
+    ++pos_.sub;
+  const uint64_t epoch = placement_epoch(before);
   for (uint32_t d = 0; d < cfg_.destinations; ++d) {
     kv_sub_batch sb;
     sb.holder = params_.holder;
     sb.incarnation = params_.incarnation;
     sb.drop = drop;
+    sb.prev = left_.sent_to[d];
+    sb.end = pos_;
+    sb.placement_epoch = epoch;
+    sb.placement_since = left_.placement_since;
+    left_.sent_to[d] = pos_;
     sb.has_mark = true;
     sb.mark = mark;
     if (!intro_sent_[d]) {
@@ -58,6 +71,18 @@ void sync_session_logic::send_mark(seq_mark mark, bool drop) {
     stream_.stamp(d, sb, 0);
     out_.send(d, std::move(sb));
   }
+}
+
+uint64_t sync_session_logic::placement_epoch(const stream_pos& before) {
+  const uint64_t epoch = cfg_.placement ? cfg_.placement->load()->epoch : 0;
+  if (epoch != left_.placement_epoch) {
+    // The drop empties every slot, so a placement seen first at it needs no
+    // start; one that changes later gives the gained slots ops from here on.
+    if (left_.placement_epoch != UINT64_MAX)
+      left_.placement_since = before;
+    left_.placement_epoch = epoch;
+  }
+  return epoch;
 }
 
 void sync_session_logic::on_input(pushed_msg&& m, double now) {
@@ -83,10 +108,18 @@ void sync_session_logic::on_batch(const msg::FullSyncBatchMsg& m, uint64_t credi
   }
   book_->record_batch(m.batch_id.is_negative() ? UINT64_MAX : m.batch_id.bits(), m.keys.size(),
                       now);
+  const uint64_t epoch = placement_epoch(pos_);
+  ++pos_.sub; // full-sync batches carry no seq: one position each
+  const auto masks = cfg_.placement ? cfg_.placement->load() : nullptr;
   auto make = [&](uint32_t d, std::vector<kv_op>&& ops, uint64_t share) {
     kv_sub_batch sb;
     sb.holder = params_.holder;
     sb.incarnation = params_.incarnation;
+    sb.prev = left_.sent_to[d];
+    sb.end = pos_;
+    sb.placement_epoch = epoch;
+    sb.placement_since = left_.placement_since;
+    left_.sent_to[d] = pos_;
     sb.ops = std::move(ops);
     stream_.stamp(d, sb, share);
     out_.send(d, std::move(sb));
@@ -99,7 +132,6 @@ void sync_session_logic::on_batch(const msg::FullSyncBatchMsg& m, uint64_t credi
     make(0, std::move(ops), credits);
   } else {
     uint64_t total = 0;
-    const auto masks = cfg_.placement->load();
     for (const auto& k : m.keys)
       for_each_destination((*masks)[slot_of(k.bits(), cfg_.slot_count)], [&](uint32_t d) {
         split_[d].push_back(kv_op{k.bits(), true});
@@ -155,7 +187,7 @@ void sync_session_logic::check_done(double now) {
                  "actual_total_keys={}",
                  params_.location, params_.sync_id, book_->received_keys(), actual_total_keys_);
   out_.report(sync_phase::completed, 0);
-  out_.ended(params_.sync_id, true);
+  out_.ended(params_.sync_id, true, left_);
 }
 
 bool sync_session_logic::expire(double now) {
@@ -165,7 +197,7 @@ bool sync_session_logic::expire(double now) {
                params_.sync_id, cfg_.timeout_s);
   give_buffered();
   out_.report(sync_phase::failed, 0);
-  out_.ended(params_.sync_id, false);
+  out_.ended(params_.sync_id, false, left_);
   return true;
 }
 

@@ -41,8 +41,9 @@ public:
   virtual void give_credits(uint64_t n) = 0;
   /// The sync's state for the Directory's global progress.
   virtual void report(sync_phase phase, uint64_t missing_batches) = 0;
-  /// The sync ended: completed (acknowledged everywhere) or failed.
-  virtual void ended(const std::string& sync_id, bool completed) = 0;
+  /// The sync ended: completed (acknowledged everywhere) or failed;
+  /// `left`: where it left the location's stream.
+  virtual void ended(const std::string& sync_id, bool completed, const session_stream& left) = 0;
 };
 
 struct session_config {
@@ -82,6 +83,9 @@ private:
   void on_batch(const msg::FullSyncBatchMsg& m, uint64_t credits, double now);
   void on_end(const msg::FullSyncEndMsg& m, uint64_t credits, double now);
   void send_mark(seq_mark mark, bool drop);
+  /// The placement epoch to split with now (noting when it changed; `before`:
+  /// the position before the event about to be sent).
+  uint64_t placement_epoch(const stream_pos& before);
   void check_done(double now);
   void give_buffered();
 
@@ -93,6 +97,11 @@ private:
   std::vector<pushed_msg> buffered_;
   std::vector<bool> intro_sent_;
   std::vector<std::vector<kv_op>> split_;
+  /// The sync's position in the location's stream (an era of its own: the
+  /// drop, then one position per batch), and the last one sent to each
+  /// destination.
+  stream_pos pos_;
+  session_stream left_;
   bool go_ = false;
   bool ending_ = false;
   uint64_t actual_total_keys_ = 0;

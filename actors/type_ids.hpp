@@ -81,9 +81,10 @@ CAF_BEGIN_TYPE_ID_BLOCK(lmcc, caf::first_custom_type_id)
   CAF_ADD_ATOM(lmcc, lmcc::actors, leave_atom, "leave")     // a clean stop hands off first
   CAF_ADD_ATOM(lmcc, lmcc::actors, digest_atom, "digest")   // slot digests (anti-entropy)
   CAF_ADD_ATOM(lmcc, lmcc::actors, repair_atom, "repair")   // a slot's content, to copy
+  CAF_ADD_ATOM(lmcc, lmcc::actors, copy_atom, "copy")       // a slot's copy with its labels
+  CAF_ADD_ATOM(lmcc, lmcc::actors, install_atom, "install") // take what is newer of a copy
   CAF_ADD_ATOM(lmcc, lmcc::actors, members_atom, "members") // the member set (membership_record)
   CAF_ADD_ATOM(lmcc, lmcc::actors, propose_atom, "propose") // an operator's new member set
-  CAF_ADD_ATOM(lmcc, lmcc::actors, hint_atom, "hint")       // a peer's slots lack writes
   CAF_ADD_ATOM(lmcc, lmcc::actors, rows_applied_atom, "rowsdone") // rows sent before it applied
   CAF_ADD_ATOM(lmcc, lmcc::actors, refill_atom, "refill")   // back empty, peers hold the index
   CAF_ADD_ATOM(lmcc, lmcc::actors, settled_atom, "settled") // a refill settled (or was not needed)
@@ -101,6 +102,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(lmcc, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(lmcc, (lmcc::msg::wire_int))
   CAF_ADD_TYPE_ID(lmcc, (lmcc::persistence::kv_op))
   CAF_ADD_TYPE_ID(lmcc, (lmcc::persistence::seq_mark))
+  CAF_ADD_TYPE_ID(lmcc, (lmcc::persistence::stream_pos))
   CAF_ADD_TYPE_ID(lmcc, (lmcc::persistence::worker_row))
   CAF_ADD_TYPE_ID(lmcc, (std::vector<lmcc::actors::kv_sub_batch>))
   CAF_ADD_TYPE_ID(lmcc, (std::vector<lmcc::actors::pushed_msg>))

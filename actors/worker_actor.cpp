@@ -246,6 +246,8 @@ void start_taken_over(worker_self self, const std::vector<location_mark>& marks)
   cfg.last_seq = std::move(plan.last_seq);
   cfg.expected_next = std::move(plan.expected_next);
   cfg.locations = std::move(plan.record.locations);
+  for (const auto& m : marks) // the stream goes on from the newest position any owner had
+    cfg.start_pos[m.location] = std::max(cfg.start_pos[m.location], m.pos);
   st.logic = std::make_unique<worker_logic>(std::move(cfg), *st.effects);
   auto parked = std::move(st.parked);
   st.parked.clear();
@@ -330,9 +332,11 @@ worker_actor::behavior_type worker_main(worker_actor::stateful_pointer<worker_ac
         answer_drains(self);
         quit_if_finished(self);
       },
-      [self](session_done_atom, const std::string& sync_id, bool completed) {
+      [self](session_done_atom, const std::string& sync_id, bool completed,
+             const std::vector<uint64_t>& sent_to) {
         if (self->state.logic)
-          self->state.logic->on_session_ended(sync_id, completed);
+          self->state.logic->on_session_ended(sync_id, completed,
+                                              session_stream::from_words(sent_to));
       },
       [self, ensure_logic](reset_atom, uint64_t incarnation) {
         ensure_logic();

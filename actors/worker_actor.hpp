@@ -33,7 +33,7 @@ using worker_actor =
                      caf::replies_to<sync_start_atom, msg::Msg>::with<msg::Msg>,
                      caf::replies_to<sync_status_atom, msg::Msg>::with<msg::Msg>,
                      caf::reacts_to<ack_atom, uint64_t, uint64_t>,
-                     caf::reacts_to<session_done_atom, std::string, bool>,
+                     caf::reacts_to<session_done_atom, std::string, bool, std::vector<uint64_t>>,
                      caf::reacts_to<reset_atom, uint64_t>, caf::reacts_to<retire_atom>,
                      // Answers once everything it and its session sent is acknowledged.
                      caf::replies_to<drain_atom>::with<bool>,

@@ -20,6 +20,10 @@ worker_logic::worker_logic(worker_config cfg, worker_outbox& out)
     auto& loc = locations_[name];
     loc.holder = make_holder_id(cfg_.instance_id, cfg_.worker_id, name);
     loc.intro_sent.assign(cfg_.destinations, false);
+    auto p = cfg_.start_pos.find(name);
+    loc.pos = p != cfg_.start_pos.end() ? p->second : stream_pos{cfg_.incarnation, 0, 0, 0};
+    loc.sent_to.assign(cfg_.destinations, loc.pos);
+    loc.placement_since = loc.pos; // what came before is not this entity's to vouch for
     if (auto it = cfg_.last_seq.find(name); it != cfg_.last_seq.end()) {
       loc.last_seq = it->second;
       loc.durable = it->second; // what the takeover trusted
@@ -37,6 +41,12 @@ worker_logic::location_state& worker_logic::location(const std::string& name) {
   if (inserted) {
     it->second.holder = make_holder_id(cfg_.instance_id, cfg_.worker_id, name);
     it->second.intro_sent.assign(cfg_.destinations, false);
+    // A location's stream begins with its registration's drop (which every
+    // owner got, or implies from the first sub-batch of the registration).
+    auto p = cfg_.start_pos.find(name);
+    it->second.pos = p != cfg_.start_pos.end() ? p->second : stream_pos{cfg_.incarnation, 0, 0, 0};
+    it->second.sent_to.assign(cfg_.destinations, it->second.pos);
+    it->second.placement_since = it->second.pos;
     // A location first reported after a restart must start at seq 0.
     if (cfg_.restored)
       it->second.expect_first = std::optional<uint64_t>{0};
@@ -208,7 +218,7 @@ void worker_logic::on_batch(const msg::BatchedKVOperationMsg& m, uint64_t credit
     spdlog::warn("worker-stale-frames-dropped instance={} worker={} location={} last_seq={} "
                  "reason=sent-before-reregistration",
                  cfg_.instance_id, cfg_.worker_id.to_string(), m.location, *loc.last_seq);
-    drop_location(loc, cfg_.incarnation);
+    drop_location(loc, stream_pos{cfg_.incarnation, next_era(loc), 0, 0});
     forget_durable(loc);
     loc.last_seq.reset();
   } else if (loc.last_seq && first < *loc.last_seq) {
@@ -228,14 +238,21 @@ void worker_logic::on_batch(const msg::BatchedKVOperationMsg& m, uint64_t credit
   std::vector<kv_op>& ops = in_round_ ? held_.ops : own_ops;
   if (const size_t needed = ops.size() + m.operations.size(); needed > ops.capacity())
     ops.reserve(std::max(needed, 2 * ops.capacity())); // grows geometrically over a round
+  uint64_t max_seq = 0;
   for (const auto& op : m.operations) {
     const uint64_t seq = op.seq_num.bits();
     if (last && seq != *last + 1 && !gap)
       gap = std::make_pair(*last + 1, seq);
     last = seq;
+    max_seq = std::max(max_seq, seq);
     ops.push_back(kv_op{op.key.bits(), op.op_type == msg::OpType::admit});
   }
   loc.last_seq = last;
+  // A round's sub-batch holds the ops of all its batches: its event began
+  // before the first of them.
+  if (!(in_round_ && held_.active && held_.location == m.location))
+    loc.event_from = loc.pos;
+  advance(loc, max_seq);
   if (gap) {
     loc.batches_since_gap = 0;
     out_.seq_gap(m.location, gap->first, gap->second);
@@ -265,10 +282,15 @@ void worker_logic::on_batch(const msg::BatchedKVOperationMsg& m, uint64_t credit
 
 void worker_logic::send_ops(location_state& loc, const std::string& name, std::vector<kv_op>&& ops,
                             std::optional<seq_mark> mark, uint64_t credits, uint64_t also_mark_to) {
-  auto make = [&](uint32_t d, std::vector<kv_op>&& part) {
+  auto make = [&](uint32_t d, std::vector<kv_op>&& part, uint64_t placement_epoch) {
     kv_sub_batch sb;
     sb.holder = loc.holder;
     sb.incarnation = cfg_.incarnation;
+    sb.prev = loc.sent_to[d];
+    sb.end = loc.pos;
+    loc.sent_to[d] = loc.pos;
+    sb.placement_epoch = placement_epoch;
+    sb.placement_since = loc.placement_since;
     if (mark) {
       sb.has_mark = true;
       sb.mark = *mark;
@@ -287,13 +309,19 @@ void worker_logic::send_ops(location_state& loc, const std::string& name, std::v
     return sb;
   };
   if (cfg_.destinations == 1 || !cfg_.placement) {
-    auto sb = make(0, std::move(ops));
+    auto sb = make(0, std::move(ops), 0);
     out_stream_.stamp(0, sb, credits);
     out_.send(0, std::move(sb));
     return;
   }
   const auto masks = cfg_.placement->load();
   const auto& table = *masks;
+  if (table.epoch != loc.placement_epoch) {
+    // A new placement: the slots a destination gains get ops from here on.
+    if (loc.placement_epoch != unknown_epoch)
+      loc.placement_since = ops.empty() ? loc.pos : loc.event_from;
+    loc.placement_epoch = table.epoch;
+  }
   for (const auto& op : ops)
     for_each_destination(table[slot_of(op.key, cfg_.slot_count)],
                          [&](uint32_t d) { split_[d].push_back(op); });
@@ -326,7 +354,7 @@ void worker_logic::send_ops(location_state& loc, const std::string& name, std::v
       continue;
     const uint64_t share = d == last_used ? left : credits * split_[d].size() / total;
     left -= share;
-    auto sb = make(d, std::move(split_[d]));
+    auto sb = make(d, std::move(split_[d]), table.epoch);
     split_[d] = {};
     out_stream_.stamp(d, sb, share);
     if (track) {
@@ -415,7 +443,7 @@ std::vector<location_mark> worker_logic::marks() const {
   using persistence::seq_state;
   std::vector<location_mark> out;
   for (const auto& [name, loc] : locations_) {
-    location_mark m{name, cfg_.incarnation, seq_mark{seq_state::resynced, 0}};
+    location_mark m{name, cfg_.incarnation, seq_mark{seq_state::resynced, 0}, loc.pos};
     if (gate_ != gate::open && name == sync_location_)
       m.mark = seq_mark{seq_state::syncing, 0};
     else if (loc.last_seq)
@@ -460,8 +488,12 @@ msg::FullSyncStartRetMsg worker_logic::on_sync_start(const msg::FullSyncStartMsg
   sync_location_ = m.location;
   gate_ = gate::draining;
   stale_read_asked_ = false; // a frame read before the registration after this asks again
+  // The sync is a new era of the location: its session's drop starts it.
+  const uint64_t era = next_era(loc);
+  new_era(loc, stream_pos{cfg_.incarnation, era, 0, 0});
   out_.session_start(session_params{m.sync_id, m.location, loc.holder, cfg_.uid, cfg_.incarnation,
-                                    m.total_keys.is_negative() ? 0 : m.total_keys.bits(), batches});
+                                    era, m.total_keys.is_negative() ? 0 : m.total_keys.bits(),
+                                    batches});
   maybe_go();
   return msg::FullSyncStartRetMsg{m.sync_id, true, std::nullopt};
 }
@@ -473,10 +505,21 @@ void worker_logic::maybe_go() {
   }
 }
 
-void worker_logic::on_session_ended(const std::string& sync_id, bool completed) {
+void worker_logic::on_session_ended(const std::string& sync_id, bool completed,
+                                    const session_stream& left) {
   if (sync_id != sync_id_ || gate_ == gate::open)
     return; // an older session's news
   gate_ = gate::open;
+  // The location's stream goes on from where the session left it.
+  if (auto it = locations_.find(sync_location_);
+      it != locations_.end() && left.sent_to.size() == cfg_.destinations) {
+    auto& loc = it->second;
+    loc.sent_to = left.sent_to;
+    for (const auto& p : left.sent_to)
+      loc.pos = std::max(loc.pos, p);
+    loc.placement_epoch = left.placement_epoch;
+    loc.placement_since = left.placement_since;
+  }
   spdlog::debug("full-sync-gate-open instance={} worker={} sync_id={} completed={}",
                 cfg_.instance_id, cfg_.worker_id.to_string(), sync_id, completed);
 }
@@ -484,21 +527,62 @@ void worker_logic::on_session_ended(const std::string& sync_id, bool completed) 
 // -- lifecycle --------------------------------------------------------------------
 
 void worker_logic::drop_all(uint64_t incarnation) {
-  for (const auto& [name, loc] : locations_)
-    drop_location(loc, incarnation);
+  for (auto& [name, loc] : locations_)
+    drop_location(loc, stream_pos{incarnation, 0, 0, 0});
 }
 
-void worker_logic::drop_location(const location_state& loc, uint64_t incarnation) {
+void worker_logic::drop_location(location_state& loc, const stream_pos& at) {
+  new_era(loc, at);
   for (uint32_t d = 0; d < cfg_.destinations; ++d) {
     kv_sub_batch sb;
     sb.holder = loc.holder;
-    sb.incarnation = incarnation;
+    sb.incarnation = at.incarnation;
     sb.drop = true;
+    sb.prev = at;
+    sb.end = at;
     sb.has_mark = true;
     sb.mark = seq_mark{};
     out_stream_.stamp(d, sb, 0);
     out_.send(d, std::move(sb));
   }
+}
+
+std::vector<uint64_t> session_stream::words() const {
+  std::vector<stream_pos> all = sent_to;
+  all.push_back(placement_since);
+  auto out = position_words(all);
+  out.push_back(placement_epoch);
+  return out;
+}
+
+session_stream session_stream::from_words(const std::vector<uint64_t>& words) {
+  session_stream s;
+  if (words.size() < 5 || (words.size() - 1) % 4 != 0)
+    return s;
+  s.placement_epoch = words.back();
+  auto all = positions_of(std::vector<uint64_t>(words.begin(), words.end() - 1));
+  s.placement_since = all.back();
+  all.pop_back();
+  s.sent_to = std::move(all);
+  return s;
+}
+
+void worker_logic::advance(location_state& loc, uint64_t max_seq) {
+  if (max_seq > loc.pos.n)
+    loc.pos = stream_pos{loc.pos.incarnation, loc.pos.era, max_seq, 0};
+  else
+    ++loc.pos.sub;
+}
+
+void worker_logic::new_era(location_state& loc, const stream_pos& at) {
+  loc.pos = at;
+  loc.sent_to.assign(cfg_.destinations, at);
+  loc.placement_since = at; // the drop empties every slot of every owner
+}
+
+uint64_t worker_logic::next_era(const location_state& loc) const {
+  const uint64_t clock = cfg_.era_clock ? cfg_.era_clock() : 0;
+  return std::max(loc.pos.era + 1, clock);
 }
 
 void worker_logic::forget_durable(location_state& loc) {
@@ -515,6 +599,7 @@ void worker_logic::on_reset(uint64_t incarnation) {
   stale_read_asked_ = false;
   cfg_.incarnation = incarnation;
   cfg_.restored = false; // a new registration: nothing to continue
+  cfg_.start_pos.clear();
   locations_.clear();
   gate_ = gate::open;
   sync_id_.clear();

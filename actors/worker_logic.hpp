@@ -35,6 +35,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -65,18 +66,25 @@ using pushed_msgs = std::vector<pushed_msg>;
 /// batch, so a batch is split by one table.
 class placement_cell {
 public:
-  explicit placement_cell(std::vector<uint64_t> masks)
-    : masks_(std::make_shared<const std::vector<uint64_t>>(std::move(masks))) {}
-  std::shared_ptr<const std::vector<uint64_t>> load() const noexcept {
-    return masks_.load(std::memory_order_acquire);
+  /// The destinations of each slot, and the placement epoch (membership
+  /// epoch) they belong to: sub-batches carry it (kv_sub_batch::placement_epoch).
+  struct table {
+    std::vector<uint64_t> masks;
+    uint64_t epoch = 0;
+    uint64_t operator[](size_t slot) const noexcept { return masks[slot]; }
+  };
+  explicit placement_cell(std::vector<uint64_t> masks, uint64_t epoch = 0)
+    : table_(std::make_shared<const table>(table{std::move(masks), epoch})) {}
+  std::shared_ptr<const table> load() const noexcept {
+    return table_.load(std::memory_order_acquire);
   }
-  void store(std::vector<uint64_t> masks) {
-    masks_.store(std::make_shared<const std::vector<uint64_t>>(std::move(masks)),
+  void store(std::vector<uint64_t> masks, uint64_t epoch) {
+    table_.store(std::make_shared<const table>(table{std::move(masks), epoch}),
                  std::memory_order_release);
   }
 
 private:
-  std::atomic<std::shared_ptr<const std::vector<uint64_t>>> masks_;
+  std::atomic<std::shared_ptr<const table>> table_;
 };
 /// Null: everything to destination 0.
 using placement_table = std::shared_ptr<placement_cell>;
@@ -90,6 +98,18 @@ void for_each_destination(uint64_t mask, Fn&& fn) {
   }
 }
 
+/// Where a full sync's session left the location's stream: per destination
+/// the last position sent, and the placement it split with since when.
+struct session_stream {
+  std::vector<stream_pos> sent_to;
+  uint64_t placement_epoch = UINT64_MAX;
+  stream_pos placement_since;
+
+  /// As words (local actors carry it so): the positions, then since, then epoch.
+  std::vector<uint64_t> words() const;
+  static session_stream from_words(const std::vector<uint64_t>& words);
+};
+
 /// What a full sync's session starts with.
 struct session_params {
   std::string sync_id;
@@ -97,6 +117,8 @@ struct session_params {
   holder_id holder = 0;
   uint64_t worker_uid = 0;
   uint64_t incarnation = 0;
+  /// The era the sync starts (its drop is the era's first event).
+  uint64_t era = 0;
   uint64_t total_keys = 0;
   uint64_t batch_count = 0;
 };
@@ -171,6 +193,13 @@ struct worker_config {
   std::map<std::string, uint64_t> last_seq;
   std::map<std::string, std::optional<uint64_t>> expected_next;
   std::vector<std::string> locations;
+  /// Per location, where its stream stands (restored or handed over); a
+  /// location not listed starts at its registration's drop.
+  std::map<std::string, stream_pos> start_pos;
+  /// A clock for new eras (full syncs, a reset inside a registration):
+  /// milliseconds, growing; an era is never below the one before it.
+  /// Null: eras count up from the last one.
+  std::function<uint64_t()> era_clock;
 };
 
 class worker_logic {
@@ -217,8 +246,11 @@ public:
   /// which must leave every owner told).
   void flush_durable(bool only_if_quiet = true);
 
-  /// The session's sync ended (completed: the index acknowledged all of it).
-  void on_session_ended(const std::string& sync_id, bool completed);
+  /// The session's sync ended (completed: the index acknowledged all of it);
+  /// `sent_to`: where the session left each destination's stream (the
+  /// stream continues from there).
+  void on_session_ended(const std::string& sync_id, bool completed,
+                        const session_stream& left = {});
 
   /// A re-registration: everything of the old incarnation is dropped.
   void on_reset(uint64_t incarnation);
@@ -261,6 +293,17 @@ private:
 
   struct location_state {
     holder_id holder = 0;
+    /// The position of the last event of this location's stream, and of the
+    /// last one sent to each destination (a sub-batch's `prev`).
+    stream_pos pos;
+    std::vector<stream_pos> sent_to;
+    /// Where the event being sent began (the position before its first
+    /// batch), the placement epoch the location last split with, and where
+    /// the stream stood when it began splitting with it (a sub-batch's
+    /// placement_since); unknown_epoch until the first split.
+    stream_pos event_from;
+    uint64_t placement_epoch = unknown_epoch;
+    stream_pos placement_since;
     std::optional<uint64_t> last_seq;
     /// After a restore or a re-registration: the seq the first op must carry
     /// (checked once).
@@ -310,6 +353,8 @@ private:
   };
 
   /// Ops of consecutive batches of one location, not sent yet (begin_round).
+  static constexpr uint64_t unknown_epoch = UINT64_MAX;
+
   struct held_batches {
     bool active = false;
     std::string location;
@@ -317,6 +362,14 @@ private:
     seq_mark mark;
     uint64_t credits = 0;
   };
+
+  /// Moves `loc`'s stream past a batch whose highest seq is `max_seq`.
+  static void advance(location_state& loc, uint64_t max_seq);
+  /// Starts a new era of `loc` (its drop's position); every destination is
+  /// told by the drop.
+  void new_era(location_state& loc, const stream_pos& at);
+  /// A new era number above `loc`'s.
+  uint64_t next_era(const location_state& loc) const;
 
   location_state& location(const std::string& name);
   /// Sends what begin_round() held back.
@@ -330,8 +383,9 @@ private:
   void send_ops(location_state& loc, const std::string& name, std::vector<kv_op>&& ops,
                 std::optional<seq_mark> mark, uint64_t credits, uint64_t also_mark_to = 0);
   void drop_all(uint64_t incarnation);
-  /// Drops every entry of one location (a drop sub-batch to every destination).
-  void drop_location(const location_state& loc, uint64_t incarnation);
+  /// Drops every entry of one location (a drop sub-batch to every
+  /// destination), starting the era whose first event is at `at`.
+  void drop_location(location_state& loc, const stream_pos& at);
   /// The worker's seq started again: the durable seq and the batches waiting
   /// for acks belong to the sequence before.
   static void forget_durable(location_state& loc);

@@ -32,7 +32,7 @@ namespace lmcc::cluster {
 /// change of it needs a full stop; one within a version needs nothing).
 /// The first step's own interface (hello: id, nonce, version -> nonce,
 /// version) must never change, so that any two versions can tell.
-constexpr uint32_t cluster_protocol_version = 1;
+constexpr uint32_t cluster_protocol_version = 2;
 
 enum class handshake_role : uint8_t { join, accept };
 

@@ -18,14 +18,14 @@ namespace {
 using internal::byte_reader;
 using internal::byte_writer;
 
-constexpr uint8_t record_format = 1;
+constexpr uint8_t record_format = 2;
 constexpr uint8_t flag_mark = 1;
 constexpr uint8_t flag_intro = 2;
 constexpr uint8_t flag_drop = 4;
 constexpr uint8_t known_flags = flag_mark | flag_intro | flag_drop;
 
-constexpr uint8_t slot_format = 1;
-constexpr uint8_t holder_state_format = 1;
+constexpr uint8_t slot_format = 2;
+constexpr uint8_t holder_state_format = 2;
 
 /// Appends the crc32c of out[from..] to out.
 void seal(std::string& out, size_t from) {
@@ -42,6 +42,17 @@ bool sealed(std::string_view value) {
   return crc32c::value(value.substr(0, value.size() - 4)) == stored;
 }
 
+void write_pos(byte_writer& w, const stream_pos& p) {
+  w.varint(p.incarnation);
+  w.varint(p.era);
+  w.varint(p.n);
+  w.varint(p.sub);
+}
+
+bool read_pos(byte_reader& r, stream_pos& p) {
+  return r.varint(p.incarnation) && r.varint(p.era) && r.varint(p.n) && r.varint(p.sub);
+}
+
 bool read_mark(byte_reader& r, seq_mark& m) {
   uint8_t state = 0;
   if (!r.u8(state) || state > max_seq_state || !r.varint(m.seq))
@@ -54,17 +65,20 @@ bool read_mark(byte_reader& r, seq_mark& m) {
 
 // -- op-log records ------------------------------------------------------------------
 
-void encode_log_record(uint64_t holder, uint64_t incarnation, bool drop,
-                       const std::optional<seq_mark>& mark, const holder_intro* intro,
-                       std::span<const kv_op> ops, std::string& out) {
+void encode_log_record(const log_header& head, const std::optional<seq_mark>& mark,
+                       const holder_intro* intro, std::span<const kv_op> ops, std::string& out) {
   const size_t start = out.size();
-  out.reserve(start + 40 + ops.size() * 9 + (intro ? intro->location.size() : 0));
+  out.reserve(start + 120 + ops.size() * 9 + (intro ? intro->location.size() : 0));
   byte_writer w{out};
   w.u8(record_format);
   w.u8(static_cast<uint8_t>((mark ? flag_mark : 0) | (intro ? flag_intro : 0) |
-                            (drop ? flag_drop : 0)));
-  w.u64(holder);
-  w.varint(incarnation);
+                            (head.drop ? flag_drop : 0)));
+  w.u64(head.holder);
+  w.varint(head.incarnation);
+  write_pos(w, head.prev);
+  write_pos(w, head.end);
+  w.varint(head.placement_epoch);
+  write_pos(w, head.placement_since);
   if (mark) {
     w.u8(static_cast<uint8_t>(mark->state));
     w.varint(mark->seq);
@@ -89,8 +103,9 @@ void encode_log_record(uint64_t holder, uint64_t incarnation, bool drop,
 }
 
 void encode_log_record(const log_record& rec, std::string& out) {
-  encode_log_record(rec.holder, rec.incarnation, rec.drop, rec.mark,
-                    rec.intro ? &*rec.intro : nullptr, rec.ops, out);
+  encode_log_record(log_header{rec.holder, rec.incarnation, rec.drop, rec.prev, rec.end,
+                               rec.placement_epoch, rec.placement_since},
+                    rec.mark, rec.intro ? &*rec.intro : nullptr, rec.ops, out);
 }
 
 expected<void> decode_log_record(std::string_view value, log_record& rec) {
@@ -107,7 +122,8 @@ expected<void> decode_log_record(std::string_view value, log_record& rec) {
   rec.mark.reset();
   rec.intro.reset();
   rec.ops.clear();
-  if (!r.u64(rec.holder) || !r.varint(rec.incarnation))
+  if (!r.u64(rec.holder) || !r.varint(rec.incarnation) || !read_pos(r, rec.prev) ||
+      !read_pos(r, rec.end) || !r.varint(rec.placement_epoch) || !read_pos(r, rec.placement_since))
     return error{"op-log record: truncated header"};
   if (flags & flag_mark) {
     seq_mark m;
@@ -251,6 +267,14 @@ void slot_snapshot_writer::finish(std::string& out) {
   w.varint(order.size());
   for (uint64_t h : order)
     w.u64(h);
+  w.varint(covers_.size());
+  for (const auto& c : covers_) {
+    w.u64(c.holder);
+    w.u8(c.state);
+    w.u8(c.uncovered ? 1 : 0);
+    write_pos(w, c.pos);
+    write_pos(w, c.hole);
+  }
   seal(out, header_at);
 
   // The body straight into `out`'s bytes: at most 10 bytes a varint.
@@ -290,6 +314,18 @@ read_slot_snapshot(std::string_view value,
   result.header.holders.resize(holders);
   for (auto& h : result.header.holders)
     r.u64(h);
+  // A cover takes at least 8 + 2 + 8 bytes: a count past what is left is damage.
+  uint64_t covers = 0;
+  if (!r.varint(covers) || covers > r.remaining() / 18)
+    return damaged(slot_damage::header, "unreadable header");
+  result.header.covers.resize(covers);
+  for (auto& c : result.header.covers) {
+    uint8_t flags = 0;
+    if (!r.u64(c.holder) || !r.u8(c.state) || !r.u8(flags) || !read_pos(r, c.pos) ||
+        !read_pos(r, c.hole))
+      return damaged(slot_damage::header, "unreadable header");
+    c.uncovered = (flags & 1) != 0;
+  }
   uint32_t header_crc = 0;
   const size_t header_end = r.position();
   if (!r.u32(header_crc) || crc32c::value(value.substr(0, header_end)) != header_crc)
@@ -339,6 +375,9 @@ std::string encode_holder_state(const holder_state& s) {
   w.varint(s.incarnation);
   w.u8(static_cast<uint8_t>(s.mark.state));
   w.varint(s.mark.seq);
+  write_pos(w, s.applied);
+  write_pos(w, s.hole);
+  w.varint(s.placement_epoch);
   seal(out, 0);
   return out;
 }
@@ -357,7 +396,8 @@ expected<holder_state> decode_holder_state(uint64_t holder, std::string_view val
   if (!r.u8(format) || format != holder_state_format)
     return fail("unknown format");
   if (!r.u64(s.worker_uid) || !r.bytes(location) || !r.varint(s.incarnation) ||
-      !read_mark(r, s.mark) || r.remaining() != 0)
+      !read_mark(r, s.mark) || !read_pos(r, s.applied) || !read_pos(r, s.hole) ||
+      !r.varint(s.placement_epoch) || r.remaining() != 0)
     return fail("malformed");
   s.location.assign(location);
   return s;

@@ -2,8 +2,10 @@
 // (schema.hpp): op-log records, slot snapshots and holder states.
 //
 // Op-log record ('L'): one applied sub-batch, or one holder drop.
-//   u8 format (1) | u8 flags (1 = has mark, 2 = has intro, 4 = drop)
+//   u8 format (2) | u8 flags (1 = has mark, 2 = has intro, 4 = drop)
 //   u64 holder | varint incarnation
+//   pos prev | pos end | varint placement epoch | pos placement since
+//   (pos: 4 varints, a stream_pos)
 //   [mark]  u8 state | varint seq
 //   [intro] u64 worker_uid | varint len | location bytes
 //   varint n | n x u64 key | ceil(n/8) bytes admit bitmap (bit i = op i admits)
@@ -11,8 +13,12 @@
 // Keys are hashes (random bits): 8 raw bytes each is as small as they get.
 //
 // Slot snapshot ('S'): every (key, holders) of one slot, keys sorted.
-//   header: u8 format (1) | varint slot | u64 position | varint h |
-//           h x u64 holder (the slot's holder dictionary) | u32 crc32c(header)
+//   header: u8 format (2) | varint slot | u64 position | varint h |
+//           h x u64 holder (the slot's holder dictionary) |
+//           varint c | c x cover | u32 crc32c(header)
+//   cover:  u64 holder | u8 state | u8 flags (1 = uncovered) | pos | pos hole
+//           (the holders whose copy of the slot does not simply follow their
+//           stream: coverage.hpp)
 //   body:   varint n | n x (varint key delta | holders) | u32 crc32c(body)
 //   holders: one varint per holder, (dictionary index << 1) | (1 if more follow)
 // A slot at 10 M entries / 4096 slots has ~2.4 k sorted random keys: a delta is
@@ -21,8 +27,9 @@
 // only those workers to resync) from a damaged header (ask everyone).
 //
 // Holder state ('H'):
-//   u8 format (1) | u64 worker_uid | varint len | location | varint incarnation |
-//   u8 state | varint seq | u32 crc32c
+//   u8 format (2) | u64 worker_uid | varint len | location | varint incarnation |
+//   u8 state | varint seq | pos applied | pos hole | varint placement epoch |
+//   u32 crc32c
 //
 //   std::string v;
 //   encode_log_record(rec, v);
@@ -58,6 +65,13 @@ struct holder_intro {
 struct log_record {
   uint64_t holder = 0;
   uint64_t incarnation = 0;
+  /// The position the sender had reached with this node before this record
+  /// (what the node must hold for the record to continue its copy), this
+  /// record's own position, and the placement epoch its ops were split under.
+  stream_pos prev;
+  stream_pos end;
+  uint64_t placement_epoch = 0;
+  stream_pos placement_since;
   /// Drop every entry of `holder` (no ops) instead of applying ops.
   bool drop = false;
   /// The holder's seq watermark once this record is applied, if it moves.
@@ -72,19 +86,41 @@ void encode_log_record(const log_record& rec, std::string& out);
 
 /// The same, from the parts (the shard encodes a sub-batch without copying it
 /// into a log_record first).
-void encode_log_record(uint64_t holder, uint64_t incarnation, bool drop,
-                       const std::optional<seq_mark>& mark, const holder_intro* intro,
-                       std::span<const kv_op> ops, std::string& out);
+struct log_header {
+  uint64_t holder = 0;
+  uint64_t incarnation = 0;
+  bool drop = false;
+  stream_pos prev;
+  stream_pos end;
+  uint64_t placement_epoch = 0;
+  stream_pos placement_since;
+};
+void encode_log_record(const log_header& head, const std::optional<seq_mark>& mark,
+                       const holder_intro* intro, std::span<const kv_op> ops, std::string& out);
 
 /// Decodes into `rec` (its ops vector is reused); an error says what is wrong.
 expected<void> decode_log_record(std::string_view value, log_record& rec);
 
 // -- slot snapshots --------------------------------------------------------------------
 
+/// How one holder's copy of a slot stands when it does not simply follow the
+/// holder's stream (actors/coverage.hpp gives the meaning of each state).
+struct slot_cover_record {
+  uint64_t holder = 0;
+  uint8_t state = 0;
+  bool uncovered = false;
+  stream_pos pos;
+  stream_pos hole;
+  friend bool operator==(const slot_cover_record&, const slot_cover_record&) = default;
+};
+
 /// Builds one slot's snapshot value from its entries (any order).
 class slot_snapshot_writer {
 public:
   slot_snapshot_writer(uint32_t slot, uint64_t position) : slot_(slot), position_(position) {}
+
+  /// Records how one holder's copy of the slot stands (at most once per holder).
+  void add_cover(const slot_cover_record& c) { covers_.push_back(c); }
 
   /// Makes room for `keys` keys and `entries` (key, holder) pairs.
   void reserve(size_t keys, size_t entries) {
@@ -110,12 +146,14 @@ private:
   };
   std::vector<key_run> keys_;
   std::vector<uint64_t> holders_;
+  std::vector<slot_cover_record> covers_;
 };
 
 struct slot_snapshot_header {
   uint32_t slot = 0;
   uint64_t position = 0;
   std::vector<uint64_t> holders; ///< the dictionary
+  std::vector<slot_cover_record> covers;
 };
 
 /// Why a slot snapshot could not be read.
@@ -149,6 +187,12 @@ struct holder_state {
   std::string location;
   uint64_t incarnation = 0;
   seq_mark mark;
+  /// Where the holder's stream stood at the snapshot round's start, the
+  /// highest position its uncertain copies may lack, and the placement
+  /// epoch of the last record applied (actors/coverage.hpp).
+  stream_pos applied;
+  stream_pos hole;
+  uint64_t placement_epoch = 0;
   friend bool operator==(const holder_state&, const holder_state&) = default;
 };
 

@@ -65,6 +65,11 @@ std::optional<double> unpack_double(const msgpack::object& o) {
 
 // -- keys --------------------------------------------------------------------------
 
+std::string to_string(const stream_pos& p) {
+  return std::to_string(p.incarnation) + "." + std::to_string(p.era) + "." + std::to_string(p.n) +
+         "." + std::to_string(p.sub);
+}
+
 const char* to_string(seq_state s) noexcept {
   switch (s) {
   case seq_state::none:

@@ -65,8 +65,9 @@ namespace lmcc::persistence {
 // -- format --------------------------------------------------------------------
 
 /// Bumped on any incompatible change of the layout above. 1 = one key per
-/// entry (lmcc before the op log; refused with a message saying so).
-constexpr uint32_t format_version = 2;
+/// entry (lmcc before the op log), 2 = no stream positions (both refused with
+/// a message saying so).
+constexpr uint32_t format_version = 3;
 
 /// Key prefixes.
 constexpr char format_prefix = 'F';
@@ -102,6 +103,39 @@ struct seq_mark {
   uint64_t seq = 0; ///< meaningful when state == tracking
   friend bool operator==(const seq_mark&, const seq_mark&) = default;
 };
+
+/// Where a holder's stream stands: the position of one event (a batch of ops,
+/// a drop, a full-sync batch) in the totally ordered history of one (worker,
+/// location), as the worker's home accepted it. Every copy of a slot carries,
+/// per holder, the position its entries reflect, so that two copies compare
+/// holder by holder (docs/convergence.md).
+///
+/// Lexicographic: a registration (incarnation) and a full sync or a reset
+/// inside it (era) start over from a drop; inside one era `n` is the highest
+/// seq_num the home has accepted, so frames the worker sent later always sort
+/// after earlier ones whichever node accepts them, and `sub` counts events
+/// since `n` last grew (frames duplicated or reordered on the way, full-sync
+/// batches, which carry no seq).
+struct stream_pos {
+  uint64_t incarnation = 0;
+  uint64_t era = 0;
+  uint64_t n = 0;
+  uint64_t sub = 0;
+
+  /// Before any event: the position of a copy that holds nothing of the holder.
+  constexpr bool none() const noexcept {
+    return incarnation == 0 && era == 0 && n == 0 && sub == 0;
+  }
+  /// The position of the drop that starts this position's era.
+  constexpr stream_pos era_start() const noexcept { return {incarnation, era, 0, 0}; }
+  constexpr bool same_era(const stream_pos& o) const noexcept {
+    return incarnation == o.incarnation && era == o.era;
+  }
+  friend constexpr auto operator<=>(const stream_pos&, const stream_pos&) = default;
+};
+
+/// "incarnation.era.n.sub", for logs.
+std::string to_string(const stream_pos& p);
 
 /// One admit or evict of a key (its 64-bit pattern).
 struct kv_op {

@@ -234,7 +234,11 @@ expected<bool> check_stamp(store::impl& p) {
         *version == 1 ? " (format 1 kept one RocksDB key per entry, before lmcc's op log; move "
                         "the data dir aside and let the workers full-sync, or keep running the "
                         "lmcc that wrote it)"
-                      : "";
+        : *version == 2
+            ? " (format 2 kept no stream positions per holder and slot, which copies between "
+              "nodes now compare; move the data dir aside: a cluster node copies its slots from "
+              "its peers, a single node asks its workers to full-sync)"
+            : "";
     return error{"open " + path + ": format version " + std::to_string(*version) +
                  ", this build reads " + std::to_string(format_version) + hint};
   }

@@ -19,10 +19,7 @@
 namespace lmcc::apps {
 
 node_cluster::node_cluster(const node_options& options, node_parts parts)
-  : options_(options), parts_(std::move(parts)),
-    suspects_(std::make_shared<actors::slot_suspects>(options_.controller.slot_count,
-                                                      options_.cluster.failure_timeout.count())),
-    hints_(std::make_shared<actors::peer_lag_hints>(options_.controller.slot_count)) {
+  : options_(options), parts_(std::move(parts)) {
   auto secret = cluster::resolve_secret(options_.cluster, process_environment());
   if (!secret)
     throw std::runtime_error(secret.error().message);
@@ -44,15 +41,16 @@ node_cluster::node_cluster(const node_options& options, node_parts parts)
                    options_.controller.node_id, record_->epoch,
                    record_->committed ? "committed" : "joint", from);
   }
-  if (options_.persistence)
-    keep_hints_on_disk(options_.data_dir + "/" + lag_hints_file);
+  if (options_.persistence) // a file of an earlier lmcc: copies carry their positions now
+    std::remove((options_.data_dir + "/lmcc-lag-hints.txt").c_str());
   auto table = actors::initial_cluster_table(options_.cluster, options_.controller.node_id,
                                              options_.controller.slot_count, record_);
   if (!table)
     throw std::runtime_error("cluster configuration: " + table.error().message);
   // This node's share of the counts: the slots it is the primary of.
   parts_.index->set_share_slots((*table)->owners->slots_of(options_.controller.node_id).primary);
-  placement_ = std::make_shared<actors::placement_cell>((*table)->write_masks());
+  placement_ =
+      std::make_shared<actors::placement_cell>((*table)->write_masks(), (*table)->record.epoch);
   board_->publish(std::move(*table));
 }
 
@@ -77,11 +75,6 @@ void node_cluster::add_destinations(actors::directory_config& dc,
                                 cl.peer_buffer_ops, counters};
     if (options_.planted() == planted_bug_kind::skip_replica)
       lc.planted_skip_every = planted_bug_every;
-    lc.slot_count = options_.controller.slot_count;
-    lc.on_lag = [this, peer = static_cast<uint16_t>(i)](std::vector<uint64_t> slots) {
-      hint_lag(peer, std::move(slots));
-    };
-    lc.on_caught_up = [this, peer = static_cast<uint16_t>(i)] { hint_lag(peer, {}); };
     links_.push_back(parts_.system.spawn(actors::peer_link_main, std::move(lc)));
     link_counters_.push_back(counters);
     dc.shards.push_back(caf::actor_cast<actors::kv_shard_actor>(links_.back()));
@@ -122,14 +115,8 @@ void node_cluster::start(const actors::kv_shard_actor& shard,
                                     count};
   sc.board = board_;
   sc.forward = [this](uint16_t node, actors::pushed_msgs msgs) { forward(node, std::move(msgs)); };
-  auto uptime = [started = started_] {
-    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                     std::chrono::steady_clock::now() - started)
-                                     .count());
-  };
-  sc.uptime_ms = uptime;
-  sc.suspects = suspects_;
-  sc.hints = hints_;
+  sc.shard = shard;
+  shard_ = shard;
   service_ = system.spawn<caf::detached>(actors::cluster_service_main, std::move(sc));
   actors::frame_forwarder_config fc;
   fc.board = board_;
@@ -164,7 +151,6 @@ void node_cluster::start(const actors::kv_shard_actor& shard,
   nc.links = links_;
   nc.board = board_;
   nc.counters = counters_;
-  nc.suspects = suspects_;
   nc.record = record_;
   nc.record_path = record_path_;
   actors::slot_mover_config mc;
@@ -186,10 +172,6 @@ void node_cluster::start(const actors::kv_shard_actor& shard,
   if (started_empty) {
     if (!marker.empty())
       std::ofstream{marker} << "refill pending\n";
-    // Until a copy equals another owner's, an empty copy gives way in
-    // anti-entropy whatever the uptimes: the node that came back empty is
-    // the one that lacks data, even when its peer restarted after it.
-    suspects_->mark_all();
     actors::slot_refill_config rc;
     rc.board = board_;
     rc.shard = shard;
@@ -216,8 +198,11 @@ void node_cluster::start(const actors::kv_shard_actor& shard,
   nc.holds_index = [index = parts_.index] { return index->read().entries() > 0; };
   nc.clock = parts_.clock;
   nc.peer_clocks = peer_clocks_;
-  nc.on_members_changed = [this](const actors::cluster_table& t) {
-    placement_->store(t.write_masks());
+  nc.on_members_changed = [this, shard](const actors::cluster_table& t) {
+    // The shard first: a slot this node gains waits for a copy from the
+    // sub-batch on that the new placement sends it (coverage.hpp).
+    caf::anon_send(shard, actors::members_atom::value, ownership_words(t));
+    placement_->store(t.write_masks(), t.record.epoch);
     parts_.index->write().reshare(t.owners->slots_of(options_.controller.node_id).primary);
   };
   nc.local = actors::peer_handles{nullptr,
@@ -241,10 +226,8 @@ void node_cluster::start(const actors::kv_shard_actor& shard,
     ac.shard = shard;
     ac.interval = options_.cluster.anti_entropy_interval;
     ac.timeout = c.internal_timeout;
-    ac.uptime_ms = uptime;
+    ac.directory = directory;
     ac.counters = ae_counters_;
-    ac.suspects = suspects_;
-    ac.hints = hints_;
     anti_entropy_ = system.spawn(actors::anti_entropy_main, std::move(ac));
   }
   auto port = system.middleman().publish(gate_, me.port, options_.zmq.host.c_str(),
@@ -432,65 +415,13 @@ gateway::members_outcome node_cluster::change_members(const std::vector<std::str
   return out;
 }
 
-void node_cluster::keep_hints_on_disk(const std::string& path) {
-  // Booting from a snapshot: the hints of the store being replaced say
-  // nothing about the restored copies.
-  if (!options_.restore_from.empty())
-    std::remove(path.c_str());
-  if (std::ifstream in{path}; in) {
-    std::stringstream text;
-    text << in.rdbuf();
-    if (const size_t n = hints_->load_text(text.str()); n > 0)
-      spdlog::info("cluster-lag-hints-restored node={} slots={} path={}",
-                   options_.controller.node_id, n, path);
-  }
-  // Written whole to a temporary name and renamed over, so a kill -9 leaves
-  // the old or the new text; not fsynced (a process crash keeps the page
-  // cache, and losing a hint costs what it cost before hints existed).
-  hints_->set_save([path, node = options_.controller.node_id](const std::string& text) {
-    const std::string tmp = path + ".tmp";
-    {
-      std::ofstream out{tmp, std::ios::trunc};
-      out << text;
-      if (!out.flush()) {
-        spdlog::warn("cluster-lag-hints-not-saved node={} path={}", node, tmp);
-        return;
-      }
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0)
-      spdlog::warn("cluster-lag-hints-not-saved node={} path={}", node, path);
-  });
-}
-
-void node_cluster::hint_lag(uint16_t peer, std::vector<uint64_t> slots) {
-  const auto table = board_->current();
-  if (peer >= table->members.size())
-    return;
-  const auto& peer_id = table->members[peer].address.id;
-  const auto& self_id = options_.controller.node_id;
-  // Each other owner of a slot learns of the slots it owns; no slots at all:
-  // every node learns that this node's hints about `peer` end.
-  const bool ending = slots.empty();
-  for (size_t n = 0; n < table->peers.size(); ++n) {
-    if (n == peer)
-      continue;
-    std::vector<uint64_t> owned;
-    for (uint64_t s : slots)
-      if ((cluster::owner_mask(*table->owners, static_cast<uint32_t>(s)) >> n) & 1)
-        owned.push_back(s);
-    if (owned.empty() && !ending)
-      continue;
-    if (n != table->self) {
-      if (table->reachable(static_cast<actors::node_index>(n)) && table->peers[n].handles.service)
-        caf::anon_send(
-            caf::actor_cast<actors::cluster_service_actor>(table->peers[n].handles.service),
-            actors::hint_atom::value, peer_id, self_id, std::move(owned));
-    } else if (ending) {
-      hints_->clear_source(peer_id, self_id);
-    } else {
-      hints_->add(peer_id, self_id, owned);
-    }
-  }
+std::vector<uint64_t> node_cluster::ownership_words(const actors::cluster_table& t) {
+  const uint32_t slots = t.owners->slot_count();
+  std::vector<uint64_t> words(slots, actors::not_owned);
+  for (uint32_t s = 0; s < slots; ++s)
+    if (cluster::owns(*t.owners, t.self, s))
+      words[s] = t.previous && t.gained(t.self, s) ? t.record.epoch : 0;
+  return words;
 }
 
 void node_cluster::forward(uint16_t node, actors::pushed_msgs msgs) {

@@ -121,12 +121,11 @@ public:
 
   /// Sends frames of workers homed on member `node` there (credits held).
   void forward(uint16_t node, actors::pushed_msgs msgs);
-  /// `slots` of member `peer` lack writes queued for it: tells their other
-  /// owners (this node included) through peer_lag_hints; no slots: the peer
-  /// got all of it, this node's hints end everywhere. Any thread.
-  void hint_lag(uint16_t peer, std::vector<uint64_t> slots);
-  /// Loads the hints kept at `path` and saves every change there.
-  void keep_hints_on_disk(const std::string& path);
+  /// The slots this node owns under `t`: one word per slot, the placement
+  /// epoch since which it owns it, or actors::not_owned (coverage.hpp).
+  static std::vector<uint64_t> ownership_words(const actors::cluster_table& t);
+  /// The same under the current table (what the shard starts with).
+  std::vector<uint64_t> ownership() const { return ownership_words(*board_->current()); }
 
   /// The stored member set, as the file a snapshot carries beside the store
   /// (name -> content; empty before any membership change was stored).
@@ -134,9 +133,6 @@ public:
 
   /// The member-set file in a data dir and in a snapshot.
   static constexpr const char* record_file = "lmcc-membership.json";
-  /// peer_lag_hints across restarts (a plain file beside the store: rewritten
-  /// on every change, which is rare).
-  static constexpr const char* lag_hints_file = "lmcc-lag-hints.txt";
   /// Present while a refill (actors/refill_gate.hpp) has not ended: a node
   /// restarted mid-copy holds part of its slots and copies them again.
   static constexpr const char* refill_marker_file = "lmcc-refill-pending";
@@ -175,8 +171,8 @@ private:
   std::shared_ptr<actors::anti_entropy_counters> ae_counters_ =
       std::make_shared<actors::anti_entropy_counters>();
   /// This node's slot copies that give way in repairs (made in the constructor).
-  std::shared_ptr<actors::slot_suspects> suspects_;
-  std::shared_ptr<actors::peer_lag_hints> hints_;
+  /// This node's shard (start()): told of every change of the member set.
+  actors::kv_shard_actor shard_;
   /// When this node started: anti-entropy's seniority (anti_entropy_logic.hpp).
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   uint16_t port_ = 0;

@@ -176,6 +176,9 @@ std::string node_cluster::status_json() const {
                      {"replication_timeouts", lc->timeouts.load()},
                      {"dropped_ops", lc->dropped_ops.load()}});
   }
+  uint64_t uncertain_slots = 0;
+  for (uint32_t s = 0; s < parts_.index->slot_count(); ++s)
+    uncertain_slots += parts_.index->uncertain(s) ? 1 : 0;
   const auto& me = table->members[table->self];
   char version[17];
   std::snprintf(version, sizeof version, "%016llx",
@@ -221,9 +224,11 @@ std::string node_cluster::status_json() const {
                 {"rounds", ae_counters_->rounds.load()},
                 {"slots_compared", ae_counters_->slots_compared.load()},
                 {"slots_differing", ae_counters_->slots_differing.load()},
-                {"slots_suspect", suspects_->count()},
-                {"slots_hinted_lagging", hints_->count()},
-                {"slots_repaired", ae_counters_->slots_repaired.load()}}}};
+                {"slots_uncertain", uncertain_slots},
+                {"slots_repaired", ae_counters_->slots_repaired.load()},
+                {"copies_taken", ae_counters_->copies_taken.load()},
+                {"conflicts", ae_counters_->conflicts.load()},
+                {"holders_lost", ae_counters_->holders_lost.load()}}}};
   return out.dump();
 }
 } // namespace lmcc::apps

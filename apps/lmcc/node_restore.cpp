@@ -58,11 +58,15 @@ private:
 
 } // namespace
 
-node_state load_node_state(const node_options& options, actors::kv_index& index) {
+node_state load_node_state(const node_options& options, actors::kv_index& index,
+                           std::span<const uint64_t> ownership) {
   const auto& c = options.controller;
   node_state state;
   state.shard.slot_stamps.assign(c.slot_count, 0);
   state.shard.started_ms = actors::monotonic_ms();
+  state.shard.covers = std::make_shared<actors::coverage_book>(c.slot_count);
+  if (!ownership.empty())
+    state.shard.covers->set_ownership(ownership);
   if (!options.persistence) {
     if (!options.restore_from.empty())
       throw std::runtime_error("--restore-from needs persistence on");
@@ -78,7 +82,7 @@ node_state load_node_state(const node_options& options, actors::kv_index& index)
   {
     compaction_pause pause{*state.store};
     const uint32_t threads = std::clamp(std::thread::hardware_concurrency(), 1U, 8U);
-    auto shard = actors::restore_shard(*state.store, index, *dir, threads, report);
+    auto shard = actors::restore_shard(*state.store, index, *dir, threads, report, ownership);
     if (!shard)
       throw std::runtime_error("cannot load the data dir " + options.data_dir + ": " +
                                shard.error().message);
@@ -88,6 +92,12 @@ node_state load_node_state(const node_options& options, actors::kv_index& index)
   for (const auto& problem : report.problems)
     spdlog::error("store-damage {} ", problem);
   auto plan = actors::plan_restore(dir->workers, state.shard.holders, report, actors::wall_now());
+  // Each location's stream goes on from where this node's copy stands.
+  for (auto& w : plan.workers)
+    for (const auto& location : w.record.locations)
+      if (const auto* c = state.shard.covers->find(
+              actors::make_holder_id(w.record.instance_id, w.record.worker_id, location)))
+        w.start_pos[location] = c->applied;
   state.drop_holders = std::move(plan.drop_holders);
   size_t resync = 0;
   for (const auto& w : plan.workers)

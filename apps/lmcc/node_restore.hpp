@@ -16,6 +16,7 @@
 #include "persistence/store.hpp"
 
 #include <memory>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -36,6 +37,9 @@ struct node_state {
 /// Opens or restores the store and loads it into `index` (empty); throws
 /// std::runtime_error naming what is wrong (bad snapshot, another node's data
 /// dir, an old format, changed --slots, ...).
-node_state load_node_state(const node_options& options, actors::kv_index& index);
+/// `ownership`: the slots this node owns (one word per slot: the epoch since
+/// which, or actors::not_owned; empty for a single node, which owns all).
+node_state load_node_state(const node_options& options, actors::kv_index& index,
+                           std::span<const uint64_t> ownership = {});
 
 } // namespace lmcc::apps

@@ -65,7 +65,6 @@ void node_runtime::impl::spawn_actors(node_state& state) {
   init->options = c.shard;
   // More than one copy of a worker's entity can exist for a while only in a
   // cluster (a frozen or cut-off node): there the shard fences the stale one.
-  init->options.fence_older_batches = options_.cluster.enabled();
   if (options_.planted() == planted_bug_kind::drop_acked_sub_batch)
     init->options.planted_drop_every = planted_bug_every;
   init->options.slot_count = c.slot_count;
@@ -282,7 +281,8 @@ void node_runtime::start() {
         d.options_, node_cluster::node_parts{d.system_, d.context_, d.metrics_, d.index_, d.gate_,
                                              d.routes_, d.clock_});
   d.options_.store.idle_background_threads = d.options_.ingest_idle_priority;
-  auto state = load_node_state(d.options_, *d.index_);
+  auto state = load_node_state(d.options_, *d.index_,
+                               d.cluster_ ? d.cluster_->ownership() : std::vector<uint64_t>{});
   const auto entries = state.entries;
   const auto seconds = state.seconds;
   d.spawn_actors(state);

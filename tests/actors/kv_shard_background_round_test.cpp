@@ -60,6 +60,8 @@ struct shard_system {
     sb.number = 1;
     sb.holder = 7;
     sb.incarnation = 1;
+    sb.prev = stream_pos{1, 0, 0, 0}; // the registration's first batch
+    sb.end = stream_pos{1, 0, keys, 0};
     for (uint64_t k = 1; k <= keys; ++k)
       sb.ops.push_back(persistence::kv_op{k * 0x9E3779B97F4A7C15ull, true});
     (*self)->send(shard, apply_atom::value, std::move(sb));

@@ -1,26 +1,21 @@
-// peer_link's lag hints in a real actor system: sub-batches queued while the
-// peer is down name their slots to on_lag (each slot once per down period),
-// and on_caught_up runs once the peer acknowledged every sub-batch queued
-// meanwhile -- not before, and not at all when queued ops were dropped.
-// Links CAF (lmcc_actors).
+// peer_link in a real actor system: sub-batches queued while the peer is down
+// are acknowledged to their sender at once and re-sent, in order, when the
+// peer is back; beyond the bound the oldest go, and the peer learns of the
+// gap from the next sub-batch's `prev` (coverage.hpp). Links CAF (lmcc_actors).
 #include "actors/peer_link.hpp"
 #include "actors/type_ids.hpp"
-#include "cluster/hash.hpp"
 
 #include <caf/all.hpp>
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
-#include <mutex>
-#include <set>
+#include <memory>
 
 namespace lmcc::actors {
 namespace {
 
 using namespace std::chrono_literals;
-
-constexpr uint32_t slots = 64;
 
 /// A peer's shard as the link sees it: tells `observer` the number of each
 /// sub-batch it receives (acks come from the test).
@@ -42,10 +37,7 @@ struct link_fixture {
   std::unique_ptr<caf::scoped_actor> observer;
   caf::actor peer;
   peer_link_actor link;
-  std::mutex mutex;
-  std::set<uint64_t> hinted; ///< every slot on_lag was told of
-  size_t lag_calls = 0;
-  std::atomic<int> caught_up{0};
+  std::shared_ptr<peer_link_counters> counters = std::make_shared<peer_link_counters>();
 
   explicit link_fixture(uint64_t buffer_ops = 1 << 20) {
     register_message_types(cfg);
@@ -55,13 +47,7 @@ struct link_fixture {
     peer_link_config lc;
     lc.peer_id = "n2";
     lc.buffer_ops = buffer_ops;
-    lc.slot_count = slots;
-    lc.on_lag = [this](std::vector<uint64_t> s) {
-      std::lock_guard lock{mutex};
-      hinted.insert(s.begin(), s.end());
-      ++lag_calls;
-    };
-    lc.on_caught_up = [this] { ++caught_up; };
+    lc.counters = counters;
     link = sys->spawn(peer_link_main, std::move(lc));
   }
   ~link_fixture() {
@@ -95,54 +81,37 @@ struct link_fixture {
         ->request(link, 10s, drain_atom::value)
         .receive([](bool) {}, [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
   }
-  std::set<uint64_t> slots_of(std::vector<uint64_t> keys) {
-    std::set<uint64_t> out;
-    for (uint64_t k : keys)
-      out.insert(cluster::slot_of(k, slots));
-    return out;
-  }
 };
 
-TEST(peer_link, queued_slots_are_hinted_once_and_the_hints_end_when_the_peer_acked_them) {
+TEST(peer_link, what_queued_while_the_peer_was_down_is_resent_in_order_when_it_is_back) {
   link_fixture f;
   caf::anon_send(f.link, peer_atom::value, caf::actor{}); // found down
   f.send(1, {11, 12, 13});
-  f.expect_released(1);
+  f.expect_released(1); // the sender need not wait for a peer found down
   f.send(2, {11, 14});
   f.expect_released(2);
   f.sync();
-  {
-    std::lock_guard lock{f.mutex};
-    EXPECT_EQ(f.hinted, f.slots_of({11, 12, 13, 14}));
-    // Key 11's slot again is not news: the second sub-batch reports only
-    // key 14's slot, if that is a new one.
-    const bool fourteen_is_news = !f.slots_of({11, 12, 13}).contains(cluster::slot_of(14, slots));
-    EXPECT_EQ(f.lag_calls, fourteen_is_news ? 2u : 1u);
-  }
-  // Back: both are re-sent; the hints end only when the last one is acked.
+  EXPECT_EQ(f.counters->queued_sub_batches.load(), 2u);
   caf::anon_send(f.link, peer_atom::value, f.peer);
   f.expect_resent(1);
   f.expect_resent(2);
-  caf::anon_send(f.link, ack_atom::value, uint64_t{7}, uint64_t{1});
+  caf::anon_send(f.link, ack_atom::value, uint64_t{7}, uint64_t{2}); // cumulative
   f.sync();
-  EXPECT_EQ(f.caught_up.load(), 0);
-  caf::anon_send(f.link, ack_atom::value, uint64_t{7}, uint64_t{2});
-  f.sync();
-  EXPECT_EQ(f.caught_up.load(), 1);
+  EXPECT_EQ(f.counters->queued_sub_batches.load(), 0u);
+  EXPECT_EQ(f.counters->resent_sub_batches.load(), 2u);
 }
 
-TEST(peer_link, hints_stay_when_ops_queued_for_the_peer_were_dropped) {
+TEST(peer_link, beyond_the_bound_the_oldest_queued_sub_batches_go_and_are_counted) {
   link_fixture f{/*buffer_ops=*/2};
   caf::anon_send(f.link, peer_atom::value, caf::actor{});
   f.send(1, {21, 22});
   f.expect_released(1);
   f.send(2, {23, 24}); // over the bound: sub-batch 1 is dropped
   f.expect_released(2);
-  caf::anon_send(f.link, peer_atom::value, f.peer);
-  f.expect_resent(2);
-  caf::anon_send(f.link, ack_atom::value, uint64_t{7}, uint64_t{2});
   f.sync();
-  EXPECT_EQ(f.caught_up.load(), 0); // sub-batch 1 never reached the peer
+  EXPECT_EQ(f.counters->dropped_ops.load(), 2u);
+  caf::anon_send(f.link, peer_atom::value, f.peer);
+  f.expect_resent(2); // 1 is gone: the peer sees 2's prev past what it holds
 }
 
 } // namespace

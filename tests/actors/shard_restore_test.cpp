@@ -61,6 +61,7 @@ private:
     uint64_t incarnation = 100;
     uint64_t seq = 0;
     bool introduced = false;
+    stream_pos pos{100, 0, 0, 0}; ///< its stream, as its worker's home numbers it
   };
 
   kv_sub_batch next() {
@@ -75,14 +76,25 @@ private:
     if (h.introduced && dice < 4) {
       h.incarnation += 1; // a re-registration drops under the new incarnation
       h.seq = 0;
-      return b.incarnation(h.incarnation).drop().mark(seq_state::none).sb;
+      h.pos = stream_pos{h.incarnation, 0, 0, 0};
+      return b.incarnation(h.incarnation).drop().mark(seq_state::none).pos(h.pos, h.pos).sb;
     }
-    if (dice < 7)
-      return b.drop().mark(seq_state::syncing).sb; // a full sync starts
+    if (dice < 7) { // a full sync starts: an era of its own
+      h.pos = stream_pos{h.incarnation, h.pos.era + 1, 0, 0};
+      return b.drop().mark(seq_state::syncing).pos(h.pos, h.pos).sb;
+    }
+    const stream_pos prev = h.pos;
+    ++h.pos.sub;
     if (dice < 9)
-      return b.mark(seq_state::resynced).sb;
-    if (dice < 12)
-      b.incarnation(h.incarnation - 1); // a straggler of the old registration: fenced
+      return b.mark(seq_state::resynced).pos(prev, h.pos).sb;
+    if (dice < 12) {
+      // A straggler of the old registration: fenced.
+      b.incarnation(h.incarnation - 1)
+          .pos({h.incarnation - 1, 0, 0, 0}, {h.incarnation - 1, 0, 5, 0});
+      --h.pos.sub;
+    } else {
+      b.pos(prev, h.pos);
+    }
     std::vector<kv_op> ops;
     const size_t n = 1 + rng_() % 12;
     for (size_t i = 0; i < n; ++i)

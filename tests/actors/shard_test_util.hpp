@@ -33,8 +33,19 @@ inline uint64_t uid_of(int worker) {
 }
 
 /// A sub-batch builder: sb(stream, number, holder, ops).with_mark(...).
+///
+/// Unless pos() sets them, a sub-batch's stream positions are the order in
+/// which the test built it (each one continues its holder's copy: its `prev`
+/// is its era's start), so a test that does not look at positions sees its
+/// sub-batches applied in that order, as a single writer's would be.
 struct sb_builder {
-  kv_sub_batch sb;
+  mutable kv_sub_batch sb;
+  uint64_t order = 0;
+  sb_builder& pos(stream_pos prev, stream_pos end) {
+    sb.prev = prev;
+    sb.end = end;
+    return *this;
+  }
   sb_builder& incarnation(uint64_t i) {
     sb.incarnation = i;
     return *this;
@@ -60,11 +71,19 @@ struct sb_builder {
     sb.ops.clear();
     return *this;
   }
-  operator const kv_sub_batch&() const { return sb; } // NOLINT: a builder
+  operator const kv_sub_batch&() const { // NOLINT: a builder
+    if (sb.end.none()) {
+      sb.end = stream_pos{sb.incarnation, 0, order, 0};
+      sb.prev = sb.end.era_start();
+    }
+    return sb;
+  }
 };
 
 inline sb_builder sb(uint64_t stream, uint64_t number, holder_id h, std::vector<kv_op> ops = {}) {
+  static uint64_t built = 0;
   sb_builder b;
+  b.order = ++built;
   b.sb.stream = stream;
   b.sb.number = number;
   b.sb.holder = h;

@@ -26,7 +26,7 @@ struct recording_outbox : session_outbox {
   void send(uint32_t d, kv_sub_batch&& sb) override { sent.emplace_back(d, std::move(sb)); }
   void give_credits(uint64_t n) override { credits += n; }
   void report(sync_phase p, uint64_t missing) override { reports.emplace_back(p, missing); }
-  void ended(const std::string& id, bool completed) override {
+  void ended(const std::string& id, bool completed, const session_stream&) override {
     ended_calls.emplace_back(id, completed);
   }
 };
@@ -46,8 +46,14 @@ session_config config(uint32_t destinations = 1) {
 }
 
 session_params params(std::string sync_id, uint64_t batches = 2, uint64_t incarnation = 9) {
-  return session_params{std::move(sync_id), "cpu", cpu,    worker_uid("A", wire_int{0}),
-                        incarnation,        4,     batches};
+  return session_params{.sync_id = std::move(sync_id),
+                        .location = "cpu",
+                        .holder = cpu,
+                        .worker_uid = worker_uid("A", wire_int{0}),
+                        .incarnation = incarnation,
+                        .era = 3,
+                        .total_keys = 4,
+                        .batch_count = batches};
 }
 
 pushed_msg batch(std::string sync_id, uint64_t id, std::vector<uint64_t> keys,

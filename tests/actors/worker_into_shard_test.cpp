@@ -27,7 +27,6 @@ struct worker_into_shard {
   size_t applied = 0;
 
   worker_into_shard() {
-    shard.opts.fence_older_batches = true;
     shard.core = std::make_unique<kv_shard_core>(shard.opts, shard.index, shard.store);
     w = std::make_unique<worker_logic>(config(), out);
   }

@@ -531,7 +531,7 @@ TEST(worker_logic, ops_and_marks_follow_a_placement_swapped_by_a_membership_chan
     joint[s] = uint64_t{1} << (s % 3);
   joint[1] = 0b011;
   joint[2] = 0b101;
-  cell->store(joint);
+  cell->store(joint, 1);
   out.sent.clear();
   w.on_push(batch_in_slot(1, 1));
   ops_to.clear();
@@ -624,8 +624,73 @@ TEST(worker_logic, marks_describe_each_location_for_a_handoff) {
   std::sort(marks.begin(), marks.end(),
             [](const auto& a, const auto& b) { return a.location < b.location; });
   ASSERT_EQ(marks.size(), 2u);
-  EXPECT_EQ(marks[0], (location_mark{"cpu", 77, seq_mark{seq_state::tracking, 3}}));
-  EXPECT_EQ(marks[1], (location_mark{"disk", 77, seq_mark{seq_state::syncing, 0}}));
+  EXPECT_EQ(marks[0],
+            (location_mark{"cpu", 77, seq_mark{seq_state::tracking, 3}, stream_pos{77, 0, 3, 0}}));
+  // The sync started an era of its own: its drop is the location's last event.
+  EXPECT_EQ(marks[1],
+            (location_mark{"disk", 77, seq_mark{seq_state::syncing, 0}, stream_pos{77, 1, 0, 0}}));
+}
+
+TEST(worker_logic, sub_batches_carry_where_the_stream_stands_and_what_each_owner_got_before) {
+  recording_outbox out;
+  worker_logic w{config(2), out};
+  // Keys 100 + i of the batch at seq 1 (first * 100 + i): round-robin over
+  // 64 slots, so each destination gets ops of most batches.
+  w.on_push(batch("cpu", 1, 4));
+  std::map<uint32_t, kv_sub_batch> last;
+  for (auto& [d, sb] : out.sent) {
+    EXPECT_EQ(sb.prev, (stream_pos{77, 0, 0, 0})) << d; // the registration's start
+    EXPECT_EQ(sb.end, (stream_pos{77, 0, 4, 0})) << d;  // the batch's highest seq
+    last[d] = sb;
+  }
+  ASSERT_FALSE(last.empty());
+  out.sent.clear();
+  // Frames out of order: a smaller seq after a larger one is the next event
+  // all the same, numbered after it.
+  // (The seq going back is told to every owner first, as a mark at the
+  // stream's position: no event.)
+  w.on_push(batch("cpu", 0, 1));
+  size_t with_ops = 0;
+  for (auto& [d, sb] : out.sent) {
+    EXPECT_EQ(sb.prev, last[d].end) << d; // continues what this destination got
+    if (sb.ops.empty()) {
+      EXPECT_EQ(sb.end, last[d].end) << d;
+      continue;
+    }
+    ++with_ops;
+    EXPECT_EQ(sb.end, (stream_pos{77, 0, 4, 1})) << d;
+  }
+  EXPECT_EQ(with_ops, 1u);
+  out.sent.clear();
+  // A re-registration: every destination gets the new incarnation's drop,
+  // and the stream starts over from it.
+  w.on_reset(78);
+  ASSERT_EQ(out.sent.size(), 2u);
+  for (auto& [d, sb] : out.sent) {
+    EXPECT_TRUE(sb.drop);
+    EXPECT_EQ(sb.end, (stream_pos{78, 0, 0, 0})) << d;
+  }
+  out.sent.clear();
+  w.on_push(batch("cpu", 0, 2));
+  for (auto& [d, sb] : out.sent)
+    EXPECT_EQ(sb.prev, (stream_pos{78, 0, 0, 0})) << d;
+}
+
+TEST(worker_logic, an_entity_that_takes_a_stream_over_goes_on_from_where_it_stood) {
+  recording_outbox out;
+  auto cfg = config();
+  cfg.locations = {"cpu"};
+  cfg.restored = true;
+  cfg.last_seq["cpu"] = 20;
+  cfg.expected_next["cpu"] = 21;
+  cfg.start_pos["cpu"] = stream_pos{77, 0, 20, 2};
+  worker_logic w{cfg, out};
+  w.on_push(batch("cpu", 21, 1));
+  ASSERT_EQ(out.sent.size(), 1u);
+  // Its first sub-batch names where it took over: an owner that is not there
+  // missed something and copies it from another.
+  EXPECT_EQ(out.sent[0].second.prev, (stream_pos{77, 0, 20, 2}));
+  EXPECT_EQ(out.sent[0].second.end, (stream_pos{77, 0, 21, 0}));
 }
 
 } // namespace

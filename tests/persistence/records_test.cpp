@@ -95,6 +95,12 @@ TEST(log_records, round_trip_with_and_without_mark_intro_drop_and_ops) {
   plain.holder = 1;
   plain.ops = {{0, true}, {UINT64_MAX, false}, {UINT64_MAX, true}};
   cases.push_back(plain);
+  log_record placed = plain; // stream positions and a placement epoch
+  placed.prev = stream_pos{7, 1 << 20, UINT64_MAX, 3};
+  placed.end = stream_pos{UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX};
+  placed.placement_epoch = 12;
+  placed.placement_since = stream_pos{7, 1, 2, 3};
+  cases.push_back(placed);
   log_record drop;
   drop.holder = 0x7fffffffffffffffULL;
   drop.incarnation = UINT64_MAX;
@@ -115,14 +121,15 @@ TEST(log_records, round_trip_with_and_without_mark_intro_drop_and_ops) {
     EXPECT_EQ(back, rec);
   }
   // 8 bytes a key and a bit an op: keys as raw bytes are as small as they get.
-  EXPECT_LT(encode(sample_record(2000)).size(), 2000u * 8 + 2000 / 8 + 64);
+  EXPECT_LT(encode(sample_record(2000)).size(), 2000u * 8 + 2000 / 8 + 96);
 }
 
 TEST(log_records, encoding_from_the_parts_equals_encoding_the_struct) {
   const auto rec = sample_record(17);
   std::string from_parts = "prefix";
-  encode_log_record(rec.holder, rec.incarnation, rec.drop, rec.mark, &*rec.intro, rec.ops,
-                    from_parts);
+  encode_log_record(log_header{rec.holder, rec.incarnation, rec.drop, rec.prev, rec.end,
+                               rec.placement_epoch, rec.placement_since},
+                    rec.mark, &*rec.intro, rec.ops, from_parts);
   EXPECT_EQ(from_parts, "prefix" + encode(rec)); // appends, leaves what was there
 }
 
@@ -168,15 +175,17 @@ TEST(log_records, a_sealed_record_with_bad_contents_says_what_is_wrong) {
     return r ? std::string{"decoded"} : r.error().message;
   };
   std::string format = good;
-  format[0] = 2;
-  EXPECT_NE(error_of(format).find("unknown format 2"), std::string::npos);
+  format[0] = 3;
+  EXPECT_NE(error_of(format).find("unknown format 3"), std::string::npos);
   std::string flags = good;
   flags[1] = static_cast<char>(flags[1] | 8);
   EXPECT_NE(error_of(flags).find("unknown flags"), std::string::npos);
   auto small = sample_record(3);
   small.incarnation = 1;
   std::string state = encode(small);
-  state[2 + 8 + 1] = 5; // after format, flags, holder and a 1-byte incarnation: the mark's state
+  // After format, flags, holder, a 1-byte incarnation, three positions and an
+  // epoch of 1-byte varints: the mark's state.
+  state[2 + 8 + 1 + 13] = 5;
   EXPECT_NE(error_of(state).find("bad seq mark"), std::string::npos);
   std::string count = good.substr(0, good.size() - 4 - 3 * 8 - 1) + std::string(5, '\0');
   EXPECT_NE(error_of(count).find("op"), std::string::npos);
@@ -258,6 +267,30 @@ TEST(slot_snapshots, keys_that_are_not_spread_evenly_still_come_out_sorted) {
   }
 }
 
+TEST(slot_snapshots, covers_round_trip_in_the_header_even_without_entries) {
+  const slot_cover_record pending{0x7fffffffffffffffULL, 2, true, stream_pos{1, 2, 3, 4},
+                                  stream_pos{5, 6, UINT64_MAX, 8}};
+  const slot_cover_record labeled{42, 1, false, stream_pos{9, 0, 1, 0}, stream_pos{}};
+  slot_snapshot_writer w{12, 77};
+  w.add(1000003, std::vector<uint64_t>{42});
+  w.add_cover(pending);
+  w.add_cover(labeled);
+  std::string v;
+  w.finish(v);
+  auto b = read(v);
+  ASSERT_EQ(b.result.damage, slot_damage::none) << b.result.what;
+  EXPECT_EQ(b.result.header.covers, (std::vector<slot_cover_record>{pending, labeled}));
+  EXPECT_EQ(b.keys.size(), 1u);
+  slot_snapshot_writer empty{13, 78};
+  empty.add_cover(labeled);
+  std::string e;
+  empty.finish(e);
+  auto c = read(e);
+  ASSERT_EQ(c.result.damage, slot_damage::none);
+  EXPECT_EQ(c.result.header.covers, (std::vector<slot_cover_record>{labeled}));
+  EXPECT_TRUE(c.keys.empty());
+}
+
 TEST(slot_snapshots, an_empty_slot_round_trips) {
   slot_snapshot_writer w{0, 0};
   EXPECT_EQ(w.entries(), 0u);
@@ -275,8 +308,9 @@ TEST(slot_snapshots, damage_is_classified_by_the_checksum_that_fails) {
     w.add(k * 1000003, std::vector<uint64_t>{k % 2 == 0 ? 11u : 22u});
   std::string good;
   w.finish(good);
-  // slot 7 and 2 holders: u8 + varint(1) + u64 + varint(1) + 2 x u64 + u32.
-  const size_t header_size = 1 + 1 + 8 + 1 + 16 + 4;
+  // slot 7 and 2 holders: u8 + varint(1) + u64 + varint(1) + 2 x u64 +
+  // varint(0 covers) + u32.
+  const size_t header_size = 1 + 1 + 8 + 1 + 16 + 1 + 4;
   for (size_t byte = 0; byte < good.size(); ++byte) {
     std::string bad = good;
     bad[byte] = static_cast<char>(bad[byte] ^ 0x10);
@@ -305,7 +339,7 @@ TEST(slot_snapshots, a_sealed_body_that_lies_is_still_reported_not_misread) {
   w.add(20, std::vector<uint64_t>{3});
   std::string v;
   w.finish(v);
-  const size_t header_size = 1 + 1 + 8 + 1 + 8 + 4;
+  const size_t header_size = 1 + 1 + 8 + 1 + 8 + 1 + 4;
   // Body: varint(2) | varint(10) varint(0) | varint(10) varint(0) | crc.
   std::string bad_holder = v;
   bad_holder[header_size + 2] = 2; // dictionary index 1 of a 1-entry dictionary
@@ -354,11 +388,12 @@ TEST(holder_states, damage_is_an_error_naming_the_holder) {
   for (size_t n = 0; n < good.size(); ++n)
     ASSERT_FALSE(decode_holder_state(5, good.substr(0, n))) << n;
   std::string bad_state = good;
-  bad_state[bad_state.size() - 4 - 2] = 9; // the mark's state byte, before varint(0)
+  // The mark's state byte, before varint(0) and two positions and an epoch of 1-byte varints.
+  bad_state[bad_state.size() - 4 - 2 - 9] = 9;
   reseal(bad_state);
   EXPECT_FALSE(decode_holder_state(5, bad_state));
   std::string bad_format = good;
-  bad_format[0] = 2;
+  bad_format[0] = 3;
   reseal(bad_format);
   auto r = decode_holder_state(5, bad_format);
   ASSERT_FALSE(r);

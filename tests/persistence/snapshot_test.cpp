@@ -99,7 +99,7 @@ TEST(persistence_snapshot, checkpoint_verify_and_restore_give_the_same_contents)
     auto info = s->checkpoint(tmp.sub("snap"));
     ASSERT_TRUE(info) << info.error().message;
     EXPECT_EQ(info->node_id, "n1");
-    EXPECT_EQ(info->format_version, 2u);
+    EXPECT_EQ(info->format_version, 3u);
     EXPECT_EQ(info->workers, 2u);
     EXPECT_EQ(info->holders, 3u);
     EXPECT_EQ(info->slots, 300u);
@@ -312,11 +312,11 @@ TEST(persistence_snapshot, corrupted_snapshots_are_refused_and_the_target_is_unt
        [](const std::string& snap) {
          auto path = (fs::path{snap} / snapshot_manifest_name).string();
          auto j = nlohmann::json::parse(read_text(path));
-         j["format_version"] = 3;
+         j["format_version"] = 4;
          write_text(path, j.dump());
        },
        [](const std::string&) {
-         return std::string{"MANIFEST.lmcc.json has format_version 3, this build reads 2"};
+         return std::string{"MANIFEST.lmcc.json has format_version 4, this build reads 3"};
        }},
       {"manifest escaping the directory",
        [](const std::string& snap) {

@@ -69,7 +69,7 @@ TEST(persistence_store, open_creates_the_db_and_stamps_format_and_node) {
     EXPECT_EQ(s->write_count(), 1u); // the stamp
     EXPECT_EQ(read_all(*s), contents{});
   }
-  EXPECT_EQ(raw_get(tmp.sub("a/b/db"), "Fformat_version"), std::string("\0\0\0\x02", 4));
+  EXPECT_EQ(raw_get(tmp.sub("a/b/db"), "Fformat_version"), std::string("\0\0\0\x03", 4));
   EXPECT_EQ(raw_get(tmp.sub("a/b/db"), "Fnode_id"), "node-1");
   EXPECT_EQ(families_of(tmp.sub("a/b/db")), (std::vector<std::string>{"default", "log"}));
   auto again = must_open(tmp.sub("a/b/db"), "node-1");
@@ -499,7 +499,7 @@ TEST(persistence_store, a_format_1_data_dir_is_refused_with_a_message_saying_so)
   auto s = store::open(options_at(tmp.sub("db")), "n1");
   ASSERT_FALSE(s);
   const std::string& m = s.error().message;
-  EXPECT_EQ(m.rfind("open " + tmp.sub("db") + ": format version 1, this build reads 2", 0), 0u)
+  EXPECT_EQ(m.rfind("open " + tmp.sub("db") + ": format version 1, this build reads 3", 0), 0u)
       << m;
   EXPECT_NE(m.find("format 1 kept one RocksDB key per entry"), std::string::npos) << m;
   EXPECT_NE(m.find("full-sync"), std::string::npos) << m;
@@ -510,10 +510,15 @@ TEST(persistence_store, a_format_1_data_dir_is_refused_with_a_message_saying_so)
 TEST(persistence_store, another_format_version_is_refused) {
   temp_dir tmp;
   ASSERT_TRUE(must_open(tmp.sub("db")));
-  raw_put(tmp.sub("db"), "default", format_version_key(), encode_u32(3));
+  raw_put(tmp.sub("db"), "default", format_version_key(), encode_u32(4));
   auto s = store::open(options_at(tmp.sub("db")), "n1");
   ASSERT_FALSE(s);
-  EXPECT_EQ(s.error().message, "open " + tmp.sub("db") + ": format version 3, this build reads 2");
+  EXPECT_EQ(s.error().message, "open " + tmp.sub("db") + ": format version 4, this build reads 3");
+  // The format before stream positions says what to do about it.
+  raw_put(tmp.sub("db"), "default", format_version_key(), encode_u32(2));
+  auto two = store::open(options_at(tmp.sub("db")), "n1");
+  ASSERT_FALSE(two);
+  EXPECT_NE(two.error().message.find("copies its slots from its peers"), std::string::npos);
   raw_put(tmp.sub("db"), "default", format_version_key(), "xx");
   auto garbled = store::open(options_at(tmp.sub("db")), "n1");
   ASSERT_FALSE(garbled);
