@@ -94,10 +94,18 @@ expected<membership_record> record_from_json(std::string_view text) {
     return bad("a membership record is a JSON object");
   try {
     membership_record r;
-    r.epoch = j.at("epoch").get<uint64_t>();
+    // get<T>() would convert any number (a float, a negative or larger one):
+    // only an unsigned integer within the field's range is that field.
+    const auto& epoch = j.at("epoch");
+    if (!epoch.is_number_unsigned())
+      return bad("a membership record's epoch is an integer >= 0");
+    r.epoch = epoch.get<uint64_t>();
     for (const auto& m : j.at("members")) {
+      const auto& port = m.at("port");
+      if (!port.is_number_unsigned() || port.get<uint64_t>() > UINT16_MAX)
+        return bad("a member's port is an integer in [1, 65535]");
       member_address a{m.at("id").get<std::string>(), m.at("host").get<std::string>(),
-                       m.at("port").get<uint16_t>(), false};
+                       static_cast<uint16_t>(port.get<uint64_t>()), false};
       if (a.id.empty() || a.host.empty() || a.port == 0)
         return bad("a member needs an id, a host and a port");
       r.members.push_back(std::move(a));

@@ -245,6 +245,31 @@ TEST(membership_record, json_round_trips_and_bad_records_are_refused) {
     EXPECT_FALSE(record_from_json(bad)) << bad;
 }
 
+TEST(membership_record, an_epoch_or_a_port_out_of_its_range_is_refused_not_converted) {
+  // nlohmann's get<uint16_t>() and get<uint64_t>() convert whatever number
+  // they find: port 70000 became 4464, epoch -1 the largest epoch (a record
+  // that would supersede every later one), and a float too large for the
+  // type is undefined behaviour.
+  auto record = [](const std::string& epoch, const std::string& port) {
+    return R"({"epoch":)" + epoch + R"(,"members":[{"id":"n1","host":"h","port":)" + port +
+           R"(}],"previous":["n1"],"committed":true})";
+  };
+  ASSERT_TRUE(record_from_json(record("1", "9004")));
+  for (const auto& [epoch, port] :
+       std::vector<std::pair<std::string, std::string>>{{"1", "70000"},
+                                                        {"1", "-1"},
+                                                        {"1", "9004.5"},
+                                                        {"1", "9.0e67"},
+                                                        {"-1", "9004"},
+                                                        {"1.5", "9004"},
+                                                        {"1e300", "9004"},
+                                                        {"18446744073709551616", "9004"}}) {
+    SCOPED_TRACE(record(epoch, port));
+    auto r = record_from_json(record(epoch, port));
+    EXPECT_FALSE(r) << "read as epoch " << r->epoch << ", port " << r->members.at(0).port;
+  }
+}
+
 TEST(membership_record, a_record_past_its_bound_is_refused_before_it_is_parsed) {
   // A peer sends the record as text (members_atom); parsed as a whole
   // document, `[[[[...` costs ~40 bytes of memory per byte of it.
