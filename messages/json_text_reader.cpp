@@ -2,6 +2,10 @@
 // json_text_reader.hpp).
 #include "messages/json_text_reader.hpp"
 
+#include <charconv>
+#include <string_view>
+#include <system_error>
+
 namespace lmcc::msg {
 namespace {
 
@@ -14,6 +18,21 @@ struct thread_reader {
 thread_reader& this_thread_reader() {
   thread_local thread_reader slot;
   return slot;
+}
+
+/// Digits of a number's mantissa, leading zeros not counted.
+size_t significant_digits(std::string_view number) {
+  size_t digits = 0;
+  bool leading = true;
+  for (char c : number) {
+    if (c == 'e' || c == 'E')
+      break;
+    if (c < '0' || c > '9' || (leading && c == '0'))
+      continue; // a sign, the point, a leading zero
+    leading = false;
+    ++digits;
+  }
+  return digits;
 }
 
 } // namespace
@@ -61,7 +80,24 @@ simdjson::error_code read_json_number(simdjson::ondemand::value& v, json_number&
   // and Python's float() read them (correctly rounded). Beyond double's range
   // simdjson answers NUMBER_ERROR, as nlohmann refused it.
   out.kind = json_number_kind::floating;
-  return v.get_double().get(out.floating_value);
+  std::string_view number = v.raw_json_token();
+  if (auto refused = v.get_double().get(out.floating_value))
+    return refused;
+  // simdjson 3.0.1 misreads some numbers of more than 19 significant digits
+  // (0.99999999999999999999 as 0.0777...): from_chars reads those again,
+  // correctly rounded. simdjson has checked the spelling and the range; a
+  // value below a double's (from_chars' out of range) keeps simdjson's 0.
+  if (significant_digits(number) <= 19)
+    return simdjson::SUCCESS;
+  while (!number.empty() && (number.back() == ' ' || number.back() == '\t' ||
+                             number.back() == '\n' || number.back() == '\r'))
+    number.remove_suffix(1);
+  const char* end = number.data() + number.size();
+  double exact = 0;
+  if (const auto [stop, ec] = std::from_chars(number.data(), end, exact);
+      ec == std::errc{} && stop == end)
+    out.floating_value = exact;
+  return simdjson::SUCCESS;
 }
 
 } // namespace lmcc::msg

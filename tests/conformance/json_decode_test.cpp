@@ -255,6 +255,32 @@ TEST(json_numbers, float_fields_take_ints_and_big_ints_and_refuse_what_a_double_
   }
 }
 
+TEST(json_numbers, a_float_of_more_than_19_significant_digits_reads_as_python_reads_it) {
+  // simdjson 3.0.1 misreads some of these (0.99999999999999999999 as 0.0777).
+  // Expected values: Python's float() of the same text.
+  auto progress = [](std::string_view value) {
+    return R"({"type":"FullSyncStatusRetMsg","sync_id":"s","is_complete":false,)"
+           R"("global_progress":)" +
+           std::string(value) + R"(,"can_exit_freeze":true})";
+  };
+  const std::pair<const char*, double> cases[] = {
+      {"0.99999999999999999999", 1.0},
+      {"-0.99999999999999999999", -1.0},
+      {"0.184467440737095516150", 0.1844674407370955},
+      {"0.123456789012345678901", 0.12345678901234568},
+      {"0.000184467440737095516150", 0.0001844674407370955},
+      {"1.84467440737095516150", 1.8446744073709551},
+      {"99999999999999999999", 1e20},
+      {"0.1234567890123456789012e-400", 0.0},
+  };
+  for (const auto& [text, value] : cases) {
+    SCOPED_TRACE(text);
+    auto r = msg::decode_json(progress(text));
+    ASSERT_TRUE(r) << error_of(r);
+    EXPECT_EQ(std::get<msg::FullSyncStatusRetMsg>(*r).global_progress, value);
+  }
+}
+
 // -- what json.loads refuses ----------------------------------------------------------------------
 
 TEST(json_malformed, texts_json_loads_refuses_are_refused_as_malformed) {
