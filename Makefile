@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
 CMAKE_GENERATOR ?= Ninja
 
-.PHONY: deps build test run run-node test-asan fuzz bench format clean chaos chaos-planted
+.PHONY: deps build test run run-node test-asan fuzz fuzz-merge bench format clean chaos chaos-planted
 
 deps:
 	./deploy/install-deps.sh
@@ -65,14 +65,41 @@ test-asan: deps
 	cd $(ASAN_DIR) && UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:suppressions=$(CURDIR)/tests/ubsan.supp \
 	  ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) --timeout 900
 
+# libFuzzer targets (tests/fuzz/CMakeLists.txt says what each reaches): each of
+# FUZZ_TARGETS runs FUZZ_FLAGS (default FUZZ_SECONDS seconds) from its kept
+# corpus (tests/fuzz/corpus/<name>) and seeds made from real encodings
+# ($(FUZZ_DIR)/seeds/<name>); new inputs go to $(FUZZ_DIR)/corpus/<name>, crashes
+# to $(FUZZ_DIR)/artifacts/<name>. One target: FUZZ_TARGETS=json; a number of
+# inputs instead of a time: FUZZ_FLAGS=-runs=10000000.
+FUZZ_TARGETS ?= decode json http-body peer-messages peer-read
+FUZZ_FLAGS ?= -max_total_time=$(FUZZ_SECONDS)
+FUZZ_LIMITS ?= -rss_limit_mb=512 -malloc_limit_mb=256
 fuzz: deps
 	CXX=clang++ cmake -S . -B $(FUZZ_DIR) -G $(CMAKE_GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DLMCC_FUZZ=ON -DLMCC_BENCH=OFF -DBUILD_TESTING=OFF
-	cmake --build $(FUZZ_DIR) -j $(JOBS) --target lmcc-fuzz-decode
-	mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/artifacts && ./tests/fuzz/seed-corpus.sh $(FUZZ_DIR)/corpus
-	./$(FUZZ_DIR)/lmcc-fuzz-decode -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=512 \
-	  -malloc_limit_mb=256 -dict=tests/fuzz/lmcc.dict -artifact_prefix=$(FUZZ_DIR)/artifacts/ \
-	  -print_final_stats=1 $(FUZZ_DIR)/corpus
+	cmake --build $(FUZZ_DIR) -j $(JOBS) --target lmcc-fuzz-seeds $(addprefix lmcc-fuzz-,$(FUZZ_TARGETS))
+	./$(FUZZ_DIR)/lmcc-fuzz-seeds $(FUZZ_DIR)/seeds
+	for t in $(FUZZ_TARGETS); do \
+	  mkdir -p $(FUZZ_DIR)/corpus/$$t $(FUZZ_DIR)/artifacts/$$t tests/fuzz/corpus/$$t || exit 1; \
+	  dict=tests/fuzz/$$t.dict; [ -f $$dict ] || dict=; \
+	  ./$(FUZZ_DIR)/lmcc-fuzz-$$t $(FUZZ_FLAGS) $(FUZZ_LIMITS) $${dict:+-dict=$$dict} \
+	    -artifact_prefix=$(FUZZ_DIR)/artifacts/$$t/ -print_final_stats=1 \
+	    $(FUZZ_DIR)/corpus/$$t tests/fuzz/corpus/$$t $(FUZZ_DIR)/seeds/$$t || exit 1; \
+	done
+
+# Minimizes each kept corpus with what `make fuzz` found (libFuzzer -merge=1):
+# tests/fuzz/corpus/<name> becomes the regression-* inputs (kept by name) and
+# the fewest other inputs that reach edges they do not (-use_counters=0: hit
+# counts aside, which keeps a few hundred KiB instead of megabytes).
+fuzz-merge:
+	for t in $(FUZZ_TARGETS); do \
+	  rm -rf $(FUZZ_DIR)/merged/$$t && mkdir -p $(FUZZ_DIR)/merged/$$t tests/fuzz/corpus/$$t && \
+	  find tests/fuzz/corpus/$$t -name 'regression-*' -exec cp {} $(FUZZ_DIR)/merged/$$t/ \; && \
+	  ./$(FUZZ_DIR)/lmcc-fuzz-$$t -merge=1 -use_counters=0 $(FUZZ_LIMITS) $(FUZZ_DIR)/merged/$$t \
+	    tests/fuzz/corpus/$$t \
+	    $(FUZZ_DIR)/seeds/$$t $(FUZZ_DIR)/corpus/$$t && \
+	  rm -rf tests/fuzz/corpus/$$t && mv $(FUZZ_DIR)/merged/$$t tests/fuzz/corpus/$$t || exit 1; \
+	done
 
 # Builds only the benchmark binary (Release, LMCC_BENCH forced ON in the cache).
 bench: deps

@@ -1,13 +1,17 @@
-#include "tests/fuzz/fuzz_body.hpp"
+#include "tests/fuzz/fuzz_decode.hpp"
 
 #include "messages/codec_json.hpp"
 #include "messages/codec_msgpack.hpp"
 #include "messages/lmcache_msgs.hpp"
 #include "tests/conformance/reference_msgpack_decoder.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <cmath>
 #include <cstddef>
+#include <fstream>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -129,7 +133,29 @@ bool same_message(const Msg& a, const Msg& b, const msg_facts& facts) {
   return a == b;
 }
 
-std::string check_decoded(const Msg& m, const decode_limits& lim, const std::string& label) {
+/// What a decoder made of a frame, in one comparable line.
+std::string outcome(const expected<Msg>& r) {
+  if (!r)
+    return "refused: " + r.error().message;
+  return "accepted " + std::string(type_tag_of(*r)) + " " + hex(encode_msgpack(*r), 4096);
+}
+
+/// decode_msgpack must decide, decode and word errors exactly as the decoder
+/// it replaced (tests/conformance/reference_msgpack_decoder.hpp).
+std::string check_same_as_reference(std::string_view frame, const decode_limits& lim,
+                                    const std::string& label) {
+  std::string before = outcome(lmcc::test::reference_decode_msgpack(frame, lim));
+  std::string now = outcome(decode_msgpack(frame, lim));
+  if (before == now)
+    return {};
+  return label + ": decode_msgpack differs from the reference decoder: before " +
+         before.substr(0, 300) + ", now " + now.substr(0, 300);
+}
+
+} // namespace
+
+std::string check_decoded_message(const msg::Msg& m, const msg::decode_limits& lim,
+                                  const std::string& label) {
   msg_facts facts = facts_of(m);
   if (facts.longest_string > lim.max_string_bytes)
     return label + ": decoded a string of " + std::to_string(facts.longest_string) +
@@ -167,27 +193,6 @@ std::string check_decoded(const Msg& m, const decode_limits& lim, const std::str
   return {};
 }
 
-/// What a decoder made of a frame, in one comparable line.
-std::string outcome(const expected<Msg>& r) {
-  if (!r)
-    return "refused: " + r.error().message;
-  return "accepted " + std::string(type_tag_of(*r)) + " " + hex(encode_msgpack(*r), 4096);
-}
-
-/// decode_msgpack must decide, decode and word errors exactly as the decoder
-/// it replaced (tests/conformance/reference_msgpack_decoder.hpp).
-std::string check_same_as_reference(std::string_view frame, const decode_limits& lim,
-                                    const std::string& label) {
-  std::string before = outcome(lmcc::test::reference_decode_msgpack(frame, lim));
-  std::string now = outcome(decode_msgpack(frame, lim));
-  if (before == now)
-    return {};
-  return label + ": decode_msgpack differs from the reference decoder: before " +
-         before.substr(0, 300) + ", now " + now.substr(0, 300);
-}
-
-} // namespace
-
 std::string check_decode(std::string_view frame) {
   static const decode_limits strict = strict_limits();
   static const decode_limits defaults{};
@@ -201,7 +206,7 @@ std::string check_decode(std::string_view frame) {
 
   expected<Msg> under_strict = decode_frame(frame, strict);
   if (under_strict) {
-    std::string why = check_decoded(*under_strict, strict, "strict limits");
+    std::string why = check_decoded_message(*under_strict, strict, "strict limits");
     if (!why.empty())
       return why;
   } else if (under_strict.error().message.empty()) {
@@ -220,7 +225,32 @@ std::string check_decode(std::string_view frame) {
   }
   if (under_strict && !same_message(*under_strict, *under_defaults, facts_of(*under_defaults)))
     return "strict and default limits decoded different messages";
-  return check_decoded(*under_defaults, defaults, "default limits");
+  return check_decoded_message(*under_defaults, defaults, "default limits");
+}
+
+std::vector<std::string> decode_seeds(const std::string& golden_path) {
+  std::ifstream in{golden_path};
+  if (!in)
+    throw std::runtime_error("cannot open " + golden_path);
+  auto from_hex = [&](const std::string& text) {
+    std::string out;
+    for (size_t i = 0; i + 1 < text.size(); i += 2)
+      out += static_cast<char>(std::stoi(text.substr(i, 2), nullptr, 16));
+    return out;
+  };
+  std::vector<std::string> frames;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty())
+      continue;
+    auto vec = nlohmann::json::parse(line);
+    for (const char* field : {"msgpack", "canonical"})
+      if (vec.contains(field))
+        frames.push_back(from_hex(vec[field].get<std::string>()));
+    if (vec.contains("json"))
+      frames.push_back(vec["json"].dump());
+  }
+  return frames;
 }
 
 } // namespace lmcc::fuzz

@@ -19,9 +19,11 @@
 #pragma once
 
 #include "messages/limits.hpp"
+#include "messages/lmcache_msgs.hpp"
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace lmcc::fuzz {
 
@@ -39,5 +41,15 @@ constexpr msg::decode_limits strict_limits() {
 /// Runs the whole body on one frame. Returns "" when every invariant holds,
 /// otherwise a description of the first one broken (the caller aborts).
 std::string check_decode(std::string_view frame);
+
+/// The invariants of a message some decoder accepted under `lim`: nothing in
+/// it past the limits, and both codecs' round trips (see above). "" or what
+/// broke, prefixed with `label`.
+std::string check_decoded_message(const msg::Msg& m, const msg::decode_limits& lim,
+                                  const std::string& label);
+
+/// Every frame of the conformance vectors at `golden_path` (wire-golden.jsonl):
+/// each vector's msgpack, its canonical re-encoding and its JSON form.
+std::vector<std::string> decode_seeds(const std::string& golden_path);
 
 } // namespace lmcc::fuzz

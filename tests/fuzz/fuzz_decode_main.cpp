@@ -1,8 +1,8 @@
 // libFuzzer target lmcc-fuzz-decode: the worker-socket frame decoder
 // (decode_frame: JSON when the first byte is `{`, else msgpack) and the codec
-// round trips; see fuzz_body.hpp for the invariants. Built only with clang and
-// -DLMCC_FUZZ=ON; run it with `make fuzz FUZZ_SECONDS=60`.
-#include "tests/fuzz/fuzz_body.hpp"
+// round trips; see fuzz_decode.hpp for the invariants. Built only with clang and
+// -DLMCC_FUZZ=ON; run it with `make fuzz FUZZ_TARGETS=decode`.
+#include "tests/fuzz/fuzz_decode.hpp"
 
 #include <cstddef>
 #include <cstdint>
