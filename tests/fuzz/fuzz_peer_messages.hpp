@@ -14,10 +14,13 @@
 // the types after it move to other selectors):
 //   - a value of one of the block's types, read alone with no actor system;
 //   - a whole caf::message, read through an actor system with lmcc's types
-//     registered, as the middleman reads one (its type names, then each value;
-//     only one whose values are all of types lmcc sends is written back:
-//     CAF's serializer never returns from writing an infinite double, which a
-//     peer can put in CAF's own types, but lmcc sends none);
+//     registered, as the middleman reads one (its type names, then each
+//     value), when every type it names is one lmcc's actors exchange. CAF's
+//     other built-in types are CAF's own code and some of it trusts the bytes
+//     (a @charbuf allocates the up to 4 GiB its length header claims before
+//     reading it; a double written back never returns if it is infinite): the
+//     middleman reads those too, from any connection to the cluster port,
+//     which is why that port belongs on a private network (README);
 //   - an op-log record (persistence/records.hpp) as given, and again with its
 //     checksum made right, so that mutations reach the fields behind it; the
 //     same for a slot snapshot (a header and a body, each sealed) and a
