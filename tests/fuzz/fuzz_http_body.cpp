@@ -307,6 +307,9 @@ std::string canonical_body(const endpoint& e, const json& fields) {
 /// array value of that key had (every occurrence of a repeated key counts).
 class shape_reader : public nlohmann::json_sax<json> {
 public:
+  /// nlohmann's out_of_range.406: "number overflow parsing".
+  static constexpr int number_overflow_error = 406;
+
   size_t max_depth = 0;
   bool root_is_object = false;
   std::map<std::string, size_t> longest_list;
@@ -353,9 +356,14 @@ public:
     --depth_;
     return true;
   }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+    number_overflow = e.id == number_overflow_error;
     return false;
   }
+
+  /// nlohmann refused an integer too large for a double. That is JSON (Python
+  /// reads it as an int), and the body readers take it as one, out of range.
+  bool number_overflow = false;
 
 private:
   bool element() {
@@ -421,6 +429,8 @@ std::string check_body(const endpoint& e, std::string_view body, size_t max_toke
 
   shape_reader shape;
   const bool is_json = json::sax_parse(body, &shape);
+  if (!is_json && shape.number_overflow)
+    return {};
   reading want;
   if (!is_json || (!e.whole_document && shape.max_depth > gateway::max_body_depth)) {
     if (e.whole_document) {

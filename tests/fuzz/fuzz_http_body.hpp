@@ -21,8 +21,9 @@
 //   - query parameters: the first value counts, an empty one is absent, and
 //     an integer parameter is read exactly when it is decimal in [-2^63, 2^64-1].
 // The same exclusions as fuzz_json.hpp apply where nlohmann is not JSON (a
-// byte order mark, a NUL byte) or simdjson 3.0.1 refuses valid JSON (an
-// exponent of more than 19 digits): there only the first rule is checked.
+// byte order mark, a NUL byte, an integer too large for a double, which the
+// readers take for an integer out of range) or simdjson 3.0.1 refuses valid
+// JSON (an exponent of more than 19 digits): there only the first rule is checked.
 //
 //   std::string why = lmcc::fuzz::check_http_body(input);   // "" when all hold
 //
