@@ -17,7 +17,28 @@ const char* to_string(cover_state s) noexcept {
 }
 
 coverage_book::coverage_book(uint32_t slot_count)
-  : slot_count_(slot_count), decided_(slot_count, 0), pending_per_slot_(slot_count, 0) {}
+  : slot_count_(slot_count), decided_(slot_count, 0), pending_per_slot_(slot_count, 0),
+    blank_(slot_count, 0) {}
+
+void coverage_book::blank_owned() {
+  for (uint32_t s = 0; s < slot_count_; ++s)
+    if (owns(s) && blank_[s] == 0) {
+      blank_[s] = 1;
+      changed_.push_back(s);
+    }
+}
+
+void coverage_book::settle(uint32_t slot) {
+  if (slot < slot_count_ && blank_[slot] != 0) {
+    blank_[slot] = 0;
+    changed_.push_back(slot);
+  }
+}
+
+void coverage_book::settle_all() {
+  for (uint32_t s = 0; s < slot_count_; ++s)
+    settle(s);
+}
 
 // -- ownership -----------------------------------------------------------------------
 

@@ -166,10 +166,22 @@ public:
   std::vector<holder_id> holders() const;
   /// How holder h's copy of `slot` stands.
   slot_cover cover(holder_id h, uint32_t slot) const;
-  /// Whether any holder's copy of `slot` is pending.
+  /// Whether any holder's copy of `slot` is pending, or the slot is blank.
   bool slot_pending(uint32_t slot) const noexcept {
-    return slot < slot_count_ && pending_per_slot_[slot] > 0;
+    return slot < slot_count_ && (pending_per_slot_[slot] > 0 || blank_[slot] != 0);
   }
+
+  // -- a node back empty ------------------------------------------------------------------
+
+  /// This node came back with an empty store (a disk lost): what it holds of
+  /// every slot it owns says nothing of the holders it has not heard of
+  /// since, so each such slot is *blank* -- uncertain as a whole -- until a
+  /// copy of an owner that is not blank itself is installed, or the slot is
+  /// known to be lost everywhere (settle()).
+  void blank_owned();
+  void settle(uint32_t slot);
+  void settle_all();
+  bool blank(uint32_t slot) const noexcept { return slot < slot_count_ && blank_[slot] != 0; }
   /// Pending (slot, holder) pairs.
   uint64_t pending_count() const noexcept;
   /// Slots whose cover changed since the last call (repeats possible): their
@@ -224,6 +236,7 @@ private:
   std::vector<uint8_t> decided_;
   bool slow_ = false;
   std::vector<uint32_t> pending_per_slot_;
+  std::vector<uint8_t> blank_;
   std::vector<uint32_t> changed_;
   const std::vector<uint64_t>* replay_stamps_ = nullptr;
   uint64_t replay_position_ = 0;

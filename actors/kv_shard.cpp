@@ -275,6 +275,13 @@ kv_shard_actor::behavior_type kv_shard(kv_shard_actor::stateful_pointer<kv_shard
         self->state.core->set_ownership_words(words);
         publish(self);
       },
+      [self](refill_atom, const std::vector<uint64_t>& slots) {
+        std::vector<uint32_t> lost;
+        for (uint64_t s : slots)
+          lost.push_back(static_cast<uint32_t>(s));
+        self->state.core->settle(lost);
+      },
+      [self](settled_atom) { self->state.core->settle_all(); },
       [self](retire_atom, const std::vector<uint64_t>& uid_incarnations) {
         const size_t dropped = self->state.core->retire_older(uid_incarnations);
         if (dropped == 0)

@@ -74,6 +74,10 @@ using kv_shard_actor = caf::typed_actor<
     // The slots this node owns: one word per slot, the epoch
     // since which it owns it or not_owned (coverage.hpp).
     caf::reacts_to<members_atom, std::vector<uint64_t>>,
+    // A node back empty: these blank slots are lost on every owner, or
+    // (settled_atom) none of its slots has a copy to wait for any more
+    // (coverage_book::settle).
+    caf::reacts_to<refill_atom, std::vector<uint64_t>>, caf::reacts_to<settled_atom>,
     // The registrations this node's directory knows (uid,
     // incarnation, ...): drops holders of older ones
     // (kv_shard_core::retire_older); a peer_link ignores it.

@@ -217,6 +217,17 @@ void kv_shard_core::set_ownership(std::vector<uint8_t> owned, std::vector<uint64
   touch_changed_covers();
 }
 
+void kv_shard_core::settle(std::span<const uint32_t> slots) {
+  for (uint32_t slot : slots)
+    cover_->settle(slot);
+  touch_changed_covers();
+}
+
+void kv_shard_core::settle_all() {
+  cover_->settle_all();
+  touch_changed_covers();
+}
+
 void kv_shard_core::set_ownership_words(std::span<const uint64_t> words) {
   cover_->set_ownership(words);
   touch_changed_covers();
@@ -227,6 +238,7 @@ slot_copy kv_shard_core::copy_of(uint32_t slot) const {
   copy.slot = slot;
   if (slot >= opts_.slot_count)
     return copy;
+  copy.complete = !cover_->blank(slot);
   absl::flat_hash_map<holder_id, std::vector<uint64_t>> keys;
   {
     auto r = index_->read();
@@ -322,6 +334,10 @@ copy_outcome kv_shard_core::install(const slot_copy& copy) {
     }
     }
   }
+  // A copy of an owner that is not blank lists every holder of the slot: a
+  // blank one here has all it lacked.
+  if (copy.complete)
+    cover_->settle(slot);
   for (holder_id h : cover_->holders())
     if (cover_->cover(h, slot).state == cover_state::pending) {
       const auto it = holders_.find(h);

@@ -232,6 +232,8 @@ peer_link_main(peer_link_actor::stateful_pointer<peer_link_state> self, peer_lin
       [](copy_atom, uint64_t) { return std::vector<uint64_t>{}; },
       [](install_atom, const std::vector<uint64_t>&) { return std::vector<uint64_t>{}; },
       [](members_atom, const std::vector<uint64_t>&) {},
+      [](refill_atom, const std::vector<uint64_t>&) {},
+      [](settled_atom) {},
       // The peer's own directory tells its shard of the registrations.
       [](retire_atom, const std::vector<uint64_t>&) {},
   };

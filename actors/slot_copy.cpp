@@ -5,13 +5,14 @@
 namespace lmcc::actors {
 
 std::vector<uint64_t> encode_slot_copy(const slot_copy& copy) {
-  size_t size = 3;
+  size_t size = 4;
   for (const auto& h : copy.holders)
     size += 8 + h.keys.size();
   std::vector<uint64_t> out;
   out.reserve(size);
   out.push_back(slot_copy_format);
   out.push_back(copy.slot);
+  out.push_back(copy.complete ? 1 : 0);
   out.push_back(copy.holders.size());
   for (const auto& h : copy.holders) {
     out.push_back(h.holder);
@@ -29,14 +30,17 @@ std::vector<uint64_t> encode_slot_copy(const slot_copy& copy) {
 
 std::variant<slot_copy, std::string> decode_slot_copy(std::span<const uint64_t> words,
                                                       uint32_t slot_count) {
-  if (words.size() < 3 || words[0] != slot_copy_format)
+  if (words.size() < 4 || words[0] != slot_copy_format)
     return std::string{"slot copy: not a copy (format word)"};
   if (words[1] >= slot_count)
     return "slot copy: slot " + std::to_string(words[1]) + " out of range";
+  if (words[2] > 1)
+    return std::string{"slot copy: unknown flags"};
   slot_copy copy;
   copy.slot = static_cast<uint32_t>(words[1]);
-  size_t at = 3;
-  const uint64_t holders = words[2];
+  copy.complete = words[2] == 1;
+  size_t at = 4;
+  const uint64_t holders = words[3];
   if (holders > (words.size() - at) / 8)
     return std::string{"slot copy: more holders than words"};
   copy.holders.reserve(holders);
@@ -69,11 +73,11 @@ std::variant<slot_copy, std::string> decode_slot_copy(std::span<const uint64_t> 
 }
 
 uint64_t slot_copy_keys(std::span<const uint64_t> words) {
-  if (words.size() < 3 || words[0] != slot_copy_format)
+  if (words.size() < 4 || words[0] != slot_copy_format)
     return 0;
   uint64_t keys = 0;
-  size_t at = 3;
-  for (uint64_t i = 0; i < words[2] && words.size() - at >= 8; ++i) {
+  size_t at = 4;
+  for (uint64_t i = 0; i < words[3] && words.size() - at >= 8; ++i) {
     const uint64_t n = words[at + 7];
     at += 8;
     if (n > words.size() - at)

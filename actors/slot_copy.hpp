@@ -5,7 +5,7 @@
 // is newer than its own (coverage.hpp).
 //
 // On the wire it is a flat vector of u64 (CAF carries those cheaply):
-//   [format, slot, holders, then per holder:
+//   [format, slot, flags (1 = complete), holders, then per holder:
 //    holder, worker_uid, flags (1 = certain), pos.incarnation, pos.era,
 //    pos.n, pos.sub, keys, key...]
 // Every holder the sender knows is listed, with or without keys in the slot:
@@ -38,12 +38,15 @@ struct holder_slot_copy {
 
 struct slot_copy {
   uint32_t slot = 0;
+  /// The sender's copy of the slot is not blank (coverage_book::blank_owned):
+  /// a holder it does not list holds nothing there.
+  bool complete = true;
   std::vector<holder_slot_copy> holders;
   friend bool operator==(const slot_copy&, const slot_copy&) = default;
 };
 
 /// The format word a copy starts with.
-inline constexpr uint64_t slot_copy_format = 0x5c01;
+inline constexpr uint64_t slot_copy_format = 0x5c02;
 
 std::vector<uint64_t> encode_slot_copy(const slot_copy& copy);
 

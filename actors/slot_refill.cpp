@@ -84,7 +84,7 @@ void settle(refill_self self) {
     spdlog::warn("slot-refill-lost node={} slots={} first={} action=full-sync-all", st.cfg.self_id,
                  step.lost.size(), step.lost.front());
     if (st.cfg.on_lost)
-      st.cfg.on_lost(step.lost.size());
+      st.cfg.on_lost(step.lost);
   }
   if (!step.copy.empty()) {
     for (const auto& [slot, from] : step.copy)

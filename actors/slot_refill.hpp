@@ -52,7 +52,7 @@ struct slot_refill_config {
   std::chrono::milliseconds leftover_recheck{1000};
   /// Slots no owner holds any more (every other owner came back empty):
   /// only the workers' full syncs can give their entries back.
-  std::function<void(uint64_t lost_slots)> on_lost;
+  std::function<void(const std::vector<uint32_t>& lost_slots)> on_lost;
   /// Every owned slot is copied, or known lost, and durable.
   std::function<void()> on_settled;
 };

@@ -177,16 +177,21 @@ void node_cluster::start(const actors::kv_shard_actor& shard,
     rc.shard = shard;
     rc.self_id = c.node_id;
     rc.timeout = c.internal_timeout;
-    rc.on_lost = [directory](uint64_t slots) {
-      caf::anon_send(directory, actors::refill_atom::value, slots);
+    rc.on_lost = [directory, shard](const std::vector<uint32_t>& slots) {
+      // Only the workers' full syncs can refill these: this node's copy is
+      // as complete as any, so they stop waiting for a peer's.
+      caf::anon_send(shard, actors::refill_atom::value,
+                     std::vector<uint64_t>(slots.begin(), slots.end()));
+      caf::anon_send(directory, actors::refill_atom::value, uint64_t{slots.size()});
     };
     // The marker stays until every owned slot is copied or known lost; the
     // node greets as unsettled until then (refill_leftovers.hpp).
     auto settled = std::make_shared<std::atomic<bool>>(false);
-    auto on_settled = [marker, settled, directory] {
+    auto on_settled = [marker, settled, directory, shard] {
       if (!marker.empty())
         std::remove(marker.c_str());
       settled->store(true);
+      caf::anon_send(shard, actors::settled_atom::value); // nothing left to wait for
       caf::anon_send(directory, actors::settled_atom::value);
     };
     rc.on_settled = on_settled;
@@ -348,7 +353,16 @@ std::vector<actors::holder_list> node_cluster::holders(const std::vector<uint64_
   gateway::owner_read_routes routes;
   routes.self = table->self;
   routes.owner = [&](uint32_t i, std::span<const gateway::owner_index> avoid, bool complete_only) {
-    return table->read_owner(actors::slot_of(keys[i], slots), avoid, complete_only);
+    const uint32_t slot = actors::slot_of(keys[i], slots);
+    const auto owner = table->read_owner(slot, avoid, complete_only);
+    if (owner != table->self || !parts_.index->uncertain(slot))
+      return owner;
+    // This node's copy may lack ops another owner's holds (it missed a
+    // sub-batch and waits for a copy: coverage.hpp): read that one when it answers.
+    std::vector<gateway::owner_index> also_self(avoid.begin(), avoid.end());
+    also_self.push_back(table->self);
+    const auto other = table->read_owner(slot, also_self, complete_only);
+    return other != cluster::no_node ? other : owner;
   };
   routes.endpoint = [&](gateway::owner_index n) { return table->peers[n].handles.read; };
   routes.refresh = [&] { table = board_->current(); };

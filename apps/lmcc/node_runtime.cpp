@@ -63,13 +63,16 @@ void node_runtime::impl::spawn_actors(node_state& state) {
   store_ = state.store;
   auto init = std::make_shared<actors::shard_init>();
   init->options = c.shard;
-  // More than one copy of a worker's entity can exist for a while only in a
-  // cluster (a frozen or cut-off node): there the shard fences the stale one.
   if (options_.planted() == planted_bug_kind::drop_acked_sub_batch)
     init->options.planted_drop_every = planted_bug_every;
   init->options.slot_count = c.slot_count;
   init->index = index_;
   init->store = state.store;
+  // A cluster node back with an empty store (or one whose copy from its
+  // peers was cut short) knows nothing of what its slots held: each waits
+  // for a peer's copy (coverage.hpp; the refill settles what none holds).
+  if (cluster_ && (state.need_full_sync_all || cluster_->refill_pending()))
+    state.shard.covers->blank_owned();
   init->start = std::move(state.shard);
   init->monitor = shard_monitor_;
   init->release_memory = [releaser = std::make_shared<memory_releaser>(

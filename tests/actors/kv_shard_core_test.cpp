@@ -245,7 +245,7 @@ TEST(kv_shard_core, a_sub_batch_that_does_not_continue_the_copy_leaves_it_uncert
   EXPECT_TRUE(f.index->uncertain(2));
   EXPECT_TRUE(f.index->uncertain(40)); // every owned slot may lack 11 and 12
   // Another owner's copy at 13 covers the gap: slot 2 is certain again.
-  slot_copy copy{2, {holder_slot_copy{h1, 0, true, {5, 0, 13, 0}, {k[0]}}}};
+  slot_copy copy{2, true, {holder_slot_copy{h1, 0, true, {5, 0, 13, 0}, {k[0]}}}};
   const auto outcome = f.core->install(copy);
   EXPECT_EQ(outcome.installed, 1u);
   EXPECT_TRUE(outcome.unresolved.empty());
@@ -264,6 +264,7 @@ TEST(kv_shard_core, a_copy_is_taken_holder_by_holder_where_it_is_newer) {
   f.commit();
   // The other owner is ahead for h1 (it evicted k0, admitted k2) and behind for h2.
   slot_copy copy{5,
+                 true,
                  {holder_slot_copy{h1, 0, true, {1, 0, 8, 0}, {k[2]}},
                   holder_slot_copy{h2, 0, true, {1, 0, 3, 0}, {k[3]}}}};
   const auto outcome = f.core->install(copy);
@@ -275,11 +276,38 @@ TEST(kv_shard_core, a_copy_is_taken_holder_by_holder_where_it_is_newer) {
   // The same copy again changes nothing; a copy with this node's own label
   // and other entries is a conflict only the worker can settle.
   EXPECT_EQ(f.core->install(copy).changed, 0u);
-  slot_copy other{5, {holder_slot_copy{h2, uid_of(2), true, {1, 0, 9, 0}, {k[3]}}}};
+  slot_copy other{5, true, {holder_slot_copy{h2, uid_of(2), true, {1, 0, 9, 0}, {k[3]}}}};
   const auto conflict = f.core->install(other);
   ASSERT_EQ(conflict.conflicts.size(), 1u);
   EXPECT_EQ(conflict.conflicts[0].second, h2);
   EXPECT_TRUE(f.index->read().holds(k[1], h2)); // nothing taken
+}
+
+TEST(kv_shard_core, a_node_back_empty_waits_for_a_copy_of_an_owner_that_is_not_empty_too) {
+  shard_fixture f;
+  const auto k = keys_in(4, 2, 64);
+  shard_start_state start;
+  start.covers = std::make_shared<coverage_book>(64);
+  start.covers->blank_owned(); // its disk was replaced
+  f.core = std::make_unique<kv_shard_core>(f.opts, f.index, f.store, std::move(start));
+  EXPECT_TRUE(f.index->uncertain(4));
+  // Another empty node's copy says nothing of the holders it never heard of.
+  slot_copy empty{4, true, {}};
+  empty.complete = false;
+  f.core->install(empty);
+  EXPECT_TRUE(f.index->uncertain(4));
+  // A whole owner's copy lists every holder of the slot: all it lacked.
+  slot_copy whole{4, true, {holder_slot_copy{h1, 0, true, {1, 0, 9, 0}, {k[0], k[1]}}}};
+  EXPECT_EQ(f.core->install(whole).installed, 1u);
+  EXPECT_FALSE(f.index->uncertain(4));
+  EXPECT_TRUE(f.index->read().holds(k[1], h1));
+  // Slots nobody holds any more stop waiting once the refill says so.
+  EXPECT_TRUE(f.index->uncertain(5));
+  f.core->settle(std::vector<uint32_t>{5});
+  EXPECT_FALSE(f.index->uncertain(5));
+  EXPECT_TRUE(f.index->uncertain(6));
+  f.core->settle_all();
+  EXPECT_FALSE(f.index->uncertain(6));
 }
 
 TEST(kv_shard_core, a_copy_outlives_a_restart_and_so_does_an_uncertain_slot) {
@@ -289,7 +317,7 @@ TEST(kv_shard_core, a_copy_outlives_a_restart_and_so_does_an_uncertain_slot) {
   f.core->apply(sb(1, 2, h1, {{k[1], true}}).incarnation(1).pos({1, 0, 6, 0}, {1, 0, 7, 0}));
   f.commit();
   ASSERT_TRUE(f.index->uncertain(3));
-  slot_copy copy{3, {holder_slot_copy{h1, 0, true, {1, 0, 7, 0}, {k[0], k[1]}}}};
+  slot_copy copy{3, true, {holder_slot_copy{h1, 0, true, {1, 0, 7, 0}, {k[0], k[1]}}}};
   ASSERT_EQ(f.core->install(copy).installed, 1u);
   f.snapshot();
   auto r = f.restore();
