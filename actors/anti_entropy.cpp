@@ -27,14 +27,17 @@ void ask_full_sync(ae_self self, uint64_t uid, const std::string& reason) {
 }
 
 /// Takes `peer`'s copy of `slot` into this node's shard.
-void take_copy(ae_self self, const cluster_service_actor& peer, const std::string& peer_id,
-               uint32_t slot) {
+void take_copy(ae_self self, node_index peer_index, const cluster_service_actor& peer,
+               const std::string& peer_id, uint32_t slot) {
   auto& st = self->state;
   const uint64_t round = st.round;
+  if (!st.asking.emplace(peer_index, slot).second)
+    return; // asked already, the answer is on its way
   self->request(peer, st.cfg.timeout, copy_atom::value, uint64_t{slot})
       .then(
-          [self, slot, peer_id, round](std::vector<uint64_t>& copy) {
+          [self, slot, peer_id, round, peer_index](std::vector<uint64_t>& copy) {
             auto& st = self->state;
+            st.asking.erase({peer_index, slot});
             if (copy.empty())
               return;
             if (st.cfg.counters)
@@ -66,19 +69,57 @@ void take_copy(ae_self self, const cluster_service_actor& peer, const std::strin
                                    caf::to_string(e));
                     });
           },
-          [slot, peer_id](caf::error& e) {
+          [self, slot, peer_id, peer_index](caf::error& e) {
+            self->state.asking.erase({peer_index, slot});
             spdlog::warn("anti-entropy-repair-failed slot={} from={} error={}", slot, peer_id,
                          caf::to_string(e));
           });
 }
 
-void compare_with(ae_self self, const cluster_table& table, node_index peer) {
-  auto& st = self->state;
+/// The slots this node shares with `peer` (owner of both).
+std::vector<uint64_t> shared_slots(const cluster_table& table, node_index peer) {
   std::vector<uint64_t> slots;
   const uint64_t both = (uint64_t{1} << table.self) | (uint64_t{1} << peer);
   for (uint32_t s = 0; s < table.owners->slot_count(); ++s)
     if ((cluster::owner_mask(*table.owners, s) & both) == both)
       slots.push_back(s);
+  return slots;
+}
+
+/// Between rounds: asks `peer` for its copy of each shared slot this node's
+/// copy is uncertain of; how many there are.
+uint32_t fetch_uncertain(ae_self self, const cluster_table& table, node_index peer) {
+  auto& st = self->state;
+  auto service = caf::actor_cast<cluster_service_actor>(table.peers[peer].handles.service);
+  const std::string& peer_id = table.members[peer].address.id;
+  uint32_t uncertain = 0;
+  for (uint64_t s : shared_slots(table, peer)) {
+    if (!st.cfg.index->uncertain(static_cast<uint32_t>(s)))
+      continue;
+    if (++uncertain <= st.cfg.max_repairs_per_round)
+      take_copy(self, peer, service, peer_id, static_cast<uint32_t>(s));
+  }
+  return uncertain;
+}
+
+bool any_uncertain(const kv_index& index) {
+  for (uint32_t s = 0; s < index.slot_count(); ++s)
+    if (index.uncertain(s))
+      return true;
+  return false;
+}
+
+void arm_uncertain_tick(ae_self self) {
+  auto& st = self->state;
+  if (st.uncertain_tick_armed || st.cfg.uncertain_interval.count() <= 0)
+    return;
+  st.uncertain_tick_armed = true;
+  self->delayed_send(self, st.cfg.uncertain_interval, tick_atom::value, true);
+}
+
+void compare_with(ae_self self, const cluster_table& table, node_index peer) {
+  auto& st = self->state;
+  const std::vector<uint64_t> slots = shared_slots(table, peer);
   if (slots.empty())
     return;
   auto service = caf::actor_cast<cluster_service_actor>(table.peers[peer].handles.service);
@@ -127,7 +168,7 @@ void compare_with(ae_self self, const cluster_table& table, node_index peer) {
             if (fetch.size() > st.cfg.max_repairs_per_round)
               fetch.resize(st.cfg.max_repairs_per_round); // the rest stays for next rounds
             for (uint32_t slot : fetch)
-              take_copy(self, service, peer_id, slot);
+              take_copy(self, peer, service, peer_id, slot);
           },
           [self, peer](caf::error&) { self->state.tracker.forget(peer); });
 }
@@ -163,6 +204,8 @@ anti_entropy_main(anti_entropy_actor::stateful_pointer<anti_entropy_state> self,
   self->state.cfg = std::move(cfg);
   if (self->state.cfg.interval.count() > 0)
     self->delayed_send(self, self->state.cfg.interval, tick_atom::value);
+  if (any_uncertain(*self->state.cfg.index)) // a node back empty
+    arm_uncertain_tick(self);
   return {
       [self](tick_atom) {
         auto& st = self->state;
@@ -180,7 +223,20 @@ anti_entropy_main(anti_entropy_actor::stateful_pointer<anti_entropy_state> self,
         }
         if (st.cfg.counters)
           ++st.cfg.counters->rounds;
+        if (any_uncertain(*st.cfg.index))
+          arm_uncertain_tick(self);
         self->delayed_send(self, st.cfg.interval, tick_atom::value);
+      },
+      [self](tick_atom, bool) {
+        auto& st = self->state;
+        st.uncertain_tick_armed = false;
+        const auto table = st.cfg.board->current();
+        uint32_t uncertain = 0;
+        for (node_index n = 0; n < table->peers.size(); ++n)
+          if (n != table->self && table->reachable(n) && table->peers[n].handles.service)
+            uncertain += fetch_uncertain(self, *table, n);
+        if (uncertain > 0 || any_uncertain(*st.cfg.index))
+          arm_uncertain_tick(self);
       },
   };
 }

@@ -24,6 +24,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 
 namespace lmcc::actors {
 
@@ -45,6 +46,11 @@ struct anti_entropy_config {
   /// Where a worker that must full-sync is reported (resync_atom).
   directory_actor directory;
   std::chrono::milliseconds interval{5000};
+  /// How often the slots this node's copy is uncertain of are asked of the
+  /// peers between rounds (a node back empty, a copy that missed sub-batches:
+  /// it answers lookups short, or makes another node read its slots, until
+  /// then). Zero: only at rounds.
+  std::chrono::milliseconds uncertain_interval{500};
   std::chrono::milliseconds timeout{10000};
   /// Slots copied per round and peer at most (each copy is one slot's entries).
   uint32_t max_repairs_per_round = 512;
@@ -54,7 +60,9 @@ struct anti_entropy_config {
   std::shared_ptr<anti_entropy_counters> counters;
 };
 
-using anti_entropy_actor = caf::typed_actor<caf::reacts_to<tick_atom>>;
+using anti_entropy_actor = caf::typed_actor<caf::reacts_to<tick_atom>,
+                                            // Between rounds: the uncertain slots only.
+                                            caf::reacts_to<tick_atom, bool>>;
 
 struct anti_entropy_state {
   static inline const char* name = "lmcc.anti_entropy";
@@ -62,6 +70,11 @@ struct anti_entropy_state {
   divergence_tracker tracker;
   uncertainty_ledger ledger;
   uint64_t round = 0;
+  /// Uncertain slots asked of a peer and not answered yet (not asked twice).
+  std::set<std::pair<node_index, uint32_t>> asking;
+  /// The between-rounds tick is armed (only while some slot is uncertain:
+  /// an idle node wakes for nothing).
+  bool uncertain_tick_armed = false;
   /// Workers asked for a full sync lately, by uid, with the round: a
   /// disagreement seen again before the sync replaced the entries is the
   /// same one.

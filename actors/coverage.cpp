@@ -73,6 +73,15 @@ void coverage_book::set_ownership(std::vector<uint8_t> owned, std::vector<uint64
       newest_gain_ = std::max(newest_gain_, owned_since_[s]);
   if (gained.empty())
     return;
+  // A gained slot says nothing of the holders this node has not heard of:
+  // blank until a whole previous owner's copy is installed. (A restart keeps
+  // what its snapshots recorded: a blank slot is stored as one.)
+  if (!first)
+    for (uint32_t s : gained)
+      if (blank_[s] == 0) {
+        blank_[s] = 1;
+        changed_.push_back(s);
+      }
   for (auto& [h, hc] : holders_) {
     for (uint32_t s : gained) {
       const bool uncovered = hc.placement_epoch < owned_since_[s];

@@ -197,6 +197,14 @@ public:
                       uint64_t placement_epoch);
   /// A slot's stored cover of a holder (from the slot's snapshot).
   void restore_cover(holder_id h, uint32_t slot, const slot_cover& c, const stream_pos& hole);
+  /// A slot stored blank.
+  void restore_blank(uint32_t slot) {
+    if (slot < slot_count_)
+      blank_[slot] = 1;
+  }
+
+  /// The state a slot snapshot records for a blank slot (holder 0).
+  static constexpr uint8_t blank_record_state = 3;
   /// Replay of the op-log record at `position`: begin() changes only the
   /// slots whose snapshot is older (`stamps[slot] < position`); a newer one
   /// holds the record's effect already. Null: every slot (live).

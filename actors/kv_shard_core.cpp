@@ -600,6 +600,9 @@ void kv_shard_core::snapshot_some() {
     const auto summary = r.slot(slot);
     // How the holders whose copy of the slot does not follow their stream stand.
     std::vector<persistence::slot_cover_record> covers;
+    if (cover_->blank(slot))
+      covers.push_back(
+          persistence::slot_cover_record{0, coverage_book::blank_record_state, false, {}, {}});
     for (holder_id h : cover_->holders()) {
       const auto c = cover_->cover(h, slot);
       if (c.state != cover_state::following)

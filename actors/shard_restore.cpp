@@ -195,7 +195,9 @@ restore_shard(const persistence::store& store, kv_index& index,
                                 " (was the data dir written with another --slots?)"};
     loaders[t].merge();
     for (const auto& [slot, c] : o.covers)
-      if (c.state <= static_cast<uint8_t>(cover_state::pending))
+      if (c.state == coverage_book::blank_record_state)
+        covers.restore_blank(slot);
+      else if (c.state <= static_cast<uint8_t>(cover_state::pending))
         covers.restore_cover(c.holder, slot,
                              slot_cover{static_cast<cover_state>(c.state), c.uncovered, c.pos},
                              c.hole);

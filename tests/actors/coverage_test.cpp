@@ -210,6 +210,28 @@ TEST(Coverage, AGainedSlotWaitsForACoveringSubBatchAndACopy) {
   EXPECT_EQ(book.find(h)->exceptions, 0u);
 }
 
+TEST(Coverage, AGainedSlotIsBlankForHoldersThisNodeNeverHeardOf) {
+  coverage_book book{slots};
+  std::vector<uint8_t> owned(slots, 1);
+  owned[9] = 0;
+  book.set_ownership(owned, std::vector<uint64_t>(slots, 0));
+  EXPECT_FALSE(book.slot_pending(9));
+  owned[9] = 1;
+  std::vector<uint64_t> since(slots, 0);
+  since[9] = 2;
+  book.set_ownership(owned, since); // no holder known here at all
+  EXPECT_TRUE(book.blank(9));
+  EXPECT_TRUE(book.slot_pending(9));
+  EXPECT_FALSE(book.slot_pending(8));
+  book.settle(9); // a whole previous owner's copy came
+  EXPECT_FALSE(book.slot_pending(9));
+  // A node back empty: every slot it owns, until copies or the refill settle them.
+  book.blank_owned();
+  EXPECT_TRUE(book.slot_pending(3));
+  book.settle_all();
+  EXPECT_FALSE(book.slot_pending(3));
+}
+
 TEST(Coverage, AFollowingSlotNotCoveredBySubBatchesKeepsItsLabel) {
   coverage_book book{slots};
   std::vector<uint8_t> owned(slots, 1);
