@@ -45,7 +45,7 @@ enum class node_role : uint64_t { push = 1, reply = 2, lookup = 3, p2p = 4 };
 struct bench_options {
   // -- what to run -------------------------------------------------------------
 
-  /// ingest | lookup | p2p | fullsync | memory | restart | flood | floor
+  /// ingest | lookup | p2p | fullsync | memory | restart | flood | floor | heartbeats | soak
   std::string scenario;
 
   /// Where to write the scenario's JSON report (empty: nowhere).
@@ -203,6 +203,18 @@ struct bench_options {
 
   /// Seconds the RSS may settle after deregistration before it is judged. Default: 5
   double rss_settle_s = 5;
+
+  // -- soak: a long steady load driven by a harness -------------------------------
+
+  /// Random keys the workers hold in total once grown (evicts hold it there);
+  /// 0: no cap.
+  uint64_t live_keys = 0;
+
+  /// soak: where the prompts' tokens and chunk keys are written as JSON.
+  std::string corpus_path;
+
+  /// soak: seconds between the status lines on stdout. Default: 5
+  double status_interval_s = 5;
 
   // -- timeouts ----------------------------------------------------------------
 

@@ -65,6 +65,17 @@ public:
 
   void add_pinned(std::span<const int64_t> keys);
 
+  /// The pinned keys (driver thread).
+  const std::vector<int64_t>& pinned() const noexcept { return pinned_; }
+
+  /// Holds nothing any more (a worker process that restarted): random keys
+  /// continue after the last one admitted, so none is reused.
+  void clear() noexcept {
+    pinned_.clear();
+    pinned_count_.store(0, std::memory_order_relaxed);
+    lo_.store(hi_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  }
+
   /// Every key held, pinned first (what a full sync resends).
   std::vector<int64_t> snapshot() const;
 

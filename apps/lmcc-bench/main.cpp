@@ -8,6 +8,7 @@
 //   lmcc-bench ingest --rate 100000 --nodes 127.0.0.1:9000,127.0.0.1:9010,127.0.0.1:9020
 //   lmcc-bench flood --duration 30 --pid 1234 --nodes 127.0.0.1:8300/8400/9000
 //   lmcc-bench floor --duration 2          (no controller needed)
+//   lmcc-bench soak --nodes ... --rate 20000 --live-keys 3000000 --corpus c.json  (tests/soak)
 //
 // Exit status: 0 every check passed; 1 a check failed (see the table);
 // 2 the target is unreachable or the arguments are unusable.
@@ -148,6 +149,13 @@ void add_flags(CLI::App& app, bench_options& o, endpoint_texts& ep, std::string&
   app.add_option("--entries", o.entries, "entry counts for memory, e.g. 1000000,10000000")
       ->delimiter(',')
       ->capture_default_str();
+  app.add_option("--live-keys", o.live_keys,
+                 "soak: random keys the workers hold in total once grown (0 = no cap)")
+      ->capture_default_str();
+  app.add_option("--corpus", o.corpus_path, "soak: write the prompts (tokens, chunk keys) to FILE");
+  app.add_option("--status-interval", o.status_interval_s, "soak: seconds between status lines")
+      ->check(CLI::Range(0.1, 3600.0))
+      ->capture_default_str();
   app.add_option("--restart-cmd", o.restart_cmd, "shell command that restarts the controller");
   app.add_option("--restart-sample", o.restart_sample, "lookups that must answer fully")
       ->check(CLI::Range(1U, 100000U))
@@ -258,7 +266,7 @@ int main(int argc, char** argv) {
     }
     if (o.scenario.empty())
       throw std::invalid_argument("no scenario given (one of: ingest lookup p2p fullsync memory "
-                                  "restart flood floor)");
+                                  "restart flood floor heartbeats soak)");
     o.pull = lmcc::bench::parse_host_port(ep.pull);
     o.reply = lmcc::bench::parse_host_port(ep.reply);
     o.http = lmcc::bench::parse_host_port(ep.http);

@@ -5,8 +5,8 @@
 namespace lmcc::bench {
 
 const std::vector<std::string>& scenario_names() {
-  static const std::vector<std::string> names{"ingest",  "lookup", "p2p",   "fullsync",  "memory",
-                                              "restart", "flood",  "floor", "heartbeats"};
+  static const std::vector<std::string> names{"ingest",  "lookup", "p2p",   "fullsync",   "memory",
+                                              "restart", "flood",  "floor", "heartbeats", "soak"};
   return names;
 }
 
@@ -30,6 +30,8 @@ report run_scenario(scenario_env& env) {
     return run_floor(env);
   if (name == "heartbeats")
     return run_heartbeats(env);
+  if (name == "soak")
+    return run_soak(env);
   throw std::invalid_argument("unknown scenario '" + name + "'");
 }
 

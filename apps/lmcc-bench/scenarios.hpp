@@ -11,6 +11,10 @@
 //             ingest; RSS over time and after every worker deregistered
 //   floor     generator -> built-in decoding sink: the generator's own ceiling;
 //             a bare ROUTER echo: the request round-trip floor
+//   heartbeats controller CPU per heartbeat of a fleet
+//   soak      a steady load for hours, driven over stdin by a harness that
+//             injects faults (tests/soak); at the end, every node checked
+//             exactly against the workers' ground truth
 //
 // Context: a scenario runs on the calling thread and starts its own threads.
 #pragma once
@@ -47,6 +51,7 @@ report run_restart(scenario_env& env);
 report run_flood(scenario_env& env);
 report run_floor(scenario_env& env);
 report run_heartbeats(scenario_env& env);
+report run_soak(scenario_env& env);
 
 /// What the generator achieved against the built-in sink.
 struct floor_result {

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <limits>
 
 namespace lmcc::bench {
 namespace {
@@ -265,18 +266,47 @@ bool simulated_worker::send_until(const std::vector<std::string>& frames,
   return true;
 }
 
+void simulated_worker::make_ops(std::vector<msg::KVOpEvent>& ops, uint64_t count, uint64_t& lo,
+                                uint64_t& hi, uint64_t evict_below, uint64_t live_cap,
+                                uint64_t& evicts) {
+  std::bernoulli_distribution evict{std::clamp(config_.evict_ratio, 0.0, 1.0)};
+  const int64_t first_seq = next_seq_ + static_cast<int64_t>(ops.size());
+  for (uint64_t i = 0; i < count; ++i) {
+    const msg::wire_int seq{first_seq + static_cast<int64_t>(i)};
+    // Only keys admitted before `evict_below` are evicted: a reordered window
+    // must not send an evict ahead of the admit of the same key.
+    const bool can_evict = lo < std::min(hi, evict_below);
+    const bool at_cap = live_cap > 0 && hi - lo >= live_cap;
+    if (can_evict && (at_cap || (config_.evict_ratio > 0 && evict(rng_)))) {
+      ops.push_back(msg::KVOpEvent{msg::OpType::evict, truth_.random_key(lo++), seq});
+      ++evicts;
+    } else {
+      ops.push_back(msg::KVOpEvent{msg::OpType::admit, truth_.random_key(hi++), seq});
+    }
+  }
+}
+
 uint64_t simulated_worker::push_random(const push_limits& limits) {
   const uint64_t chunk_max = uint64_t{config_.batch_ops} * config_.msgs_per_multipart;
-  std::bernoulli_distribution evict{std::clamp(config_.evict_ratio, 0.0, 1.0)};
   const auto t0 = steady::now();
   auto last_flush = t0;
   uint64_t sent = 0;
+  uint64_t paced = 0; // sent, plus the ops the backlog bound let go
   std::vector<msg::KVOpEvent> ops;
   ops.reserve(chunk_max);
   while (!limits.stop.stop_requested() && steady::now() < limits.deadline &&
          (limits.max_ops == 0 || sent < limits.max_ops)) {
     if (auto reason = take_full_sync_request()) {
       (void)full_sync(std::move(*reason)); // frozen: no new KV events meanwhile
+      continue;
+    }
+    bool restart = false;
+    {
+      std::lock_guard lock{mutex_};
+      restart = std::exchange(restart_requested_, false);
+    }
+    if (restart) {
+      restart_as_new_process(limits);
       continue;
     }
     uint64_t budget = chunk_max;
@@ -286,37 +316,138 @@ uint64_t simulated_worker::push_random(const push_limits& limits) {
       const auto now = steady::now();
       const auto allowed =
           static_cast<uint64_t>(limits.ops_per_s * std::chrono::duration<double>(now - t0).count());
-      const uint64_t due = allowed > sent ? allowed - sent : 0;
+      uint64_t due = allowed > paced ? allowed - paced : 0;
+      if (limits.max_backlog_s > 0) {
+        const auto most = static_cast<uint64_t>(limits.ops_per_s * limits.max_backlog_s);
+        if (due > most) {
+          counters_.skipped_ops += due - most;
+          paced += due - most;
+          due = most;
+        }
+      }
       if (due == 0 || (due < config_.batch_ops && now - last_flush < batch_timeout)) {
         std::this_thread::sleep_for(1ms);
         continue;
       }
       budget = std::min(budget, due);
     }
+    std::optional<stream_fault> fault;
+    {
+      std::lock_guard lock{mutex_};
+      fault = std::exchange(pending_fault_, std::nullopt);
+    }
+    if (fault && fault->what == stream_fault::kind::reorder) {
+      const uint64_t n = push_reordered(fault->order, limits);
+      sent += n;
+      paced += n;
+      last_flush = steady::now();
+      continue;
+    }
     ops.clear();
     uint64_t lo = truth_.lo();
     uint64_t hi = truth_.hi();
     uint64_t evicts = 0;
-    for (uint64_t i = 0; i < budget; ++i) {
-      const msg::wire_int seq{next_seq_ + static_cast<int64_t>(i)};
-      if (lo < hi && config_.evict_ratio > 0 && evict(rng_)) {
-        ops.push_back(msg::KVOpEvent{msg::OpType::evict, truth_.random_key(lo++), seq});
-        ++evicts;
+    make_ops(ops, budget, lo, hi, std::numeric_limits<uint64_t>::max(), limits.live_cap, evicts);
+    const auto frames = encode_batches(ops);
+    if (!send_until(frames, limits))
+      break;     // never sent: neither the seq counter nor the ground truth moves
+    if (fault) { // duplicate: the same multipart again, seq numbers and all
+      (void)send_until(frames, limits);
+      if (--fault->multiparts > 0) {
+        std::lock_guard lock{mutex_};
+        if (!pending_fault_)
+          pending_fault_ = std::move(fault);
       } else {
-        ops.push_back(msg::KVOpEvent{msg::OpType::admit, truth_.random_key(hi++), seq});
+        ++counters_.stream_faults;
       }
     }
-    if (!send_until(encode_batches(ops), limits))
-      break; // never sent: neither the seq counter nor the ground truth moves
     next_seq_ += static_cast<int64_t>(ops.size());
     truth_.commit_range(lo, hi);
     sent += ops.size();
+    paced += ops.size();
     counters_.ops_sent += ops.size();
     counters_.evicts += evicts;
     counters_.admits += ops.size() - evicts;
     last_flush = steady::now();
   }
   return sent;
+}
+
+uint64_t simulated_worker::push_reordered(const std::vector<uint32_t>& order,
+                                          const push_limits& limits) {
+  uint64_t lo = truth_.lo();
+  uint64_t hi = truth_.hi();
+  const uint64_t evict_below = hi;
+  uint64_t evicts = 0;
+  std::vector<msg::KVOpEvent> ops;
+  std::vector<std::vector<std::string>> parts;
+  for (size_t k = 0; k < order.size(); ++k) {
+    const size_t before = ops.size();
+    make_ops(ops, config_.batch_ops, lo, hi, evict_below, limits.live_cap, evicts);
+    std::vector<msg::KVOpEvent> part(ops.begin() + static_cast<ptrdiff_t>(before), ops.end());
+    parts.push_back(encode_batches(part));
+  }
+  // Once the first part is out the window must go out whole, or the ground
+  // truth would not say what the controller was sent.
+  const push_limits whole{.deadline = steady::now() + 60s};
+  for (size_t k = 0; k < order.size(); ++k)
+    if (!send_until(parts.at(order[k]), k == 0 ? limits : whole)) {
+      if (k == 0)
+        return 0;
+      throw std::runtime_error(identity_.instance_id + ": a reordered window was sent in part");
+    }
+  next_seq_ += static_cast<int64_t>(ops.size());
+  truth_.commit_range(lo, hi);
+  counters_.ops_sent += ops.size();
+  counters_.evicts += evicts;
+  counters_.admits += ops.size() - evicts;
+  ++counters_.stream_faults;
+  return ops.size();
+}
+
+void simulated_worker::request_restart() {
+  std::lock_guard lock{mutex_};
+  restart_requested_ = true;
+}
+
+void simulated_worker::inject(stream_fault f) {
+  std::lock_guard lock{mutex_};
+  pending_fault_ = std::move(f);
+}
+
+void simulated_worker::restart_as_new_process(const push_limits& limits) {
+  const std::vector<int64_t> pinned = truth_.pinned();
+  // The frames the old process still queued die with it.
+  push_.set(zmq::sockopt::linger, 0);
+  push_.close();
+  push_ = make_socket(*ctx_, zmq::socket_type::push, push_send_timeout_ms, push_linger_ms);
+  push_.set(zmq::sockopt::sndhwm, push_hwm);
+  push_.connect(config_.push_url);
+  truth_.clear();
+  next_seq_ = 0;
+  {
+    std::lock_guard lock{mutex_};
+    pending_full_sync_.reset(); // the new process is asked again if it owes one
+    pending_fault_.reset();
+  }
+  // A worker retries its registration until a controller answers: a home
+  // that is frozen or cut off answers late or with an ErrorMsg for a while.
+  const auto give_up = steady::now() + 60s;
+  while (true) {
+    try {
+      register_with_controller();
+      break;
+    } catch (const std::exception& e) {
+      if (steady::now() >= give_up || limits.stop.stop_requested())
+        throw;
+      spdlog::warn("{}: registration after a restart failed ({}); retrying", identity_.instance_id,
+                   e.what());
+      std::this_thread::sleep_for(500ms);
+    }
+  }
+  if (!admit_pinned(pinned, steady::now() + 60s))
+    throw std::runtime_error(identity_.instance_id + ": pinned keys not taken after a restart");
+  ++counters_.restarts;
 }
 
 bool simulated_worker::admit_pinned(std::span<const int64_t> keys, steady::time_point deadline) {

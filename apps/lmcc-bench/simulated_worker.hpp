@@ -72,6 +72,9 @@ struct worker_counters {
   std::atomic<uint64_t> control_msgs{0};
   std::atomic<uint64_t> full_sync_requests{0};
   std::atomic<uint64_t> full_syncs{0};
+  std::atomic<uint64_t> restarts{0};      ///< restart_as_new_process() runs
+  std::atomic<uint64_t> stream_faults{0}; ///< injected stream faults carried out
+  std::atomic<uint64_t> skipped_ops{0};   ///< ops a rate-limited push let go (max_backlog_s)
 };
 
 /// Bounds for one push run: whichever comes first.
@@ -80,6 +83,25 @@ struct push_limits {
   double ops_per_s = 0; ///< 0: as fast as the controller takes them
   uint64_t max_ops = 0; ///< 0: unbounded
   std::stop_token stop;
+  /// 0: none. Else, once this many random keys are live, every admit comes
+  /// with an evict of the oldest key, so the worker's share of the index
+  /// grows to this and is held there.
+  uint64_t live_cap = 0;
+  /// With ops_per_s: ops a worker could not send for this long (a full sync,
+  /// a PUSH blocked by a node that is down) are let go instead of sent in one
+  /// burst afterwards, as a real worker stores only what its requests make; 0:
+  /// every op is caught up.
+  double max_backlog_s = 0;
+};
+
+/// A fault of a worker's own PUSH stream (what the chaos runner does to a
+/// worker's frames): the next `multiparts` multiparts are each sent twice, or
+/// the next order.size() multiparts go out in `order`.
+struct stream_fault {
+  enum class kind { duplicate, reorder };
+  kind what = kind::duplicate;
+  uint32_t multiparts = 1;     ///< duplicate
+  std::vector<uint32_t> order; ///< reorder: a permutation of 0..n-1
 };
 
 struct full_sync_result {
@@ -94,6 +116,9 @@ struct full_sync_result {
   uint32_t polls = 0;
   double elapsed_s = 0;     ///< FullSyncStartMsg sent -> complete and can_exit_freeze
   double exit_freeze_s = 0; ///< FullSyncStartMsg sent -> first can_exit_freeze
+  /// When the sync began, in seconds of steady_clock's epoch (CLOCK_MONOTONIC
+  /// on Linux, the clock of Python's time.monotonic()); it ended elapsed_s later.
+  double started_s = 0;
 };
 
 class simulated_worker {
@@ -134,6 +159,17 @@ public:
   /// Runs pending full syncs until `limits` end (an otherwise idle worker).
   void serve_full_sync_requests(const push_limits& limits);
 
+  // -- faults, asked from any thread, carried out by the driver's push_random ----
+
+  /// The worker becomes a new process: its cache is empty (the ground truth
+  /// too), its seq numbers start again at 0, the frames its PUSH socket still
+  /// queued die with it, it registers again (the controller drops the old
+  /// process's entries) and admits its pinned keys again.
+  void request_restart();
+
+  /// Applies `f` to the next multiparts push_random sends.
+  void inject(stream_fault f);
+
   /// DeRegisterMsg over PUSH (what LMCache sends on shutdown), after the
   /// service thread has stopped: no heartbeat follows it.
   void deregister();
@@ -167,6 +203,13 @@ private:
   void service_loop(std::stop_token stop);
   std::string answer_control(std::string_view request);
   std::vector<std::string> encode_batches(std::vector<msg::KVOpEvent>& ops);
+  void restart_as_new_process(const push_limits& limits);
+  /// The next order.size() single-batch multiparts, sent in `order`; the ops sent.
+  uint64_t push_reordered(const std::vector<uint32_t>& order, const push_limits& limits);
+  /// Appends `count` ops (seq numbers following next_seq_ and what `ops`
+  /// holds) that admit key(hi++) or evict key(lo++).
+  void make_ops(std::vector<msg::KVOpEvent>& ops, uint64_t count, uint64_t& lo, uint64_t& hi,
+                uint64_t evict_below, uint64_t live_cap, uint64_t& evicts);
   bool send_until(const std::vector<std::string>& frames, const push_limits& limits);
   full_sync_result run_full_sync(std::string reason);
   bool send_full_sync_batches(const std::vector<int64_t>& keys, const std::string& sync_id,
@@ -187,6 +230,8 @@ private:
   mutable std::mutex mutex_; // guards the members below
   std::optional<std::string> heartbeat_url_;
   std::optional<std::string> pending_full_sync_;
+  std::optional<stream_fault> pending_fault_;
+  bool restart_requested_ = false;
   std::vector<full_sync_result> full_sync_results_;
 
   worker_counters counters_;

@@ -65,7 +65,9 @@ std::vector<full_sync_result> simulated_worker::full_sync_results() const {
 
 full_sync_result simulated_worker::full_sync(std::string reason) {
   ++sync_epoch_; // odd while syncing: the controller has cleared this location
+  const double started_s = std::chrono::duration<double>(steady::now().time_since_epoch()).count();
   full_sync_result result = run_full_sync(std::move(reason));
+  result.started_s = started_s;
   ++sync_epoch_;
   ++counters_.full_syncs;
   std::lock_guard lock{mutex_};
