@@ -14,6 +14,8 @@ packages=(
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   # python test tooling (cross-checks against CPython, wire-level test peers)
   python3 python3-zmq python3-msgpack python3-pytest
+  # the soak's graphs (tests/soak/graphs.py)
+  python3-matplotlib
 )
 
 missing=()
