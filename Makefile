@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
 CMAKE_GENERATOR ?= Ninja
 
-.PHONY: deps build test run run-node test-asan fuzz fuzz-merge bench format clean chaos chaos-planted
+.PHONY: deps build test run run-node test-asan fuzz fuzz-merge bench format clean chaos chaos-planted soak
 
 deps:
 	./deploy/install-deps.sh
@@ -57,6 +57,27 @@ chaos-planted: build
 	    --seeds 1-$(PLANTED_SEEDS) --duration $(CHAOS_DURATION) --plant $$bug --expect-caught \
 	    $$only --report $(BUILD_DIR)/chaos-planted-report.md || exit 1; \
 	done
+
+# A soak (tests/soak/soak.py, not part of `make test`): a three-node cluster
+# under SOAK_RATE ops/s from LMCache-protocol workers (lmcc-bench soak) whose
+# index grows to SOAK_LIVE_KEYS keys and is held there by evicts, lookups and
+# P2P lookups, and a fault every 1-3 minutes drawn from the chaos kinds (kill
+# -9 first and a quarter of the time) for SOAK_MINUTES; samples each node's
+# RSS, fds, threads, CPU and data dir every minute, then checks exactly (no
+# entry lost, convergence within SOAK_CONVERGE s, availability, bounds,
+# trends) and writes report.md, samples and graphs to SOAK_OUT/<UTC time>.
+# SOAK_FLAGS=--smoke: 2 minutes at small rates and sizes.
+SOAK_MINUTES ?= 30
+SOAK_RATE ?= 20000
+SOAK_LIVE_KEYS ?= 3000000
+SOAK_CONVERGE ?= 30
+SOAK_SEED ?= 1
+SOAK_OUT ?= $(BUILD_DIR)/soak
+SOAK_FLAGS ?=
+soak: build
+	nice -n 5 /usr/bin/python3 tests/soak/soak.py --minutes $(SOAK_MINUTES) --rate $(SOAK_RATE) \
+	  --live-keys $(SOAK_LIVE_KEYS) --converge $(SOAK_CONVERGE) --seed $(SOAK_SEED) \
+	  --lmcc $(BUILD_DIR)/lmcc --bench $(BUILD_DIR)/lmcc-bench --out $(SOAK_OUT) $(SOAK_FLAGS)
 
 test-asan: deps
 	cmake -S . -B $(ASAN_DIR) -G $(CMAKE_GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
