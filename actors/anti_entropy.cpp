@@ -11,19 +11,24 @@ namespace {
 
 using ae_self = anti_entropy_actor::stateful_pointer<anti_entropy_state>;
 
-/// Rounds during which a worker asked for a full sync is not asked again for
-/// the same reason (its sync replaces the entries meanwhile).
-constexpr uint64_t ask_cooldown_rounds = 12;
+/// Rounds during which a worker asked for a full sync is not asked again
+/// (its sync replaces the entries meanwhile; the copies that disagreed may
+/// still be compared before it starts).
+constexpr uint64_t ask_cooldown_rounds = 2;
 
-void ask_full_sync(ae_self self, uint64_t uid, const std::string& reason) {
+/// Asks the worker of `uid` for a full sync, unless it was asked lately; true
+/// when it asked (the caller logs its finding only then: the log line is the
+/// proof the chaos audit pairs with the ask).
+bool ask_full_sync(ae_self self, uint64_t uid, const std::string& reason) {
   auto& st = self->state;
   if (uid == 0)
-    return; // a holder whose worker this node never heard of: nobody to ask
+    return false; // a holder whose worker this node never heard of: nobody to ask
   if (auto it = st.asked.find(uid);
       it != st.asked.end() && st.round - it->second < ask_cooldown_rounds)
-    return;
+    return false;
   st.asked[uid] = st.round;
   self->send(st.cfg.directory, resync_atom::value, uid, reason);
+  return true;
 }
 
 /// Takes `peer`'s copy of `slot` into this node's shard.
@@ -54,12 +59,16 @@ void take_copy(ae_self self, node_index peer_index, const cluster_service_actor&
                           ++st.cfg.counters->slots_repaired;
                       }
                       for (const auto& [uid, holder] : outcome.conflicts) {
-                        spdlog::warn("slot-copies-conflict worker_uid={} holder={} slot={} "
-                                     "from={} action=full-sync-requested",
-                                     uid, holder, slot, peer_id);
                         if (st.cfg.counters)
                           ++st.cfg.counters->conflicts;
-                        ask_full_sync(self, uid, "slot_copies_conflict");
+                        if (ask_full_sync(self, uid, "slot_copies_conflict"))
+                          spdlog::warn("slot-copies-conflict worker_uid={} holder={} slot={} "
+                                       "from={} action=full-sync-requested",
+                                       uid, holder, slot, peer_id);
+                        else
+                          spdlog::debug("slot-copies-conflict worker_uid={} holder={} slot={} "
+                                        "from={} action=asked-lately",
+                                        uid, holder, slot, peer_id);
                       }
                       for (const auto& [uid, holder] : outcome.unresolved)
                         st.ledger.unresolved(round, slot, uid, holder);
@@ -184,13 +193,18 @@ void close_round(ae_self self, const cluster_table& table) {
         return false;
     return true;
   };
-  for (const auto& lost : st.ledger.close_round(st.round, st.cfg.rounds_for_loss, owners_answer)) {
-    spdlog::warn("slot-copies-uncertain worker_uid={} holder={} slot={} rounds={} "
-                 "action=full-sync-requested",
-                 lost.worker_uid, lost.holder, lost.slot, lost.rounds);
+  // One line and one ask per worker: its full sync rebuilds every slot of it.
+  std::map<uint64_t, std::vector<uncertainty_ledger::lost_pair>> by_worker;
+  for (const auto& lost : st.ledger.close_round(st.round, st.cfg.rounds_for_loss, owners_answer))
+    if (st.cfg.index->uncertain(lost.slot)) // a full sync since may have rebuilt it
+      by_worker[lost.worker_uid].push_back(lost);
+  for (const auto& [uid, lost] : by_worker) {
     if (st.cfg.counters)
-      ++st.cfg.counters->holders_lost;
-    ask_full_sync(self, lost.worker_uid, "slot_copies_uncertain");
+      st.cfg.counters->holders_lost += lost.size();
+    if (ask_full_sync(self, uid, "slot_copies_uncertain"))
+      spdlog::warn("slot-copies-uncertain worker_uid={} holder={} slots={} first_slot={} "
+                   "rounds={} action=full-sync-requested",
+                   uid, lost.front().holder, lost.size(), lost.front().slot, lost.front().rounds);
   }
   std::erase_if(st.asked,
                 [&st](const auto& kv) { return st.round - kv.second >= ask_cooldown_rounds; });
