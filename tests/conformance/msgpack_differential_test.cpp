@@ -14,7 +14,7 @@
 #include "tests/conformance/frame_generator.hpp"
 #include "tests/conformance/reference_msgpack_decoder.hpp"
 #include "tests/conformance/test_support.hpp"
-#include "tests/fuzz/fuzz_body.hpp"
+#include "tests/fuzz/fuzz_decode.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
