@@ -280,8 +280,9 @@ std::vector<option_spec> make_table() {
                 member([](auto& o) -> auto& { return o.cluster.peer_buffer_ops; }),
                 uint64_t{1} << 22),
     make_option({.key = "lmcc_anti_entropy_interval_ms", .value_name = "MS",
-                 .help = "how often owners compare slot digests and repair a slot that stays "
-                         "different (from the owner up longest whose copy is not suspect); 0: off"},
+                 .help = "how often owners compare slot digests and take another owner's copy "
+                         "of a slot that stays different, holder by holder by stream position "
+                         "(docs/convergence.md); 0: off"},
                 milliseconds_kind{.min = 0, .max = 3'600'000},
                 member([](auto& o) -> auto& { return o.cluster.anti_entropy_interval; }),
                 5'000ms),
