@@ -156,8 +156,20 @@ cover_step coverage_book::begin(const kv_sub_batch& sb) {
   }
   // A newer era whose drop never reached this node: the drop is implied
   // (every era starts with one).
-  if (std::tie(end.incarnation, end.era) > std::tie(hc.applied.incarnation, hc.applied.era))
+  if (std::tie(end.incarnation, end.era) > std::tie(hc.applied.incarnation, hc.applied.era)) {
     reset(hc, end.era_start(), step);
+    // The drop went to the owners of its time. When the sender's placement
+    // began after it, a slot this node gained got none of the ops in
+    // between: it holds the stream at the drop (empty), and the loop below
+    // finds the gap up to where this node's ops begin.
+    if (sb.placement_since > end.era_start())
+      for (uint32_t s = 0; s < slot_count_; ++s)
+        if (owns(s) && gained(s) && replays(s) &&
+            cover(sb.holder, s).state == cover_state::following) {
+          materialize(hc);
+          set_slot(hc, s, slot_cover{cover_state::labeled, false, end.era_start()});
+        }
+  }
   const stream_pos before = hc.applied;
   step.hole = sb.prev > before;
   const uint64_t epoch = sb.placement_epoch;

@@ -232,6 +232,49 @@ TEST(Coverage, AGainedSlotIsBlankForHoldersThisNodeNeverHeardOf) {
   EXPECT_FALSE(book.slot_pending(3));
 }
 
+TEST(Coverage, AHolderFirstHeardOfAfterAGainLacksWhatWentToThePreviousOwners) {
+  // A standby that owns nothing; the holder registers (its drop at 0 and ops
+  // up to 5 go to the owners of then), then epoch 1 gives this node slot 9.
+  coverage_book book{slots};
+  std::vector<uint8_t> owned(slots, 0);
+  book.set_ownership(owned, std::vector<uint64_t>(slots, 0));
+  owned[9] = 1;
+  std::vector<uint64_t> since(slots, 0);
+  since[9] = 1;
+  book.set_ownership(owned, since);
+  // The home's first sub-batch for this node continues from the drop (all it
+  // ever sent here) under the placement that began at 5.
+  auto first = ops(at(0), at(6), {9}, 1);
+  first.placement_since = at(5);
+  cover_step step;
+  EXPECT_EQ(run(book, first, &step), (std::vector<uint32_t>{9}));
+  EXPECT_TRUE(step.reset); // implied: this node never got the drop
+  EXPECT_FALSE(book.label(h, 9).has_value()) << "ops 1..5 of slot 9 are not here";
+  EXPECT_TRUE(book.slot_pending(9));
+  // A previous owner's copy at 6 has them and this node's op: it is taken.
+  EXPECT_EQ(book.judge(h, 9, at(6), true, false), install_verdict::install);
+  EXPECT_EQ(book.judge(h, 9, at(4), true, false), install_verdict::wait);
+  book.installed(h, 9, at(6));
+  EXPECT_EQ(book.label(h, 9), at(6));
+}
+
+TEST(Coverage, AHolderFirstHeardOfUnderAPlacementOlderThanItsDropFollows) {
+  coverage_book book{slots};
+  std::vector<uint8_t> owned(slots, 0);
+  book.set_ownership(owned, std::vector<uint64_t>(slots, 0));
+  owned[9] = 1;
+  std::vector<uint64_t> since(slots, 0);
+  since[9] = 1;
+  book.set_ownership(owned, since);
+  book.settle(9);
+  // Registered after the placement began: every op of its stream that
+  // touched slot 9 was sent here.
+  auto first = ops(at(0, 0, 0, 2), at(3, 0, 0, 2), {9}, 1);
+  first.placement_since = at(7);
+  run(book, first);
+  EXPECT_EQ(book.label(h, 9), at(3, 0, 0, 2));
+}
+
 TEST(Coverage, AFollowingSlotNotCoveredBySubBatchesKeepsItsLabel) {
   coverage_book book{slots};
   std::vector<uint8_t> owned(slots, 1);
