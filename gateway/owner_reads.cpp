@@ -24,7 +24,7 @@ struct owner_call {
 class fan_out {
 public:
   fan_out(std::span<const uint64_t> keys, const owner_read_routes& routes, peer_read_client& client)
-    : keys_(keys), routes_(routes), client_(client), answered_(keys.size(), 0) {}
+    : keys_(keys), routes_(routes), client_(client), answered_(keys.size(), unanswered) {}
 
   /// Asks each item's owner (passing over `avoid`; with `complete_only` only
   /// an owner holding all of its slot), the local index at once; false when no
@@ -34,7 +34,7 @@ public:
     bool asked = false;
     std::map<owner_index, std::vector<uint32_t>> by_owner;
     for (uint32_t i : items)
-      if (!answered_[i])
+      if (answered_[i] != answered)
         by_owner[routes_.owner(i, avoid, complete_only)].push_back(i);
     for (auto& [owner, its] : by_owner) {
       if (owner == no_owner || std::find(avoid.begin(), avoid.end(), owner) != avoid.end())
@@ -43,7 +43,7 @@ public:
       if (owner == routes_.self) {
         routes_.read_local(its);
         for (uint32_t i : its)
-          answered_[i] = 1;
+          answered_[i] = answered;
         continue;
       }
       asked_.clear();
@@ -95,16 +95,29 @@ public:
       return;
     }
     calls_[c].open = false;
+    std::vector<uint32_t> uncertain;
     size_t at = 0;
     for (uint32_t i : calls_[c].items) {
       if (at >= flat->size())
         break;
-      const uint64_t count = std::min<uint64_t>((*flat)[at], flat->size() - at - 1);
-      if (!answered_[i]) {
+      const bool from_uncertain = ((*flat)[at] & peer_read_uncertain) != 0;
+      const uint64_t count =
+          std::min<uint64_t>((*flat)[at] & ~peer_read_uncertain, flat->size() - at - 1);
+      if (answered_[i] == unanswered || (answered_[i] == provisionally && !from_uncertain)) {
         routes_.fill(i, std::span<const uint64_t>{flat->data() + at + 1, count});
-        answered_[i] = 1;
+        answered_[i] = from_uncertain ? provisionally : answered;
+        if (from_uncertain)
+          uncertain.push_back(i);
       }
       at += 1 + count;
+    }
+    if (!uncertain.empty()) {
+      // The owner's copy may lack ops another owner's has: ask the next one,
+      // keeping this answer if none is left (or none answers in time).
+      ++outcome_.uncertain;
+      auto avoid = calls_[c].avoid;
+      avoid.push_back(calls_[c].owner);
+      dispatch(uncertain, avoid);
     }
   }
 
@@ -114,7 +127,7 @@ public:
     for (size_t c = 0; c < calls_.size(); ++c) {
       auto& call = calls_[c];
       if (call.open && std::all_of(call.items.begin(), call.items.end(),
-                                   [&](uint32_t i) { return answered_[i] != 0; })) {
+                                   [&](uint32_t i) { return answered_[i] == answered; })) {
         call.open = false;
         call.call.socket.reset();
       }
@@ -127,7 +140,8 @@ public:
   std::vector<owner_call>& calls() { return calls_; }
 
   owner_read_outcome finish() {
-    outcome_.unanswered = static_cast<uint32_t>(std::count(answered_.begin(), answered_.end(), 0));
+    outcome_.unanswered =
+        static_cast<uint32_t>(std::count(answered_.begin(), answered_.end(), unanswered));
     return outcome_;
   }
 
@@ -135,6 +149,9 @@ private:
   std::span<const uint64_t> keys_;
   const owner_read_routes& routes_;
   peer_read_client& client_;
+  /// Per item: unanswered, answered provisionally (by an owner uncertain of
+  /// its copy: another owner's answer replaces it), or answered.
+  static constexpr uint8_t unanswered = 0, provisionally = 1, answered = 2;
   std::vector<uint8_t> answered_;
   std::vector<owner_call> calls_;
   std::vector<uint64_t> asked_;

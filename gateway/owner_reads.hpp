@@ -18,7 +18,10 @@
 //    it is never hedged to, or its partial answer would win the race);
 //  - every `recheck`, an owner the table now calls down is given up and its
 //    keys go to the next owner at once;
-//  - a send that fails or a connection that breaks re-routes at once.
+//  - a send that fails or a connection that breaks re-routes at once;
+//  - an owner that says its copy of a key's slot is uncertain (it missed ops
+//    and waits for another owner's copy: peer_read_uncertain) answers only
+//    provisionally: the key is asked of the next owner, whose answer wins.
 // Keys stay unanswered only when no owner of their slot is reachable.
 //
 // Context: CAF-free. The node wires `owner_read_routes` to its cluster table
@@ -81,6 +84,7 @@ struct owner_read_outcome {
   uint32_t hedged = 0;     ///< owners whose keys were asked again after hedge_delay
   uint32_t rerouted = 0;   ///< owners given up (down, unreachable, broken)
   uint32_t unanswered = 0; ///< keys no owner answered
+  uint32_t uncertain = 0;  ///< answers from a copy its owner was uncertain of, asked again
 };
 
 /// Reads the holders of `keys` from their owners: every owner's request

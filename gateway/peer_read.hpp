@@ -15,6 +15,10 @@
 //   preface: [magic, key word 0, key word 1]   once, first on each connection
 //   request: [words, request id, key, key, ...]             words = 1 + keys
 //   reply:   [words, request id, n0, holders of key 0..., n1, ...]
+// A count word with peer_read_uncertain set says the server's copy of that
+// key's slot is uncertain (it missed ops and waits for another owner's copy:
+// docs/convergence.md); the reader then asks another owner and keeps this
+// answer only when none is left.
 // The server's access key is 128 random bits made at each start; peers get it
 // with the endpoint ("tcp://host:port#<32 hex digits>", access_endpoint()) in
 // the cluster handshake (actors/cluster_node.hpp), which only a node proving
@@ -61,7 +65,12 @@ namespace lmcc::gateway {
 /// What a reader presents before its first request.
 using peer_read_key = std::array<uint64_t, 2>;
 
-/// Flat holders of `keys` (count, holders..., per key). Called concurrently.
+/// Set in a key's count word: the serving node's copy of the key's slot is
+/// uncertain, so its holders may lack what another owner's copy has.
+inline constexpr uint64_t peer_read_uncertain = uint64_t{1} << 63;
+
+/// Flat holders of `keys` (count, holders..., per key; a count may carry
+/// peer_read_uncertain). Called concurrently.
 using peer_read_answer_fn = std::function<std::vector<uint64_t>(std::span<const uint64_t> keys)>;
 
 /// What a server's connections count, shared by their threads.

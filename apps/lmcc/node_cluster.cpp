@@ -141,7 +141,16 @@ void node_cluster::start(const actors::kv_shard_actor& shard,
   read_server_ = std::make_unique<gateway::peer_read_server>(
       options_.zmq.host, me.host, gateway::peer_read_key{word(), word()},
       [index = parts_.index](std::span<const uint64_t> keys) {
-        return actors::read_holders_flat(*index, keys);
+        auto flat = actors::read_holders_flat(*index, keys);
+        // Says which answers come from a copy this node is uncertain of, so
+        // the reader asks another owner first (gateway/owner_reads.hpp).
+        for (size_t i = 0, at = 0; i < keys.size() && at < flat.size(); ++i) {
+          const uint64_t count = flat[at];
+          if (index->uncertain(actors::slot_of(keys[i], index->slot_count())))
+            flat[at] |= gateway::peer_read_uncertain;
+          at += 1 + count;
+        }
+        return flat;
       });
   read_client_ = std::make_unique<gateway::peer_read_client>(options_.cluster.connect_timeout);
   actors::cluster_node_config nc;
@@ -383,6 +392,8 @@ std::vector<actors::holder_list> node_cluster::holders(const std::vector<uint64_
     parts_.metrics.count_event("lookup_read_hedged", outcome.hedged);
   if (outcome.rerouted > 0)
     parts_.metrics.count_event("lookup_read_rerouted", outcome.rerouted);
+  if (outcome.uncertain > 0)
+    parts_.metrics.count_event("lookup_read_uncertain", outcome.uncertain);
   if (outcome.unanswered > 0) {
     parts_.metrics.count_event("lookup_owner_unreachable");
     spdlog::warn("lookup-read-incomplete keys={} unanswered={} hedged={} rerouted={}", keys.size(),

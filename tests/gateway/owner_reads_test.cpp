@@ -172,6 +172,51 @@ TEST(owner_reads, a_stuck_owner_is_not_hedged_to_an_owner_still_copying) {
   }
 }
 
+/// An owner uncertain of its copy (it missed ops): its answers carry
+/// peer_read_uncertain and hold only key k's first holder.
+std::vector<uint64_t> uncertain_answer(std::span<const uint64_t> keys) {
+  std::vector<uint64_t> flat;
+  for (uint64_t k : keys) {
+    flat.push_back(1 | peer_read_uncertain);
+    flat.push_back(k + 1);
+  }
+  return flat;
+}
+
+TEST(owner_reads, an_owner_uncertain_of_its_copy_is_read_around) {
+  peer_read_server one{"127.0.0.1", "127.0.0.1", test_key, uncertain_answer};
+  peer_read_server two{"127.0.0.1", "127.0.0.1", test_key, owner_answer};
+  three_nodes nodes{30};
+  nodes.endpoints = {{1, one.access_endpoint()}, {2, two.access_endpoint()}};
+  peer_read_client client;
+  owner_read_options options;
+  options.hedge_delay = 0ms; // the uncertain flag re-asks, not a hedge
+  const auto outcome = read_owners(nodes.keys, nodes.routes(), client, options);
+  nodes.expect_all_answered();
+  EXPECT_EQ(outcome.uncertain, 1u); // one answer of owner 1, asked again
+  EXPECT_EQ(outcome.unanswered, 0u);
+  EXPECT_EQ(two.requests(), 2u); // its own keys, then owner 1's
+}
+
+TEST(owner_reads, an_uncertain_answer_stands_when_no_other_owner_is_left) {
+  peer_read_server one{"127.0.0.1", "127.0.0.1", test_key, uncertain_answer};
+  three_nodes nodes{30};
+  nodes.endpoints = {{1, one.access_endpoint()}};
+  nodes.down[2] = 1; // owner 1's keys (k % 3 == 1) have no other owner up
+  peer_read_client client;
+  owner_read_options options;
+  options.hedge_delay = 0ms;
+  options.timeout = 2s;
+  const auto outcome = read_owners(nodes.keys, nodes.routes(), client, options);
+  for (size_t i = 0; i < nodes.keys.size(); ++i) {
+    if (nodes.keys[i] % 3 == 1) {
+      EXPECT_EQ(nodes.got[i], std::vector<uint64_t>{nodes.keys[i] + 1}) << nodes.keys[i];
+    }
+  }
+  EXPECT_EQ(outcome.uncertain, 1u);
+  EXPECT_EQ(outcome.unanswered, 0u);
+}
+
 TEST(owner_reads, an_owner_found_down_is_given_up_without_waiting_for_the_hedge) {
   owner_one_stuck stuck;
   auto& nodes = stuck.nodes;
