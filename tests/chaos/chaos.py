@@ -323,7 +323,8 @@ class Run:
 
     def whole(self, quiet: bool) -> str:
         """Why the cluster is not whole ("" when it is): some node not seeing
-        every member live, or still refilling after a disk loss; with `quiet`,
+        every member live, still refilling after a disk loss, or with slot
+        copies that wait for another owner's (docs/convergence.md); with `quiet`,
         also a sub-batch queued for a peer or an ingest op in flight."""
         for i, n in enumerate(self.cluster.nodes):
             name = self.cluster.ids[i]
@@ -339,6 +340,11 @@ class Run:
                 return f"{name} sees {s['live_members']} members live"
             if s["refilling"]:
                 return f"{name} is refilling"
+            # A copy waiting for another owner's is half a failure: the
+            # next fault must not take the owner it waits for.
+            uncertain = s.get("anti_entropy", {}).get("slots_uncertain", 0)
+            if uncertain:
+                return f"{name} is uncertain of {uncertain} slots"
             if quiet and (s["replication_lag_sub_batches"] or s["ingest_inflight_ops"]):
                 return (f"{name} has {s['replication_lag_sub_batches']} sub-batches queued, "
                         f"{s['ingest_inflight_ops']} ops in flight")
