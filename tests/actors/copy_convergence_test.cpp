@@ -30,28 +30,38 @@ namespace {
 constexpr uint32_t slots = 16;
 constexpr uint32_t nodes = 3;
 
-/// Slot s's owners: {s, s+1} mod 3 before the change; while it is joint,
-/// those and {s+1, s+2}: every node gains some slots.
-uint64_t owners_mask(uint32_t s, bool changed) {
+/// Which membership change the run makes.
+enum class change {
+  /// Slot s's owners: {s, s+1} mod 3 before; while it is joint, those and
+  /// {s+1, s+2}: every node gains some slots.
+  rotate,
+  /// Node 2 is a standby that owns nothing before; joint, every slot also
+  /// has it: it learns of the holder only from the sub-batches after.
+  standby_joins,
+};
+
+uint64_t owners_mask(uint32_t s, bool changed, change kind) {
+  if (kind == change::standby_joins)
+    return changed ? 0b111 : 0b011;
   const uint64_t before = (uint64_t{1} << (s % nodes)) | (uint64_t{1} << ((s + 1) % nodes));
   const uint64_t after = (uint64_t{1} << ((s + 1) % nodes)) | (uint64_t{1} << ((s + 2) % nodes));
   return changed ? before | after : before;
 }
 
-std::vector<uint64_t> masks(bool changed) {
+std::vector<uint64_t> masks(bool changed, change kind) {
   std::vector<uint64_t> m(slots);
   for (uint32_t s = 0; s < slots; ++s)
-    m[s] = owners_mask(s, changed);
+    m[s] = owners_mask(s, changed, kind);
   return m;
 }
 
 /// Node n's ownership words (coverage_book::set_ownership).
-std::vector<uint64_t> ownership(uint32_t n, bool changed) {
+std::vector<uint64_t> ownership(uint32_t n, bool changed, change kind) {
   std::vector<uint64_t> words(slots, not_owned);
   for (uint32_t s = 0; s < slots; ++s) {
-    if ((owners_mask(s, false) >> n) & 1)
+    if ((owners_mask(s, false, kind) >> n) & 1)
       words[s] = 0;
-    else if (changed && ((owners_mask(s, true) >> n) & 1))
+    else if (changed && ((owners_mask(s, true, kind) >> n) & 1))
       words[s] = 1;
   }
   return words;
@@ -113,10 +123,11 @@ struct owner {
 
 class simulation {
 public:
-  explicit simulation(uint64_t seed) : rng_(seed), victim_(static_cast<uint32_t>(seed % nodes)) {
-    cell_ = std::make_shared<placement_cell>(masks(false), 0);
+  simulation(uint64_t seed, change kind)
+    : rng_(seed), victim_(static_cast<uint32_t>(seed % nodes)), kind_(kind) {
+    cell_ = std::make_shared<placement_cell>(masks(false, kind_), 0);
     for (uint32_t n = 0; n < nodes; ++n)
-      owners_.push_back(std::make_unique<owner>(ownership(n, false)));
+      owners_.push_back(std::make_unique<owner>(ownership(n, false, kind_)));
     for (uint64_t k = 1; pool_.size() < 160; ++k)
       pool_.push_back(k * 0x9e3779b97f4a7c15ULL);
     start_entity({});
@@ -144,7 +155,7 @@ public:
         if (present && slot_of(k, slots) == s)
           want.insert(k);
       for (uint32_t n = 0; n < nodes; ++n) {
-        if (!((owners_mask(s, changed) >> n) & 1))
+        if (!((owners_mask(s, changed, kind_) >> n) & 1))
           continue;
         EXPECT_EQ(owners_[n]->keys_of(holder_, s), want) << "node " << n << " slot " << s;
         EXPECT_FALSE(owners_[n]->index->uncertain(s)) << "node " << n << " slot " << s;
@@ -167,7 +178,8 @@ private:
     cfg.slot_count = slots;
     cfg.destinations = nodes;
     cfg.placement = cell_;
-    cfg.mark_mask = 0b111;
+    // Marks go to the nodes that own something (a standby hears nothing).
+    cfg.mark_mask = kind_ == change::standby_joins ? 0b011 : 0b111;
     cfg.stream_base = (++entities_) << 8;
     if (!start.empty()) { // a takeover: the stream goes on from where it stood
       cfg.restored = true;
@@ -237,8 +249,8 @@ private:
     for (uint32_t s = 0; s < slots; ++s)
       for (uint32_t a = 0; a < nodes; ++a)
         for (uint32_t b = 0; b < nodes; ++b)
-          if (a != b && ((owners_mask(s, switched_owners_) >> a) & 1) &&
-              ((owners_mask(s, switched_owners_) >> b) & 1))
+          if (a != b && ((owners_mask(s, switched_owners_, kind_) >> a) & 1) &&
+              ((owners_mask(s, switched_owners_, kind_) >> b) & 1))
             copy(a, b, s);
     return installs_ - before;
   }
@@ -253,7 +265,7 @@ private:
       const auto s = static_cast<uint32_t>(rng_() % slots);
       const auto a = static_cast<uint32_t>(rng_() % nodes);
       const auto b = static_cast<uint32_t>(rng_() % nodes);
-      const uint64_t mask = owners_mask(s, switched_owners_);
+      const uint64_t mask = owners_mask(s, switched_owners_, kind_);
       if (a != b && ((mask >> a) & 1) && ((mask >> b) & 1))
         copy(a, b, s);
     } else if (dice < 88) {
@@ -269,28 +281,29 @@ private:
     } else if (dice < 90) {
       // The victim's disk is replaced: it comes back empty.
       holes_before_ += owners_[victim_]->core->counters().holes;
-      owners_[victim_]->wipe(ownership(victim_, switched_owners_));
+      owners_[victim_]->wipe(ownership(victim_, switched_owners_, kind_));
     } else if (dice < 93) {
       const auto n = static_cast<uint32_t>(rng_() % nodes);
       holes_before_ += owners_[n]->core->counters().holes;
-      owners_[n]->restart(ownership(n, switched_owners_));
+      owners_[n]->restart(ownership(n, switched_owners_, kind_));
     } else if (dice < 96 && !old_.empty()) {
       // A stale entity (a node that was frozen) replays what it had sent.
       const auto& [d, sb] = old_[rng_() % old_.size()];
       queues_[d].push_back(sb);
     } else if (dice < 98 && !switched_cell_) {
       switched_cell_ = true; // the home splits with the joint placement from now on
-      cell_->store(masks(true), 1);
+      cell_->store(masks(true, kind_), 1);
     } else if (!switched_owners_) {
       // The nodes learn they gained slots (before or after the home switched).
       switched_owners_ = true;
       for (uint32_t n = 0; n < nodes; ++n)
-        owners_[n]->core->set_ownership_words(ownership(n, true));
+        owners_[n]->core->set_ownership_words(ownership(n, true, kind_));
     }
   }
 
   std::mt19937_64 rng_;
   uint32_t victim_;
+  change kind_;
   std::shared_ptr<placement_cell> cell_;
   std::vector<std::unique_ptr<owner>> owners_;
   std::vector<uint64_t> pool_;
@@ -309,12 +322,12 @@ private:
   const holder_id holder_ = make_holder_id("A", msg::wire_int{0}, "cpu");
 };
 
-TEST(copy_convergence, every_owner_ends_with_the_streams_entries_whatever_the_order) {
+void every_owner_converges(change kind) {
   uint64_t holes = 0;
   uint64_t installs = 0;
   for (uint64_t seed = 1; seed <= 40; ++seed) {
     SCOPED_TRACE(seed);
-    simulation sim{seed};
+    simulation sim{seed, kind};
     sim.run(400);
     sim.check();
     holes += sim.holes();
@@ -326,6 +339,17 @@ TEST(copy_convergence, every_owner_ends_with_the_streams_entries_whatever_the_or
   // made whole from other owners.
   EXPECT_GT(holes, 0u);
   EXPECT_GT(installs, 0u);
+}
+
+TEST(copy_convergence, every_owner_ends_with_the_streams_entries_whatever_the_order) {
+  every_owner_converges(change::rotate);
+}
+
+// The class of test_membership's partial lookups: a node that owned nothing
+// hears of the holder only after its gain, from sub-batches that continue
+// from the drop it never got.
+TEST(copy_convergence, a_standby_that_joins_ends_with_the_streams_entries_too) {
+  every_owner_converges(change::standby_joins);
 }
 
 } // namespace
