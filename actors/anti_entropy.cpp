@@ -72,6 +72,11 @@ void take_copy(ae_self self, node_index peer_index, const cluster_service_actor&
                       }
                       for (const auto& [uid, holder] : outcome.unresolved)
                         st.ledger.unresolved(round, slot, uid, holder);
+                      if (outcome.still_blank) {
+                        auto [it, fresh] = st.blank_everywhere.try_emplace(slot, round, round);
+                        if (!fresh)
+                          it->second.second = round;
+                      }
                     },
                     [slot](caf::error& e) {
                       spdlog::warn("anti-entropy-install-failed slot={} error={}", slot,
@@ -182,6 +187,39 @@ void compare_with(ae_self self, const cluster_table& table, node_index peer) {
           [self, peer](caf::error&) { self->state.tracker.forget(peer); });
 }
 
+/// Slots blank here whose every other owner answered with a blank copy for
+/// rounds_for_loss rounds in a row (two nodes back empty, a slot gained from
+/// owners that lost their disks): no owner knows every holder of them, so
+/// only every worker's full sync can refill them, as when a refill finds a
+/// slot lost on every owner. The directory marks every worker (index-lost);
+/// the shard settles the slots, each holder's sync then replacing its part.
+void close_blank_round(ae_self self, const std::function<bool(uint32_t)>& owners_answer) {
+  auto& st = self->state;
+  std::vector<uint64_t> lost;
+  for (auto it = st.blank_everywhere.begin(); it != st.blank_everywhere.end();) {
+    const auto [first, last] = it->second;
+    if (last != st.round || !st.cfg.index->uncertain(it->first)) {
+      it = st.blank_everywhere.erase(it); // settled, or not seen this round: count again
+      continue;
+    }
+    if (last - first + 1 >= st.cfg.rounds_for_loss && owners_answer(it->first)) {
+      lost.push_back(it->first);
+      it = st.blank_everywhere.erase(it);
+      continue;
+    }
+    ++it;
+  }
+  if (lost.empty())
+    return;
+  if (st.cfg.counters)
+    st.cfg.counters->slots_blank_everywhere += lost.size();
+  spdlog::warn("slot-copies-blank-everywhere slots={} first_slot={} rounds={} "
+               "action=full-sync-all",
+               lost.size(), lost.front(), st.cfg.rounds_for_loss);
+  self->send(st.cfg.directory, refill_atom::value, uint64_t{lost.size()});
+  self->send(st.cfg.shard, refill_atom::value, std::move(lost));
+}
+
 /// The last round's doubts: a (slot, holder) no owner could cover for
 /// rounds_for_loss rounds, while every other owner answered, is lost
 /// everywhere.
@@ -208,6 +246,7 @@ void close_round(ae_self self, const cluster_table& table) {
   }
   std::erase_if(st.asked,
                 [&st](const auto& kv) { return st.round - kv.second >= ask_cooldown_rounds; });
+  close_blank_round(self, owners_answer);
 }
 
 } // namespace

@@ -37,6 +37,8 @@ struct anti_entropy_counters {
   std::atomic<uint64_t> copies_taken{0};
   std::atomic<uint64_t> conflicts{0};    ///< holders whose copies disagreed at one position
   std::atomic<uint64_t> holders_lost{0}; ///< (slot, holder) uncertain on every owner
+  /// Slots blank on every owner, handed to every worker's full sync.
+  std::atomic<uint64_t> slots_blank_everywhere{0};
 };
 
 struct anti_entropy_config {
@@ -79,6 +81,10 @@ struct anti_entropy_state {
   /// disagreement seen again before the sync replaced the entries is the
   /// same one.
   std::map<uint64_t, uint64_t> asked;
+  /// Slots still blank here after a copy of another owner that was blank
+  /// too, with the first and last round that happened: blank on every owner
+  /// for rounds_for_loss rounds, no owner knows every holder of them.
+  std::map<uint32_t, std::pair<uint64_t, uint64_t>> blank_everywhere;
 };
 
 anti_entropy_actor::behavior_type

@@ -338,6 +338,7 @@ copy_outcome kv_shard_core::install(const slot_copy& copy) {
   // blank one here has all it lacked.
   if (copy.complete)
     cover_->settle(slot);
+  result.still_blank = cover_->blank(slot);
   for (holder_id h : cover_->holders())
     if (cover_->cover(h, slot).state == cover_state::pending) {
       const auto it = holders_.find(h);

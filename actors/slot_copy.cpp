@@ -95,12 +95,13 @@ std::vector<uint64_t> encode_copy_outcome(const copy_outcome& o) {
   out.push_back(o.unresolved.size());
   for (const auto& [uid, h] : o.unresolved)
     out.insert(out.end(), {uid, h});
+  out.push_back(o.still_blank ? 1 : 0);
   return out;
 }
 
 copy_outcome decode_copy_outcome(std::span<const uint64_t> words) {
   copy_outcome o;
-  if (words.size() < 5)
+  if (words.size() < 6)
     return o;
   size_t at = 3;
   auto pairs = [&](std::vector<std::pair<uint64_t, holder_id>>& into) {
@@ -113,8 +114,9 @@ copy_outcome decode_copy_outcome(std::span<const uint64_t> words) {
       into.emplace_back(words[at], words[at + 1]);
     return true;
   };
-  if (!pairs(o.conflicts) || !pairs(o.unresolved) || at != words.size())
+  if (!pairs(o.conflicts) || !pairs(o.unresolved) || at + 1 != words.size() || words[at] > 1)
     return copy_outcome{};
+  o.still_blank = words[at] == 1;
   o.installed = words[0];
   o.waiting = words[1];
   o.changed = words[2];

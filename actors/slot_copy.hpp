@@ -69,10 +69,13 @@ struct copy_outcome {
   std::vector<std::pair<uint64_t, holder_id>> conflicts;
   /// Holders still pending here after the copy (worker uid, holder).
   std::vector<std::pair<uint64_t, holder_id>> unresolved;
+  /// The slot is still blank here: the copy was of an owner blank too.
+  bool still_blank = false;
   friend bool operator==(const copy_outcome&, const copy_outcome&) = default;
 };
 
-/// [installed, waiting, changed, conflicts, (uid, holder)..., unresolved, (uid, holder)...]
+/// [installed, waiting, changed, conflicts, (uid, holder)..., unresolved, (uid, holder)...,
+///  still_blank]
 std::vector<uint64_t> encode_copy_outcome(const copy_outcome& o);
 /// A malformed answer reads as an empty outcome.
 copy_outcome decode_copy_outcome(std::span<const uint64_t> words);

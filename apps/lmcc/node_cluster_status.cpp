@@ -228,7 +228,8 @@ std::string node_cluster::status_json() const {
                 {"slots_repaired", ae_counters_->slots_repaired.load()},
                 {"copies_taken", ae_counters_->copies_taken.load()},
                 {"conflicts", ae_counters_->conflicts.load()},
-                {"holders_lost", ae_counters_->holders_lost.load()}}}};
+                {"holders_lost", ae_counters_->holders_lost.load()},
+                {"slots_blank_everywhere", ae_counters_->slots_blank_everywhere.load()}}}};
   return out.dump();
 }
 } // namespace lmcc::apps

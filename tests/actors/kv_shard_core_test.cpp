@@ -294,11 +294,16 @@ TEST(kv_shard_core, a_node_back_empty_waits_for_a_copy_of_an_owner_that_is_not_e
   // Another empty node's copy says nothing of the holders it never heard of.
   slot_copy empty{4, true, {}};
   empty.complete = false;
-  f.core->install(empty);
+  const auto still = f.core->install(empty);
+  EXPECT_TRUE(still.still_blank); // anti-entropy counts the rounds of that
+  EXPECT_EQ(decode_copy_outcome(encode_copy_outcome(still)), still);
   EXPECT_TRUE(f.index->uncertain(4));
   // A whole owner's copy lists every holder of the slot: all it lacked.
   slot_copy whole{4, true, {holder_slot_copy{h1, 0, true, {1, 0, 9, 0}, {k[0], k[1]}}}};
-  EXPECT_EQ(f.core->install(whole).installed, 1u);
+  const auto taken = f.core->install(whole);
+  EXPECT_EQ(taken.installed, 1u);
+  EXPECT_FALSE(taken.still_blank);
+  EXPECT_EQ(decode_copy_outcome(encode_copy_outcome(taken)), taken);
   EXPECT_FALSE(f.index->uncertain(4));
   EXPECT_TRUE(f.index->read().holds(k[1], h1));
   // Slots nobody holds any more stop waiting once the refill says so.
