@@ -360,8 +360,15 @@ class Run:
         if not why:
             return
         self.note(f"waiting for a whole cluster before {before}: {why}")
+        beat = start
         while why and time.monotonic() - start < WAIT_S:
             time.sleep(0.05)
+            if "uncertain" in why and time.monotonic() - beat >= 1.0:
+                # Every node is up: workers heartbeat meanwhile (every few
+                # seconds in LMCache) and sync when asked, which is how
+                # copies lost on every owner come back.
+                beat = time.monotonic()
+                self.heartbeat_twins()
             why = self.whole(quiet=False)
         waited = time.monotonic() - start
         self.waits["count"] += 1
@@ -662,6 +669,14 @@ class Run:
         self.sample_rss()
         return self.check()
 
+    def heartbeat_twins(self) -> None:
+        """Every twin heartbeats both sides once, and syncs where asked."""
+        for t in self.twins:
+            if answered(lambda: commands(t.c), f"seed {self.seed}: a heartbeat"):
+                self.answer_full_sync(t)
+            if commands(t.r):
+                self.answer_reference_full_sync(t)
+
     def answer_full_sync(self, t: Twin) -> None:
         """What a worker asked for a full sync does; a status poll the cluster
         answers with ErrorMsg (the home just restarted or thawed) starts the
@@ -693,11 +708,7 @@ class Run:
         deadline = started + self.converge
         same = False
         while time.monotonic() < deadline and not crashed:
-            for t in self.twins:  # the workers answer the full syncs they were asked for
-                if answered(lambda: commands(t.c), f"seed {self.seed}: a heartbeat"):
-                    self.answer_full_sync(t)
-                if commands(t.r):
-                    self.answer_reference_full_sync(t)
+            self.heartbeat_twins()  # the workers answer the full syncs they were asked for
             want = answers(self.reference, self.prompts, self.twins)
             same = all(answers(n, self.prompts, self.twins) == want for n in self.cluster.nodes)
             if same and self.standby:  # and every node agrees on the member set
