@@ -54,7 +54,13 @@ void coverage_book::set_ownership(std::vector<uint8_t> owned, std::vector<uint64
     if (now && !before)
       gained.push_back(s);
   }
-  // Slots no longer owned: what this node keeps of them does not count.
+  // Slots no longer owned: what this node keeps of them does not count
+  // (nor does a blank one stay uncertain: nobody reads or waits for it here).
+  for (uint32_t s = 0; s < slot_count_ && !owned.empty(); ++s)
+    if (owned[s] == 0 && blank_[s] != 0) {
+      blank_[s] = 0;
+      changed_.push_back(s);
+    }
   for (auto& [h, hc] : holders_) {
     if (hc.slots.empty())
       continue;

@@ -230,6 +230,14 @@ TEST(Coverage, AGainedSlotIsBlankForHoldersThisNodeNeverHeardOf) {
   EXPECT_TRUE(book.slot_pending(3));
   book.settle_all();
   EXPECT_FALSE(book.slot_pending(3));
+  // A slot given away while blank is nothing this node waits for.
+  book.blank_owned();
+  owned[3] = 0;
+  since[3] = 0;
+  book.set_ownership(owned, since);
+  EXPECT_FALSE(book.blank(3));
+  EXPECT_FALSE(book.slot_pending(3));
+  EXPECT_TRUE(book.slot_pending(4));
 }
 
 TEST(Coverage, AHolderFirstHeardOfAfterAGainLacksWhatWentToThePreviousOwners) {
