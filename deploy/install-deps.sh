@@ -16,6 +16,9 @@ packages=(
   python3 python3-zmq python3-msgpack python3-pytest
   # the soak's graphs (tests/soak/graphs.py)
   python3-matplotlib
+  # prometheus and promtool: the Prometheus test (tests/prometheus) scrapes a
+  # cluster with them and checks deploy/prometheus/
+  prometheus
 )
 
 missing=()
