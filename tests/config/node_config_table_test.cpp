@@ -1,7 +1,7 @@
 // node_option_table(): every option's default agrees with its struct
 // initializer and its own range, every option is reachable from exactly the
-// sources it declares, --help, --dump-config and the README come from the
-// table, and the value kinds future options need (lists, records) parse and
+// sources it declares, --help, --dump-config and docs/configuration.md come
+// from the table, and the value kinds future options need (lists, records) parse and
 // emit.
 #include "apps/lmcc/node_config.hpp"
 #include "apps/lmcc/node_config_table.hpp"
@@ -272,20 +272,20 @@ TEST(NodeOptionTable, DumpConfigHasEveryDumpedOptionInTableOrder) {
   EXPECT_EQ(expected.size() + 4, node_option_table().size());
 }
 
-TEST(NodeOptionTable, TheReadmeOptionsTableIsTheGeneratedOne) {
-  std::ifstream in(std::string(LMCC_SOURCE_DIR) + "/README.md");
-  ASSERT_TRUE(in) << LMCC_SOURCE_DIR "/README.md";
+TEST(NodeOptionTable, TheConfigurationDocOptionsTableIsTheGeneratedOne) {
+  std::ifstream in(std::string(LMCC_SOURCE_DIR) + "/docs/configuration.md");
+  ASSERT_TRUE(in) << LMCC_SOURCE_DIR "/docs/configuration.md";
   std::stringstream text;
   text << in.rdbuf();
-  const std::string readme = text.str();
+  const std::string doc = text.str();
   const std::string begin = "<!-- options-table: begin -->\n";
   const std::string end = "<!-- options-table: end -->";
-  auto from = readme.find(begin);
-  auto to = readme.find(end);
+  auto from = doc.find(begin);
+  auto to = doc.find(end);
   ASSERT_NE(from, std::string::npos);
   ASSERT_NE(to, std::string::npos);
   from += begin.size();
-  EXPECT_EQ(readme.substr(from, to - from), options_markdown())
+  EXPECT_EQ(doc.substr(from, to - from), options_markdown())
       << "regenerate it: build/lmcc node --print-options-markdown";
 }
 
