@@ -240,16 +240,21 @@ TEST(Coverage, AGainedSlotIsBlankForHoldersThisNodeNeverHeardOf) {
   EXPECT_TRUE(book.slot_pending(4));
 }
 
-TEST(Coverage, AHolderFirstHeardOfAfterAGainLacksWhatWentToThePreviousOwners) {
-  // A standby that owns nothing; the holder registers (its drop at 0 and ops
-  // up to 5 go to the owners of then), then epoch 1 gives this node slot 9.
-  coverage_book book{slots};
+/// A standby that owned nothing until epoch 1 gave it slot 9.
+void gain_slot_9_as_a_standby(coverage_book& book) {
   std::vector<uint8_t> owned(slots, 0);
   book.set_ownership(owned, std::vector<uint64_t>(slots, 0));
   owned[9] = 1;
   std::vector<uint64_t> since(slots, 0);
   since[9] = 1;
   book.set_ownership(owned, since);
+}
+
+TEST(Coverage, AHolderFirstHeardOfAfterAGainLacksWhatWentToThePreviousOwners) {
+  // The holder registered before the gain: its drop at 0 and ops up to 5
+  // went to the owners of then.
+  coverage_book book{slots};
+  gain_slot_9_as_a_standby(book);
   // The home's first sub-batch for this node continues from the drop (all it
   // ever sent here) under the placement that began at 5.
   auto first = ops(at(0), at(6), {9}, 1);
@@ -268,12 +273,7 @@ TEST(Coverage, AHolderFirstHeardOfAfterAGainLacksWhatWentToThePreviousOwners) {
 
 TEST(Coverage, AHolderFirstHeardOfUnderAPlacementOlderThanItsDropFollows) {
   coverage_book book{slots};
-  std::vector<uint8_t> owned(slots, 0);
-  book.set_ownership(owned, std::vector<uint64_t>(slots, 0));
-  owned[9] = 1;
-  std::vector<uint64_t> since(slots, 0);
-  since[9] = 1;
-  book.set_ownership(owned, since);
+  gain_slot_9_as_a_standby(book);
   book.settle(9);
   // Registered after the placement began: every op of its stream that
   // touched slot 9 was sent here.
