@@ -1,9 +1,10 @@
 """The chaos checker's placement (availability.Ring) against a running
 cluster's own answers: three members and a standby on the ring. Every node
 reports how many slots it holds as primary and replica, and counts the
-entries of its primary slots in kv_pool_keys_count (README "Metrics"); the
-harness must predict both, before and after the standby joins, for keys
-that include negative ones (Python's chunk hashes are signed)."""
+entries of its primary slots in kv_pool_keys_count (docs/cluster.md,
+"Metrics"); the harness must predict both, before and after the standby
+joins, for keys that include negative ones (Python's chunk hashes are
+signed)."""
 
 from __future__ import annotations
 

@@ -20,7 +20,8 @@
 //     (a @charbuf allocates the up to 4 GiB its length header claims before
 //     reading it; a double written back never returns if it is infinite): the
 //     middleman reads those too, from any connection to the cluster port,
-//     which is why that port belongs on a private network (README);
+//     which is why that port belongs on a private network (docs/cluster.md,
+//     "Trust");
 //   - an op-log record (persistence/records.hpp) as given, and again with its
 //     checksum made right, so that mutations reach the fields behind it; the
 //     same for a slot snapshot (a header and a body, each sealed) and a

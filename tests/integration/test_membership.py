@@ -1,10 +1,11 @@
-"""Membership changes while serving (README "Adding and removing nodes"): a
-fourth node, configured as a standby, is added with POST /cluster/members
-under continuous ingest and lookups; then a node is removed the same way and
-stopped. Every lookup during both changes answers completely (the joint
-placement reads from owners that held each slot), about 1/N of the slots move,
-no worker is asked for a full sync, and a node restarted later comes back with
-the current member set from its data dir, whatever its YAML says."""
+"""Membership changes while serving (docs/operations.md, "Adding and removing
+nodes"): a fourth node, configured as a standby, is added with POST
+/cluster/members under continuous ingest and lookups; then a node is removed
+the same way and stopped. Every lookup during both changes answers completely
+(the joint placement reads from owners that held each slot), about 1/N of the
+slots move, no worker is asked for a full sync, and a node restarted later
+comes back with the current member set from its data dir, whatever its YAML
+says."""
 
 from __future__ import annotations
 
