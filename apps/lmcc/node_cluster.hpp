@@ -113,6 +113,9 @@ public:
 
   /// GET /cluster/status.
   std::string status_json() const;
+  /// The id of the node worker `uid`'s entity lives on, as this node's
+  /// liveness places it ("" while no member is live).
+  std::string home_of(uint64_t worker_uid) const;
   /// A member of the cluster's first member set (no stored change, not a
   /// standby): an empty one of these is an empty cluster's first start.
   bool founding_member() const;

@@ -3,6 +3,10 @@
 // next owner of its slots), the lmcc_cluster_* gauges and GET /cluster/status.
 #include "apps/lmcc/node_cluster.hpp"
 
+#ifndef LMCC_VERSION
+#define LMCC_VERSION "unknown" // CMake passes the project's VERSION
+#endif
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -26,7 +30,49 @@ size_t member_count(const actors::cluster_table& t) {
       std::count_if(t.members.begin(), t.members.end(), [](const auto& m) { return m.member; }));
 }
 
+/// Slots of the current record short of copies, as this node sees them.
+struct copy_shortfall {
+  uint64_t under = 0; ///< fewer live copies than the record places
+  uint64_t none = 0;  ///< no live copy at all (lookups miss their keys)
+};
+
+/// A live copy: an owner this node reaches that holds the slot whole (not
+/// refilling, not still copying a slot it gained in a membership change).
+/// Ownership is static between membership changes (membership.hpp), so a
+/// node down leaves each of its slots one copy short until it is back.
+copy_shortfall live_copies(const actors::cluster_table& t) {
+  copy_shortfall out;
+  const auto& owners = *t.owners;
+  const uint32_t want = owners.owners_per_slot();
+  for (uint32_t slot = 0; slot < owners.slot_count(); ++slot) {
+    uint32_t live = 0;
+    for (auto n : owners.owner_indices(slot))
+      live += t.reachable(n) && t.complete(n, slot) ? 1 : 0;
+    out.under += live < want ? 1 : 0;
+    out.none += live == 0 ? 1 : 0;
+  }
+  return out;
+}
+
+/// Workers whose entity (WorkerActor) lives on this node now.
+size_t workers_homed(const actors::route_board& routes) {
+  const auto table = routes.current();
+  if (!table)
+    return 0;
+  return static_cast<size_t>(std::count_if(table->begin(), table->end(), [](const auto& r) {
+    return static_cast<bool>(r.second.actor);
+  }));
+}
+
 } // namespace
+
+std::string node_cluster::home_of(uint64_t worker_uid) const {
+  const auto table = board_->current();
+  const auto home = table->home_of(worker_uid);
+  if (home >= table->members.size())
+    return {};
+  return table->members[home].address.id;
+}
 
 actors::holder_counts node_cluster::counts() {
   auto table = board_->current();
@@ -180,6 +226,16 @@ std::string node_cluster::status_json() const {
   for (uint32_t s = 0; s < parts_.index->slot_count(); ++s)
     uncertain_slots += parts_.index->uncertain(s) ? 1 : 0;
   const auto& me = table->members[table->self];
+  const auto shortfall = live_copies(*table);
+  uint64_t keys = 0;
+  uint64_t entries = 0;
+  uint64_t primary_entries = 0;
+  {
+    const auto r = parts_.index->read();
+    keys = r.keys();
+    entries = r.entries();
+    primary_entries = r.share_entries();
+  }
   char version[17];
   std::snprintf(version, sizeof version, "%016llx",
                 static_cast<unsigned long long>(table->ring_version));
@@ -187,6 +243,7 @@ std::string node_cluster::status_json() const {
                              std::chrono::steady_clock::now() - started_)
                              .count();
   json out = {{"node", options_.controller.node_id},
+              {"version", LMCC_VERSION},
               {"pid", static_cast<int64_t>(::getpid())},
               {"uptime_ms", uptime_ms},
               {"ring_version", version},
@@ -212,6 +269,18 @@ std::string node_cluster::status_json() const {
               {"refilling", table->peers[table->self].refilling},
               {"slots_primary", me.primary_slots},
               {"slots_replica", me.replica_slots},
+              // Slots of the current record with fewer live copies than it
+              // places (min(R, members)), and with none, as this node sees
+              // the others (live_copies above).
+              {"slots_under_replicated", shortfall.under},
+              {"slots_without_live_copy", shortfall.none},
+              // This node's index: distinct keys and (key, holder) entries of
+              // every slot it holds, and the entries of its primary slots (the
+              // sum over the nodes is the cluster's count, as kv_pool_keys_count).
+              {"keys", keys},
+              {"entries", entries},
+              {"primary_entries", primary_entries},
+              {"workers_homed", workers_homed(*parts_.routes)},
               {"replication", links},
               {"replication_lag_sub_batches", queued},
               {"ingest_inflight_ops", parts_.gate->in_flight()},
