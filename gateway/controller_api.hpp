@@ -49,6 +49,30 @@ struct controller_gauges {
   uint64_t full_sync_missing_batches_total = 0;
 };
 
+/// One worker as lmcc's GET /cluster/workers shows it: what /controller/workers
+/// shows, and what an operator asks besides.
+struct worker_detail {
+  worker_view view;
+  uint64_t locations = 0; ///< storage locations the worker reported
+  std::string home;       ///< id of the node its entity lives on ("" while no node is live)
+  /// "owed": it is asked for a full sync at its next heartbeat (`full_sync_reason`
+  /// says why); "none": nothing owed; "unknown": it has not heartbeated yet.
+  std::string full_sync;
+  std::string full_sync_reason;
+};
+
+/// GET /cluster/workers (lmcc's own endpoint; LMCache's /controller/workers
+/// stays as LMCache shapes it).
+struct workers_detail {
+  int status = 200;                   ///< 200, or 503 (loading, or the directory did not answer)
+  std::string error;                  ///< why not, when status != 200
+  std::string node;                   ///< the answering node's id
+  std::vector<worker_detail> workers; ///< registration order
+  uint64_t syncing = 0;               ///< workers whose full sync is running
+  uint64_t completed = 0;             ///< workers whose last full sync completed
+  uint64_t missing_batches = 0;       ///< batches the running syncs still miss
+};
+
 /// POST /admin/snapshot: a checkpoint of the node's store written to `dir`.
 struct snapshot_outcome {
   int status = 200;  ///< 200, 409 (no store / loading) or 500 (the checkpoint failed)
@@ -104,6 +128,14 @@ public:
   virtual std::future<std::vector<worker_view>> workers() = 0;
 
   virtual std::future<key_stats> stats() = 0;
+
+  /// Every registered worker with its home node, locations and full-sync
+  /// state (GET /cluster/workers). The default answers 404.
+  virtual std::future<workers_detail> worker_details() {
+    std::promise<workers_detail> p;
+    p.set_value({.status = 404, .error = "this node does not list workers in detail"});
+    return p.get_future();
+  }
 
   virtual std::future<controller_gauges> gauges() = 0;
 

@@ -1,7 +1,8 @@
 // The admin and observability endpoints of the HTTP API: LMCache's
 // GET /controller/workers, /controller/key-stats, /metrics (Prometheus text),
-// /threads and /env, lmcc's /healthz, /readyz, POST /admin/snapshot and
-// POST /admin/faults, and the
+// /threads and /env, lmcc's /healthz, /readyz, /cluster/status,
+// /cluster/workers, POST /cluster/members, /admin/snapshot and
+// /admin/faults, and the
 // dashboard's absent page at /.
 #include "gateway/http_reply.hpp"
 #include "gateway/http_routes.hpp"
@@ -92,6 +93,35 @@ void handle_workers(const httplib::Request& req, httplib::Response& res, control
     throw request_error{404, "instance " + *instance_id + " not found"};
   const auto total = workers.size();
   send_json(res, 200, reply_json{{"workers", std::move(workers)}, {"total_count", total}});
+}
+
+/// GET /cluster/workers: lmcc's own list for operators (`lmcc workers`), each
+/// worker as /controller/workers shows it plus its home node, locations and
+/// full-sync state. Not LMCache's: /controller/workers keeps LMCache's shape.
+void handle_cluster_workers(httplib::Response& res, controller_api& controller,
+                            const request_waiter& waiter) {
+  auto detail = waiter.await(controller.worker_details());
+  if (detail.status != 200)
+    throw request_error{detail.status, detail.error};
+  reply_json workers = reply_json::array();
+  for (const auto& w : detail.workers) {
+    reply_json j = worker_info_json(w.view.info);
+    j["key_count"] = w.view.key_count;
+    j["locations"] = w.locations;
+    j["home"] = w.home;
+    j["full_sync"] = w.full_sync;
+    j["full_sync_reason"] = w.full_sync_reason;
+    workers.push_back(std::move(j));
+  }
+  const auto total = workers.size();
+  send_json(res, 200,
+            reply_json{{"node", detail.node},
+                       {"workers", std::move(workers)},
+                       {"total_count", total},
+                       {"full_sync",
+                        {{"syncing", detail.syncing},
+                         {"completed", detail.completed},
+                         {"missing_batches", detail.missing_batches}}}});
 }
 
 /// GET /threads?name=&thread_id=: this process' threads from /proc/self/task.
@@ -231,6 +261,11 @@ void add_admin_routes(route_table& routes, controller_api& controller, node_metr
     res.status = 200;
     res.set_content(*status, "application/json");
   });
+
+  routes.get("/cluster/workers",
+             [&controller, &waiter](const httplib::Request&, httplib::Response& res) {
+               handle_cluster_workers(res, controller, waiter);
+             });
 
   // A membership change: {"members": ["n1", "n2", "n3", "n4"]} (README
   // "Adding and removing nodes").

@@ -52,6 +52,7 @@ public:
   std::future<msg::Msg> orchestrate(msg::Msg request) override;
   std::future<std::vector<gateway::worker_view>> workers() override;
   std::future<gateway::key_stats> stats() override;
+  std::future<gateway::workers_detail> worker_details() override;
   std::future<gateway::controller_gauges> gauges() override;
   bool ready() const override;
   std::future<gateway::snapshot_outcome> snapshot(const std::string& dir) override;

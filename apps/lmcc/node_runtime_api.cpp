@@ -50,6 +50,46 @@ std::future<std::vector<gateway::worker_view>> node_runtime::workers() {
   return ready_future(std::move(out));
 }
 
+std::future<gateway::workers_detail> node_runtime::worker_details() {
+  auto& d = *impl_;
+  gateway::workers_detail out;
+  out.node = d.options_.controller.node_id;
+  if (!d.serving_) {
+    out.status = 503;
+    out.error = "the node is loading its index; see /readyz";
+    return ready_future(std::move(out));
+  }
+  auto s = d.node_stats().get();
+  if (!s) {
+    out.status = 503;
+    out.error = "the directory did not answer in time";
+    return ready_future(std::move(out));
+  }
+  if (d.cluster_)
+    s = d.cluster_->cluster_wide(std::move(*s));
+  out.syncing = s->workers_syncing;
+  out.completed = s->workers_completed;
+  out.missing_batches = s->missing_batches_total;
+  // What a worker's next heartbeat is answered (actors/heartbeat_reader.hpp):
+  // the registry's view of the full syncs owed, replicated to every node.
+  const auto view = d.heartbeats_ ? d.heartbeats_->current() : nullptr;
+  for (auto& w : s->workers) {
+    const auto uid = actors::worker_uid(w.info.instance_id, w.info.worker_id);
+    gateway::worker_detail detail;
+    detail.locations = w.holders.size();
+    detail.home = d.cluster_ ? d.cluster_->home_of(uid) : out.node;
+    detail.full_sync = "unknown";
+    if (view)
+      if (auto it = view->workers.find(uid); it != view->workers.end()) {
+        detail.full_sync = it->second.full_sync_reason ? "owed" : "none";
+        detail.full_sync_reason = it->second.full_sync_reason.value_or("");
+      }
+    detail.view = gateway::worker_view{std::move(w.info), w.key_count};
+    out.workers.push_back(std::move(detail));
+  }
+  return ready_future(std::move(out));
+}
+
 std::future<gateway::key_stats> node_runtime::stats() {
   if (!impl_->serving_)
     return ready_future(gateway::key_stats{});

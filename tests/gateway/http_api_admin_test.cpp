@@ -1,5 +1,5 @@
 // The admin and observability endpoints of http_api over real HTTP (GET
-// /controller/workers, /controller/key-stats, /metrics, /healthz, /readyz,
+// /controller/workers, /controller/key-stats, /cluster/workers, /metrics, /healthz, /readyz,
 // /threads, /env, POST /admin/snapshot, 404/405), the request timing in
 // node_metrics, binding, and make_uuid4.
 #include "tests/gateway/http_api_fixture.hpp"
@@ -46,6 +46,23 @@ TEST_F(http_api_test, controller_workers_lists_filters_and_404s) {
   expect_error(get("/controller/workers?instance_id=Z"), 404);
   expect_error(get("/controller/workers?instance_id=A&worker_id=7"), 404);
   expect_error(get("/controller/workers?instance_id=A&worker_id=x"), 422);
+}
+
+TEST_F(http_api_test, cluster_workers_adds_home_locations_and_full_sync_to_each_worker) {
+  auto j = expect_json(get("/cluster/workers"), 200);
+  EXPECT_EQ(j, json::parse(R"({"node": "n1", "total_count": 2,
+      "full_sync": {"syncing": 0, "completed": 1, "missing_batches": 0},
+      "workers": [
+        {"instance_id": "A", "worker_id": 0, "ip": "10.0.0.1", "port": 8500,
+         "peer_init_url": null, "registration_time": 1700000000.5,
+         "last_heartbeat_time": 1700000010.25, "key_count": 10, "locations": 1,
+         "home": "n2", "full_sync": "none", "full_sync_reason": ""},
+        {"instance_id": "B", "worker_id": 0, "ip": "10.0.0.2", "port": 8500,
+         "peer_init_url": null, "registration_time": 1700000000.5,
+         "last_heartbeat_time": 1700000010.25, "key_count": 20, "locations": 2,
+         "home": "n3", "full_sync": "owed", "full_sync_reason": "controller_restart"}]})"));
+  controller_.set_details_status(503);
+  EXPECT_EQ(expect_error(get("/cluster/workers"), 503), "the node is loading");
 }
 
 TEST_F(http_api_test, key_stats_has_lmcache_shape) {

@@ -71,6 +71,24 @@ public:
     return p.get_future();
   }
 
+  std::future<workers_detail> worker_details() override {
+    std::lock_guard lock{mutex_};
+    std::promise<workers_detail> p;
+    workers_detail d{.status = details_status_, .error = "the node is loading", .node = "n1"};
+    d.workers = {{.view = {worker("A", 0, "10.0.0.1"), 10},
+                  .locations = 1,
+                  .home = "n2",
+                  .full_sync = "none"},
+                 {.view = {worker("B", 0, "10.0.0.2"), 20},
+                  .locations = 2,
+                  .home = "n3",
+                  .full_sync = "owed",
+                  .full_sync_reason = "controller_restart"}};
+    d.completed = 1;
+    p.set_value(std::move(d));
+    return p.get_future();
+  }
+
   std::future<key_stats> stats() override {
     std::promise<key_stats> p;
     p.set_value(key_stats{.total_key_count = 41,
@@ -103,6 +121,10 @@ public:
   void set_reply(std::function<Msg(const Msg&)> f) {
     std::lock_guard lock{mutex_};
     override_reply_ = std::move(f);
+  }
+  void set_details_status(int status) {
+    std::lock_guard lock{mutex_};
+    details_status_ = status;
   }
   void set_hang(bool on) {
     std::lock_guard lock{mutex_};
@@ -168,6 +190,7 @@ private:
   std::vector<Msg> requests_;
   std::function<Msg(const Msg&)> override_reply_;
   bool hang_ = false;
+  int details_status_ = 200;
   std::vector<std::promise<Msg>> hanging_;
 };
 
