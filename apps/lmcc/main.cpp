@@ -5,6 +5,10 @@
 //   lmcc chunk-hashes [...]        token lists -> CPython-compatible chunk hashes
 //   lmcc snapshot --node H:P --out DIR   a node writes a checkpoint of its store
 //   lmcc cluster up --nodes N --data-dir DIR   a cluster of nodes on this machine
+//   lmcc status [--endpoints H:P,...]    the cluster's nodes and its verdict
+//   lmcc workers [--endpoints H:P,...]   every registered worker
+#include "apps/lmcc/client/status_command.hpp"
+#include "apps/lmcc/client/workers_command.hpp"
 #include "apps/lmcc/cluster_command.hpp"
 #include "apps/lmcc/node_config.hpp"
 #include "apps/lmcc/node_runtime.hpp"
@@ -49,6 +53,7 @@ int run_node(const lmcc::apps::node_options& options) {
 int main(int argc, char** argv) {
   CLI::App app{"lmcc: a clustered, durable cache controller for LMCache"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", LMCC_VERSION);
 
   auto* node_cmd = app.add_subcommand(
       "node", "run a controller node (accepts lmcache_controller's flags, YAML and env)");
@@ -124,6 +129,16 @@ int main(int argc, char** argv) {
       ->add_option("--timeout", restart_timeout_s, "seconds to wait for the end (default 600)")
       ->check(CLI::Range(1, 86400));
 
+  // The operator's client (docs/client.md): any node of a cluster answers.
+  auto* status_cmd = app.add_subcommand(
+      "status", "the cluster's nodes and its verdict: exit 0 healthy, 1 degraded, 2 unreachable");
+  lmcc::apps::client::client_options status_options;
+  lmcc::apps::client::add_client_flags(*status_cmd, status_options);
+  auto* workers_cmd = app.add_subcommand(
+      "workers", "every registered worker: ranks, keys, last heartbeat, home node, full sync");
+  lmcc::apps::client::client_options workers_options;
+  lmcc::apps::client::add_client_flags(*workers_cmd, workers_options);
+
   CLI11_PARSE(app, argc, argv);
   std::ios::sync_with_stdio(false);
 
@@ -146,6 +161,10 @@ int main(int argc, char** argv) {
     }
     return run_node(config->options);
   }
+  if (*status_cmd)
+    return lmcc::apps::client::run_status(status_options, std::cout, std::cerr);
+  if (*workers_cmd)
+    return lmcc::apps::client::run_workers(workers_options, std::cout, std::cerr);
   if (*cluster_up_cmd)
     return lmcc::apps::run_cluster_up(cluster_up, std::cout, std::cerr);
   if (*cluster_restart_cmd)

@@ -1,0 +1,162 @@
+#include "apps/lmcc/client/endpoints.hpp"
+
+#include <CLI/CLI.hpp>
+#include <httplib.h>
+
+#include <charconv>
+#include <future>
+
+namespace lmcc::apps::client {
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
+    s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
+    s.remove_suffix(1);
+  return s;
+}
+
+bool valid_endpoint(std::string_view e) {
+  const auto colon = e.rfind(':');
+  if (colon == std::string_view::npos || colon == 0 || colon + 1 == e.size())
+    return false;
+  const auto port_text = e.substr(colon + 1);
+  unsigned port = 0;
+  const auto [end, ec] =
+      std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  return ec == std::errc{} && end == port_text.data() + port_text.size() && port >= 1 &&
+         port <= 65535;
+}
+
+/// What went wrong, in words (httplib's own names are terse: "Connection").
+std::string transport_reason(httplib::Error e, std::chrono::milliseconds timeout) {
+  const auto seconds = std::to_string(timeout.count() / 1000) + " s";
+  switch (e) {
+  case httplib::Error::Connection:
+    return "connection refused or host unreachable";
+  case httplib::Error::ConnectionTimeout:
+    return "no connection within " + seconds;
+  case httplib::Error::Read:
+    return "no answer within " + seconds + ", or the connection dropped";
+  case httplib::Error::Write:
+    return "the request could not be sent";
+  default:
+    return httplib::to_string(e);
+  }
+}
+
+/// A short reason from a non-200 answer: FastAPI's {"detail": ...} or the body.
+std::string http_reason(const httplib::Response& res) {
+  auto body = nlohmann::json::parse(res.body, nullptr, false);
+  std::string why = res.body.substr(0, 200);
+  if (!body.is_discarded() && body.is_object() && body.contains("detail") &&
+      body["detail"].is_string())
+    why = body["detail"].get<std::string>();
+  return "HTTP " + std::to_string(res.status) + (why.empty() ? "" : ": " + why);
+}
+
+} // namespace
+
+void add_client_flags(CLI::App& cmd, client_options& options) {
+  cmd.add_option("--endpoints", options.endpoints,
+                 "any nodes of the cluster (their HTTP API), tried in order")
+      ->type_name("HOST:PORT[,HOST:PORT...]")
+      ->capture_default_str();
+  cmd.add_option("--output,-o", options.output, "table (for people) or json (for scripts)")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+  cmd.add_option("--timeout", options.timeout_s, "seconds each HTTP request may take")
+      ->check(CLI::Range(1, 3600))
+      ->capture_default_str();
+}
+
+msg::expected<std::vector<std::string>> parse_endpoints(std::string_view text) {
+  std::vector<std::string> out;
+  while (true) {
+    const auto comma = text.find(',');
+    auto e = trim(text.substr(0, comma));
+    if (e.starts_with("http://"))
+      e.remove_prefix(7);
+    while (e.ends_with('/'))
+      e.remove_suffix(1);
+    if (!e.empty()) {
+      if (!valid_endpoint(e))
+        return msg::codec_error{"'" + std::string(e) + "' is not HOST:PORT"};
+      out.emplace_back(e);
+    }
+    if (comma == std::string_view::npos)
+      break;
+    text.remove_prefix(comma + 1);
+  }
+  if (out.empty())
+    return msg::codec_error{"no endpoint given (HOST:PORT[,HOST:PORT...])"};
+  return out;
+}
+
+fetched fetch_json(const std::string& endpoint, const std::string& path,
+                   std::chrono::milliseconds timeout) {
+  fetched out;
+  out.endpoint = endpoint;
+  httplib::Client http{"http://" + endpoint};
+  http.set_connection_timeout(timeout);
+  http.set_read_timeout(timeout);
+  http.set_write_timeout(timeout);
+  auto res = http.Get(path.c_str());
+  if (!res) {
+    out.error = transport_reason(res.error(), timeout);
+    return out;
+  }
+  out.http_status = res->status;
+  if (res->status != 200) {
+    out.error = http_reason(*res);
+    return out;
+  }
+  auto body = nlohmann::json::parse(res->body, nullptr, false);
+  if (body.is_discarded()) {
+    out.error = "the answer to GET " + path + " is not JSON";
+    return out;
+  }
+  out.body = std::move(body);
+  return out;
+}
+
+std::vector<fetched> fetch_all(const std::vector<std::string>& endpoints, const std::string& path,
+                               std::chrono::milliseconds timeout) {
+  std::vector<std::future<fetched>> pending;
+  pending.reserve(endpoints.size());
+  for (const auto& e : endpoints)
+    pending.push_back(std::async(std::launch::async,
+                                 [&e, &path, timeout] { return fetch_json(e, path, timeout); }));
+  std::vector<fetched> out;
+  out.reserve(pending.size());
+  for (auto& f : pending)
+    out.push_back(f.get());
+  return out;
+}
+
+first_answer fetch_first(const std::vector<std::string>& endpoints, const std::string& path,
+                         std::chrono::milliseconds timeout) {
+  first_answer out;
+  for (const auto& e : endpoints) {
+    auto f = fetch_json(e, path, timeout);
+    if (f.ok()) {
+      out.answer = std::move(f);
+      return out;
+    }
+    out.failures.push_back(std::move(f));
+  }
+  return out;
+}
+
+std::string describe_failures(const std::vector<fetched>& failures) {
+  std::string out;
+  for (const auto& f : failures) {
+    if (!out.empty())
+      out += "; ";
+    out += f.endpoint + " (" + f.error + ")";
+  }
+  return out;
+}
+
+} // namespace lmcc::apps::client

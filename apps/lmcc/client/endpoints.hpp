@@ -1,0 +1,98 @@
+// endpoints: how the operator's client (`lmcc status`, `lmcc workers`) finds
+// a cluster and fetches JSON from its nodes' HTTP APIs.
+//
+// Every client command takes the same flags: --endpoints HOST:PORT[,...]
+// (any nodes of one cluster, tried in order; default 127.0.0.1:9000),
+// --output table|json and --timeout SECONDS (each HTTP request's bound,
+// connecting and reading alike; default 5).
+//
+//   client_options o;                         // or add_client_flags(cmd, o)
+//   auto list = parse_endpoints(o.endpoints); // {"127.0.0.1:9000"} or an error
+//   fetched first = fetch_first(*list, "/cluster/status", o.timeout());
+//   if (first.ok()) use(*first.body);
+//   auto all = fetch_all({"h1:9000", "h2:9000"}, "/cluster/status", o.timeout()); // in parallel
+//
+// Context: called from main()'s thread; fetch_all() runs one thread per
+// endpoint and joins them before it returns.
+#pragma once
+
+#include "messages/expected.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace lmcc::apps::client {
+
+/// Exit codes shared by the client commands (docs/client.md).
+enum exit_code : int {
+  exit_ok = 0,          ///< healthy (status) / listed (workers)
+  exit_degraded = 1,    ///< status: the cluster answered and is degraded
+  exit_unreachable = 2, ///< no endpoint answered
+  exit_bad_answer = 3,  ///< an endpoint answered, but not as an lmcc cluster node does
+  exit_usage = 4,       ///< bad --endpoints
+};
+
+/// The flags every client command takes.
+struct client_options {
+  /// Comma-separated HOST:PORT of any nodes of the cluster, tried in order.
+  /// Default: 127.0.0.1:9000 (a node's default HTTP port)
+  std::string endpoints = "127.0.0.1:9000";
+  /// "table" (text for people) or "json" (for scripts). Default: table
+  std::string output = "table";
+  /// Each HTTP request's bound, in seconds. Default: 5
+  int timeout_s = 5;
+
+  std::chrono::milliseconds timeout() const { return std::chrono::seconds(timeout_s); }
+  bool json() const { return output == "json"; }
+};
+
+/// Adds --endpoints, --output and --timeout to a subcommand.
+void add_client_flags(CLI::App& cmd, client_options& options);
+
+/// "h1:9000, h2:9000" -> {"h1:9000", "h2:9000"}: blanks trimmed, an
+/// "http://" prefix and a trailing '/' dropped. Fails naming the first entry
+/// that is not HOST:PORT with a port in 1..65535, or when the list is empty.
+[[nodiscard]] msg::expected<std::vector<std::string>> parse_endpoints(std::string_view text);
+
+/// One GET's outcome.
+struct fetched {
+  std::string endpoint;
+  int http_status = 0;                ///< 0: no HTTP answer at all
+  std::optional<nlohmann::json> body; ///< a 200 answer's JSON
+  std::string error;                  ///< why not, when !ok()
+
+  bool ok() const noexcept { return body.has_value(); }
+  /// The node answered HTTP at all (even with an error status).
+  bool answered() const noexcept { return http_status != 0; }
+};
+
+/// GET http://endpoint/path; ok() for a 200 whose body is JSON.
+fetched fetch_json(const std::string& endpoint, const std::string& path,
+                   std::chrono::milliseconds timeout);
+
+/// fetch_json on every endpoint at once; results in the endpoints' order.
+std::vector<fetched> fetch_all(const std::vector<std::string>& endpoints, const std::string& path,
+                               std::chrono::milliseconds timeout);
+
+/// The endpoints one after the other until one is ok(); with none, every
+/// failure in order (so the caller can name them all).
+struct first_answer {
+  std::optional<fetched> answer;
+  std::vector<fetched> failures;
+};
+first_answer fetch_first(const std::vector<std::string>& endpoints, const std::string& path,
+                         std::chrono::milliseconds timeout);
+
+/// "h1:9000 (Connection refused); h2:9000 (HTTP 404: ...)".
+std::string describe_failures(const std::vector<fetched>& failures);
+
+} // namespace lmcc::apps::client
