@@ -64,6 +64,9 @@ int run_status(const client_options& options, std::ostream& out, std::ostream& e
   // A node that lost a peer forgets its address; another that answered may know it.
   fill_addresses(reports);
   ask_members(reports, options.timeout());
+  for (auto& r : reports)
+    if (!r.status && r.http.empty())
+      r.error = "no node that answered knows its HTTP address";
   const auto verdict = judge(reports);
   if (options.json()) {
     auto j = status_json(reports, verdict);
