@@ -267,8 +267,8 @@ void add_admin_routes(route_table& routes, controller_api& controller, node_metr
                handle_cluster_workers(res, controller, waiter);
              });
 
-  // A membership change: {"members": ["n1", "n2", "n3", "n4"]} (README
-  // "Adding and removing nodes").
+  // A membership change: {"members": ["n1", "n2", "n3", "n4"]}
+  // (docs/operations.md, "Adding and removing nodes").
   routes.post("/cluster/members",
               [&controller](const httplib::Request& req, httplib::Response& res) {
                 auto members = read_members_body(req.body);

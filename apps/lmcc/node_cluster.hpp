@@ -9,7 +9,7 @@
 // of the cluster: the holders of a lookup's keys (this node's index plus the
 // other owners over gateway/peer_read), the cluster-wide counts per holder,
 // /cluster/status, the lmcc_cluster_* gauges, and frames to forward to a
-// worker's home node. README "How the cluster works" is the overview.
+// worker's home node. docs/cluster.md is the overview.
 //
 //   node_cluster cluster{options, deps};           // throws on a bad config or secret
 //   cluster.add_destinations(directory_config, shard);

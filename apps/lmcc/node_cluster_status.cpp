@@ -177,7 +177,7 @@ uint64_t node_cluster::update_gauges() {
   gauge("cluster_peer_reads_refused", read_server_ ? read_server_->unauthorized() : 0);
   gauge("cluster_peers_lost", counters_->peers_lost.load());
   // The entries of the slots this node is the primary of, so that
-  // Prometheus' sum() over the nodes is the cluster's count (README).
+  // Prometheus' sum() over the nodes is the cluster's count (docs/cluster.md#metrics).
   return parts_.index->read().share_entries();
 }
 

@@ -11,7 +11,7 @@
 // option is declared once, in node_option_table() (node_config_table.cpp):
 // its key is a top-level YAML key, the environment variable
 // LMCACHE_CONTROLLER_<KEY UPPERCASE> and an extra `--<key>=<value>` argument;
-// most also have a flag. The README's options table is generated from it
+// most also have a flag. The options table of docs/configuration.md is generated from it
 // (`lmcc node --print-options-markdown`).
 //
 // controller_monitor_ports is a JSON object with `pull` and `reply` (both
@@ -113,7 +113,7 @@ resolve_node_options(const node_config_inputs& inputs,
 /// a --config file it gives the same options.
 std::string dump_config(const node_options& options);
 
-/// The options table as Markdown, as the README shows it.
+/// The options table as Markdown, as docs/configuration.md shows it.
 std::string options_markdown();
 
 /// This process's environment variables.

@@ -1,5 +1,5 @@
 // What node_option_table() generates besides the layering: the command-line
-// flags and their help, --dump-config and the README's options table.
+// flags and their help, --dump-config and the options table of docs/configuration.md.
 #include "apps/lmcc/node_config.hpp"
 #include "apps/lmcc/node_config_table.hpp"
 
@@ -85,7 +85,7 @@ void add_node_flags(CLI::App& node_cmd, node_config_inputs& inputs) {
   node_cmd.add_flag("--dump-config", inputs.dump_config,
                     "print the effective configuration as YAML and exit");
   node_cmd.add_flag("--print-options-markdown", inputs.print_options_markdown,
-                    "print the table of options as Markdown (the README's) and exit");
+                    "print the table of options as Markdown (docs/configuration.md's) and exit");
 }
 
 std::string dump_config(const node_options& options) {

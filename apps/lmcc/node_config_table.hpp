@@ -5,13 +5,13 @@
 // argument), its command-line flag, the kind of value it takes, the member of
 // node_options it sets, its default and its help. The command line
 // (add_node_flags), the layering of YAML, environment, flags and extra
-// arguments (resolve_node_options), --dump-config, --help and the README's
+// arguments (resolve_node_options), --dump-config, --help and docs/configuration.md's
 // options table (options_markdown) are all generated from node_option_table(),
 // which lives in node_config_table.cpp.
 //
 // Defaults are written twice on purpose, as in RocksDB's options structs: as
 // the struct member's initializer (what every user of the struct gets, and
-// what the node starts from) and in the row (what --help, the README and
+// what the node starts from) and in the row (what --help, docs/configuration.md and
 // --dump-config's docs say). tests/config/node_config_table_test.cpp checks
 // for every row that the two agree and that the option's own parser accepts
 // its default (its range contains it), so neither can drift.
@@ -29,7 +29,7 @@
 //                    uint32_t{256}),
 //      That is all the flag, the YAML key, LMCACHE_CONTROLLER_LMCC_MAX_INFLIGHT_OPS,
 //      --lmcc_max_inflight_ops=N and the dump need.
-//   3. Paste `build/lmcc node --print-options-markdown` over the README's
+//   3. Paste `build/lmcc node --print-options-markdown` over docs/configuration.md's
 //      options table (the test fails until you do).
 //
 // The parts of a row:
