@@ -84,6 +84,7 @@ public:
     configure_server();
     add_orchestration_routes(routes_, controller, options_, waiter_);
     add_admin_routes(routes_, controller, metrics, frontend, waiter_);
+    add_dashboard_route(routes_);
   }
 
   ~impl() { stop(); }

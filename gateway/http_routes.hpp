@@ -1,5 +1,5 @@
-// http_routes: what the route files (http_orchestration.cpp, http_admin.cpp)
-// need from the server in http_api.cpp.
+// http_routes: what the route files (http_orchestration.cpp, http_admin.cpp,
+// http_dashboard.cpp) need from the server in http_api.cpp.
 //
 //   route_table: registers handlers on the httplib server. Every handler is
 //     guarded: a request_error it throws becomes {"detail": ...} with its status,
@@ -10,6 +10,7 @@
 //
 //   add_orchestration_routes(routes, controller, options, waiter);
 //   add_admin_routes(routes, controller, metrics, frontend, waiter);
+//   add_dashboard_route(routes);
 //
 // Private to gateway/http_*.cpp. Thread-safety: routes are added before the
 // server starts; then the table is read-only and the waiter is used by every
@@ -97,5 +98,8 @@ void add_orchestration_routes(route_table& routes, controller_api& controller,
 /// /threads /env /, POST /admin/snapshot (http_admin.cpp).
 void add_admin_routes(route_table& routes, controller_api& controller, node_metrics& metrics,
                       const frontend_counters& frontend, const request_waiter& waiter);
+
+/// GET /dashboard: the live dashboard page, embedded (http_dashboard.cpp).
+void add_dashboard_route(route_table& routes);
 
 } // namespace lmcc::gateway

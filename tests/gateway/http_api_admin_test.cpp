@@ -190,6 +190,22 @@ TEST_F(http_api_test, root_unknown_paths_and_wrong_methods) {
   EXPECT_EQ(expect_error(get("/lookup"), 405), "Method Not Allowed");
 }
 
+TEST_F(http_api_test, dashboard_is_one_self_contained_page) {
+  auto page = get("/dashboard");
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  EXPECT_NE(page->get_header_value("Content-Type").find("text/html"), std::string::npos);
+  // Everything inline: it polls this node only and loads nothing from elsewhere.
+  EXPECT_NE(page->body.find("<script>"), std::string::npos);
+  EXPECT_NE(page->body.find("/cluster/status"), std::string::npos);
+  EXPECT_EQ(page->body.find("http://"), std::string::npos);
+  EXPECT_EQ(page->body.find("https://"), std::string::npos);
+  EXPECT_EQ(page->body.find(" src="), std::string::npos);
+  EXPECT_NE(page->get_header_value("Content-Security-Policy").find("connect-src 'self'"),
+            std::string::npos);
+  EXPECT_EQ(expect_error(post("/dashboard", "{}"), 405), "Method Not Allowed");
+}
+
 // -- metrics and lifecycle -----------------------------------------------------------------------
 
 TEST_F(http_api_test, every_request_is_timed_in_node_metrics) {
