@@ -19,6 +19,9 @@ packages=(
   # prometheus and promtool: the Prometheus test (tests/prometheus) scrapes a
   # cluster with them and checks deploy/prometheus/
   prometheus
+  # the dashboard test (tests/integration/test_dashboard.py) opens GET /dashboard
+  # in headless Chromium and drives it over the DevTools protocol (a websocket)
+  chromium python3-websocket
 )
 
 missing=()
