@@ -7,6 +7,11 @@
 //   lmcc cluster up --nodes N --data-dir DIR   a cluster of nodes on this machine
 //   lmcc status [--endpoints H:P,...]    the cluster's nodes and its verdict
 //   lmcc workers [--endpoints H:P,...]   every registered worker
+//   lmcc lookup [FILE]                   a prompt's layout, as a router gets it
+//   lmcc members add|remove NODE_ID...   a membership change, until committed
+//   lmcc drain NODE_ID                   a node out of the member set before maintenance
+#include "apps/lmcc/client/lookup_command.hpp"
+#include "apps/lmcc/client/members_command.hpp"
 #include "apps/lmcc/client/status_command.hpp"
 #include "apps/lmcc/client/workers_command.hpp"
 #include "apps/lmcc/cluster_command.hpp"
@@ -21,6 +26,8 @@
 #include <csignal>
 #include <iostream>
 #include <optional>
+#include <string>
+#include <vector>
 
 namespace {
 
@@ -138,6 +145,47 @@ int main(int argc, char** argv) {
       "workers", "every registered worker: ranks, keys, last heartbeat, home node, full sync");
   lmcc::apps::client::client_options workers_options;
   lmcc::apps::client::add_client_flags(*workers_cmd, workers_options);
+  auto* lookup_cmd = app.add_subcommand(
+      "lookup", "a prompt's layout as a router gets it (POST /lookup): exit 0 found, 1 nothing "
+                "cached, 2 unreachable");
+  lmcc::apps::client::client_options lookup_options;
+  lmcc::apps::client::add_client_flags(*lookup_cmd, lookup_options);
+  std::string lookup_source;
+  lookup_cmd
+      ->add_option("FILE", lookup_source,
+                   "token ids: a JSON array or blank-separated integers (default: stdin)")
+      ->type_name("FILE|-");
+  // Membership changes wait for the commit: --timeout bounds the whole wait.
+  const std::string change_timeout_help =
+      "seconds to wait for the change to commit everywhere (each request: 5 at most)";
+  auto* members_cmd =
+      app.add_subcommand("members", "change the cluster's member set, with progress until done");
+  members_cmd->require_subcommand(1);
+  lmcc::apps::client::client_options members_options;
+  members_options.timeout_s = 300;
+  std::vector<std::string> members_ids;
+  bool members_no_wait = false;
+  std::string members_verb;
+  for (const char* verb : {"add", "remove"}) {
+    auto* cmd = members_cmd->add_subcommand(
+        verb, std::string(verb) +
+                  " nodes (POST /cluster/members) and wait until every node has "
+                  "committed: exit 0 committed, 1 refused, 2 unreachable, 3 timed out");
+    lmcc::apps::client::add_client_flags(*cmd, members_options, change_timeout_help);
+    cmd->add_option("NODE_ID", members_ids, "node ids")->required();
+    cmd->add_flag("--no-wait", members_no_wait, "return once a node has accepted the change");
+    cmd->callback([&members_verb, verb] { members_verb = verb; });
+  }
+  auto* drain_cmd = app.add_subcommand(
+      "drain", "before maintenance: remove NODE_ID from the member set (its primaries, replicas "
+               "and worker homes move); add it back with `lmcc members add` afterwards");
+  lmcc::apps::client::client_options drain_options;
+  drain_options.timeout_s = 300;
+  lmcc::apps::client::add_client_flags(*drain_cmd, drain_options, change_timeout_help);
+  std::string drain_node;
+  bool drain_no_wait = false;
+  drain_cmd->add_option("NODE_ID", drain_node, "the node to drain")->required();
+  drain_cmd->add_flag("--no-wait", drain_no_wait, "return once a node has accepted the change");
 
   CLI11_PARSE(app, argc, argv);
   std::ios::sync_with_stdio(false);
@@ -165,6 +213,15 @@ int main(int argc, char** argv) {
     return lmcc::apps::client::run_status(status_options, std::cout, std::cerr);
   if (*workers_cmd)
     return lmcc::apps::client::run_workers(workers_options, std::cout, std::cerr);
+  if (*lookup_cmd)
+    return lmcc::apps::client::run_lookup(lookup_options, lookup_source, std::cin, std::cout,
+                                          std::cerr);
+  if (*members_cmd)
+    return lmcc::apps::client::run_members(members_options, members_verb, members_ids,
+                                           members_no_wait, std::cout, std::cerr);
+  if (*drain_cmd)
+    return lmcc::apps::client::run_drain(drain_options, drain_node, drain_no_wait, std::cout,
+                                         std::cerr);
   if (*cluster_up_cmd)
     return lmcc::apps::run_cluster_up(cluster_up, std::cout, std::cerr);
   if (*cluster_restart_cmd)

@@ -58,7 +58,7 @@ std::string http_reason(const httplib::Response& res) {
 
 } // namespace
 
-void add_client_flags(CLI::App& cmd, client_options& options) {
+void add_client_flags(CLI::App& cmd, client_options& options, const std::string& timeout_help) {
   cmd.add_option("--endpoints", options.endpoints,
                  "any nodes of the cluster (their HTTP API), tried in order")
       ->type_name("HOST:PORT[,HOST:PORT...]")
@@ -66,7 +66,7 @@ void add_client_flags(CLI::App& cmd, client_options& options) {
   cmd.add_option("--output,-o", options.output, "table (for people) or json (for scripts)")
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
-  cmd.add_option("--timeout", options.timeout_s, "seconds each HTTP request may take")
+  cmd.add_option("--timeout", options.timeout_s, timeout_help)
       ->check(CLI::Range(1, 3600))
       ->capture_default_str();
 }
@@ -94,15 +94,19 @@ msg::expected<std::vector<std::string>> parse_endpoints(std::string_view text) {
   return out;
 }
 
-fetched fetch_json(const std::string& endpoint, const std::string& path,
-                   std::chrono::milliseconds timeout) {
+namespace {
+
+/// GET `path`, or POST `body` to it when `body` is set.
+fetched exchange(const std::string& endpoint, const std::string& path, const nlohmann::json* body,
+                 std::chrono::milliseconds timeout) {
   fetched out;
   out.endpoint = endpoint;
   httplib::Client http{"http://" + endpoint};
   http.set_connection_timeout(timeout);
   http.set_read_timeout(timeout);
   http.set_write_timeout(timeout);
-  auto res = http.Get(path.c_str());
+  auto res =
+      body ? http.Post(path.c_str(), body->dump(), "application/json") : http.Get(path.c_str());
   if (!res) {
     out.error = transport_reason(res.error(), timeout);
     return out;
@@ -112,13 +116,25 @@ fetched fetch_json(const std::string& endpoint, const std::string& path,
     out.error = http_reason(*res);
     return out;
   }
-  auto body = nlohmann::json::parse(res->body, nullptr, false);
-  if (body.is_discarded()) {
-    out.error = "the answer to GET " + path + " is not JSON";
+  auto answer = nlohmann::json::parse(res->body, nullptr, false);
+  if (answer.is_discarded()) {
+    out.error = "the answer to " + std::string(body ? "POST " : "GET ") + path + " is not JSON";
     return out;
   }
-  out.body = std::move(body);
+  out.body = std::move(answer);
   return out;
+}
+
+} // namespace
+
+fetched fetch_json(const std::string& endpoint, const std::string& path,
+                   std::chrono::milliseconds timeout) {
+  return exchange(endpoint, path, nullptr, timeout);
+}
+
+fetched post_json(const std::string& endpoint, const std::string& path, const nlohmann::json& body,
+                  std::chrono::milliseconds timeout) {
+  return exchange(endpoint, path, &body, timeout);
 }
 
 std::vector<fetched> fetch_all(const std::vector<std::string>& endpoints, const std::string& path,

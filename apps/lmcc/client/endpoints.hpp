@@ -55,8 +55,10 @@ struct client_options {
   bool json() const { return output == "json"; }
 };
 
-/// Adds --endpoints, --output and --timeout to a subcommand.
-void add_client_flags(CLI::App& cmd, client_options& options);
+/// Adds --endpoints, --output and --timeout to a subcommand; --timeout's
+/// default is options.timeout_s, its help `timeout_help`.
+void add_client_flags(CLI::App& cmd, client_options& options,
+                      const std::string& timeout_help = "seconds each HTTP request may take");
 
 /// "h1:9000, h2:9000" -> {"h1:9000", "h2:9000"}: blanks trimmed, an
 /// "http://" prefix and a trailing '/' dropped. Fails naming the first entry
@@ -78,6 +80,11 @@ struct fetched {
 /// GET http://endpoint/path; ok() for a 200 whose body is JSON.
 fetched fetch_json(const std::string& endpoint, const std::string& path,
                    std::chrono::milliseconds timeout);
+
+/// POST http://endpoint/path with `body` (JSON); ok() for a 200 whose
+/// answer is JSON. An error status's reason is FastAPI's {"detail": ...}.
+fetched post_json(const std::string& endpoint, const std::string& path, const nlohmann::json& body,
+                  std::chrono::milliseconds timeout);
 
 /// fetch_json on every endpoint at once; results in the endpoints' order.
 std::vector<fetched> fetch_all(const std::vector<std::string>& endpoints, const std::string& path,
