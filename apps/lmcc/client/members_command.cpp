@@ -34,9 +34,11 @@ struct change_run {
     return std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - started).count();
   }
 
-  /// Prints the outcome: JSON on stdout, or `text` (people's) on stderr or stdout.
+  /// Prints the outcome: the JSON answer on stdout with --output json, and
+  /// `text` for people: on stderr after the command's name when it failed
+  /// (`failed`), else on stdout (stderr with --output json).
   int end(int code, const std::string& result, const std::string& text, nlohmann::json j = {},
-          bool to_err = true) const {
+          bool failed = true) const {
     if (options.json()) {
       if (!j.is_object())
         j = nlohmann::json::object();
@@ -44,12 +46,14 @@ struct change_run {
       j["elapsed_ms"] = elapsed_ms();
       if (!drained.empty())
         j["drained"] = drained;
-      if (code != exit_ok)
+      if (failed)
         j["reason"] = text;
       out << j.dump(2) << "\n";
     }
-    if (!options.json() || to_err)
-      (to_err ? err : out) << (to_err ? name + ": " : "") << text << "\n";
+    if (failed)
+      err << name << ": " << text << "\n";
+    else
+      say() << text << "\n";
     return code;
   }
 };
@@ -158,6 +162,8 @@ int run_change(change_run& run, const next_members_fn& next_members, bool no_wai
           ? std::string{}
           : run.drained + " now owns nothing (no primary or replica slot, no worker home). After " +
                 "its maintenance, add it back with `lmcc members add " + run.drained + "`.";
+  if (!drained_note.empty())
+    j["note"] = drained_note;
   if (no_wait) {
     std::string text = "not waiting for the commit (--no-wait); `lmcc status` shows the progress";
     if (!drained_note.empty())
@@ -173,7 +179,7 @@ int run_change(change_run& run, const next_members_fn& next_members, bool no_wai
   involved.insert(accepted_members.begin(), accepted_members.end());
   const std::vector<std::string> ids(involved.begin(), involved.end());
   const auto deadline = run.started + run.options.timeout();
-  for (auto tick = clock::now();; tick += std::chrono::seconds(1)) {
+  for (auto tick = clock::now();;) {
     const auto nodes = poll(ids, http, run.request_bound());
     const auto progress = judge_change(epoch, nodes);
     run.say() << progress_line(epoch, progress, run.elapsed_ms()) << "\n" << std::flush;
@@ -202,13 +208,15 @@ int run_change(change_run& run, const next_members_fn& next_members, bool no_wai
         text += "\n" + drained_note;
       return run.end(exit_ok, "committed", text, j, false);
     }
-    if (clock::now() + std::chrono::seconds(1) > deadline)
+    if (clock::now() >= deadline)
       return run.end(exit_timed_out, "timed_out",
                      "epoch " + std::to_string(epoch) + " not committed everywhere within " +
                          std::to_string(run.options.timeout_s) + "s (--timeout): " +
                          progress.summary + "; the change goes on, `lmcc status` shows it",
                      j);
-    std::this_thread::sleep_until(tick + std::chrono::seconds(1));
+    // One line a second; the last poll at the deadline.
+    tick += std::chrono::seconds(1);
+    std::this_thread::sleep_until(std::min(tick, deadline));
   }
 }
 
