@@ -3,17 +3,24 @@
 (/cluster/status, /controller/workers, /controller/key-stats) while the
 cluster is healthy; `lmcc status` says degraded, naming the node, once one
 node is killed with SIGKILL, and unreachable once every endpoint is dead.
+Then, on a cluster with a standby node: `lmcc lookup` answers what /lookup
+answers, `lmcc members add` and `lmcc drain` return once the change is
+committed on every node, refused changes exit 1, and a change that never
+commits (a fake node) exits 3 at --timeout.
 """
 
 from __future__ import annotations
 
+import http.server
 import json
 import random
 import subprocess
+import threading
+import time
 
 from conftest import BINARY, unique_ip, wait_until
 from lmcc_cluster import Cluster
-from lmcc_worker import FakeWorker
+from lmcc_worker import LOCATION, FakeWorker
 from test_durability import commands, full_sync, full_sync_command
 
 # Each invocation must end well within this (its own --timeout is 5 s per request).
@@ -166,3 +173,200 @@ def test_a_bad_endpoint_list_is_refused_before_anything_is_asked():
     r = lmcc("status", "--endpoints", "localhost")
     assert r.returncode == 4
     assert "'localhost' is not HOST:PORT" in r.stderr
+
+
+# -- lmcc lookup, lmcc members add|remove, lmcc drain ---------------------------------------
+
+# A membership change on loopback commits within seconds; the commands wait at most this.
+CHANGE_TIMEOUT_S = 60
+
+
+def run(*args: str, stdin: str | None = None, timeout: float = CLIENT_DEADLINE_S
+        ) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BINARY), *args], capture_output=True, text=True, input=stdin,
+                          timeout=timeout)
+
+
+def change(*args: str) -> subprocess.CompletedProcess:
+    """`lmcc members ...` or `lmcc drain ...`, timed and printed with its output."""
+    started = time.monotonic()
+    r = run(*args, "--timeout", str(CHANGE_TIMEOUT_S), timeout=CHANGE_TIMEOUT_S + 10)
+    print(f"$ lmcc {' '.join(args)}  -> exit {r.returncode} in "
+          f"{time.monotonic() - started:.2f}s\n{r.stdout}{r.stderr}")
+    return r
+
+
+def test_lookup_members_add_and_drain_against_a_cluster_with_a_standby(tmp_path):
+    """A worker on n2 holds a 600-token prompt; `lmcc lookup` answers the layout
+    /lookup answers; `lmcc members add n4` returns once every node has the new
+    epoch committed; `lmcc drain n1` once n1 owns nothing; changes the nodes
+    refuse exit 1 with their reason; no endpoint answering exits 2."""
+    cluster = Cluster(tmp_path / "cluster", n=4, standby=frozenset({"n4"})).start()
+    worker = None
+    try:
+        n1, n2, n3, n4 = cluster.nodes
+        worker = FakeWorker(n2, "vllm-lookup", 0, ip=unique_ip())
+        worker.register()
+        tokens = list(range(7_000_000, 7_000_600))  # chunks (0,256), (256,512), (512,600)
+        worker.admit_tokens(tokens)
+        held = {worker.instance_id: [LOCATION, 600]}
+        wait_until(lambda: all(n.lookup(tokens) == held for n in cluster.nodes), timeout=15,
+                   message="every node answers the prompt's layout")
+
+        # -- lmcc lookup: the first endpoint that answers, its layout, who and how long
+        prompt_file = tmp_path / "prompt.json"
+        prompt_file.write_text(json.dumps(tokens))
+        dead_then_n3 = f"127.0.0.1:1,{address(n3)}"
+        r = run("lookup", str(prompt_file), "--endpoints", dead_then_n3, "--output", "json")
+        assert r.returncode == 0, r.stdout + r.stderr
+        body = json.loads(r.stdout)
+        assert body["layout_info"] == n3.post("/lookup", {"tokens": tokens}).json()["layout_info"]
+        assert body["layout_info"] == held
+        assert (body["node"], body["asked"]) == ("n3", address(n3)), body
+        assert body["event_id"].startswith("Lookup") and body["elapsed_ms"] >= 0
+        # Blank-separated tokens on stdin: the same layout, as a table.
+        r = run("lookup", "--endpoints", address(n1), stdin=" ".join(map(str, tokens)) + "\n")
+        assert r.returncode == 0, r.stdout + r.stderr
+        print(f"$ lmcc lookup < prompt\n{r.stdout}")
+        lines = r.stdout.splitlines()
+        assert lines[0].split() == ["INSTANCE", "LOCATION", "TOKENS"], r.stdout
+        assert lines[1].split() == [worker.instance_id, LOCATION, "600"], r.stdout
+        assert lines[3].startswith(f"n1 ({address(n1)}) answered in "), r.stdout
+        assert lines[3].endswith(": 1 instance holds a prefix of the 600 tokens"), r.stdout
+        # A prefix: 300 tokens match the first chunk only. A prompt nobody holds: exit 1.
+        r = run("lookup", "-", "--endpoints", address(n2), "-o", "json",
+                stdin=json.dumps(tokens[:300]))
+        assert r.returncode == 0 and json.loads(r.stdout)["layout_info"] == {
+            worker.instance_id: [LOCATION, 256]}, r.stdout + r.stderr
+        r = run("lookup", "--endpoints", address(n2), stdin="1 2 3")
+        assert r.returncode == 1, r.stdout + r.stderr
+        assert "no instance holds a prefix of the 3 tokens" in r.stdout
+        r = run("lookup", "--endpoints", address(n2), stdin="1 2 x")
+        assert r.returncode == 4 and "token 2 (\"x\") is not an integer" in r.stderr, r.stderr
+
+        # -- lmcc members add n4: returns once every node has epoch 1 committed
+        r = change("members", "add", "n4", "--endpoints", address(n2))
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert r.stdout.startswith("n2 accepted epoch 1: members n1 n2 n3 n4 (were n1 n2 n3)\n")
+        assert "epoch 1 committed on every node in " in r.stdout, r.stdout
+        progress = [line for line in r.stdout.splitlines() if "s  epoch 1: " in line]
+        assert progress and progress[-1].endswith(
+            "4/4 committed: n1 committed, n2 committed, n3 committed, n4 committed"), r.stdout
+        for node in cluster.nodes:
+            m = cluster.status(node)["membership"]
+            assert (m["epoch"], m["state"], m["members"]) == (
+                1, "committed", ["n1", "n2", "n3", "n4"]), (node.http_port, m)
+            assert m["slots_copied"] == m["slots_to_copy"], m
+        assert cluster.status(n4)["slots_primary"] > 0
+
+        # -- refused: the client's own refusals and the node's (HTTP 409, its reason)
+        r = change("members", "add", "n4", "--endpoints", address(n3))
+        assert r.returncode == 1 and "n4 is already a member" in r.stderr, r.stderr
+        r = change("members", "add", "n9", "--endpoints", address(n3))
+        assert r.returncode == 1, r.stdout + r.stderr
+        assert "n3 (" in r.stderr and "refused the change: HTTP 409: \"n9\" is not in this " \
+            "node's lmcc_cluster_members" in r.stderr, r.stderr
+        r = change("members", "remove", "n1", "n2", "n3", "--endpoints", address(n3), "-o", "json")
+        assert r.returncode == 1, r.stdout + r.stderr
+        out = json.loads(r.stdout)
+        assert out["result"] == "refused" and out["http_status"] == 409, out
+        assert "lmcc_replicas is 2: a member set needs at least that many nodes" in out["reason"]
+        assert committed_epoch(cluster.nodes) == 1  # nothing changed
+
+        # -- lmcc drain n1: n1 leaves the member set and owns nothing
+        r = change("drain", "n1", "--endpoints", address(n3), "-o", "json")
+        assert r.returncode == 0, r.stdout + r.stderr
+        out = json.loads(r.stdout)
+        assert (out["result"], out["epoch"], out["drained"]) == ("committed", 2, "n1"), out
+        assert out["members"] == ["n2", "n3", "n4"] and out["previous"] == ["n1", "n2", "n3", "n4"]
+        assert [n["phase"] for n in out["nodes"]] == ["committed"] * 4, out
+        assert "n1 now owns nothing" in r.stderr and "lmcc members add n1" in r.stderr, r.stderr
+        s1 = cluster.status(n1)
+        assert (s1["slots_primary"], s1["slots_replica"], s1["workers_homed"]) == (0, 0, 0), s1
+        assert committed_epoch(cluster.nodes) == 2
+        assert all(n.lookup(tokens) == held for n in cluster.nodes)
+
+        # -- --no-wait returns once accepted; n1 is added back
+        r = change("members", "add", "n1", "--no-wait", "--endpoints", address(n4), "-o", "json")
+        assert r.returncode == 0, r.stdout + r.stderr
+        out = json.loads(r.stdout)
+        assert (out["result"], out["epoch"]) == ("accepted", 3) and "nodes" not in out, out
+        wait_until(lambda: committed_epoch(cluster.nodes) == 3, timeout=30,
+                   message="n1's return committed on every node")
+
+        # -- nothing answering
+        assert run("members", "add", "n9", "--endpoints", "127.0.0.1:1").returncode == 2
+        assert run("drain", "n2", "--endpoints", "127.0.0.1:1").returncode == 2
+        assert run("lookup", "--endpoints", "127.0.0.1:1", stdin="1 2 3").returncode == 2
+    finally:
+        if worker:
+            worker.close()
+        cluster.stop()
+
+
+def committed_epoch(nodes) -> int | None:
+    """The epoch every node has committed, or None while they differ or one is joint."""
+    seen = {(m["epoch"], m["state"]) for m in
+            (n.get("/cluster/status").json()["membership"] for n in nodes)}
+    return next(iter(seen))[0] if len(seen) == 1 and next(iter(seen))[1] == "committed" else None
+
+
+class StuckNode:
+    """An HTTP server that answers as a cluster node whose membership change
+    never commits: it accepts POST /cluster/members and stays joint."""
+
+    def __init__(self):
+        node = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def reply(self, body: dict) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                self.reply(node.status())
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                node.epoch = 1
+                self.reply({"epoch": 1, "members": [{"id": "f1"}, {"id": "f2"}],
+                            "previous": ["f1"], "committed": False})
+
+        self.epoch = 0
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.address = f"127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def status(self) -> dict:
+        return {"node": "f1", "replicas": 1,
+                "members": [{"id": "f1", "http": self.address}, {"id": "f2", "http": ""}],
+                "membership": {"epoch": self.epoch, "state": "joint" if self.epoch else "committed",
+                               "members": ["f1"] + (["f2"] if self.epoch else []),
+                               "slots_to_copy": 10, "slots_copied": 3}}
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_change_that_does_not_commit_within_the_timeout_exits_3():
+    stuck = StuckNode()
+    try:
+        started = time.monotonic()
+        r = run("members", "add", "f2", "--endpoints", stuck.address, "--timeout", "2")
+        took = time.monotonic() - started
+        print(f"$ lmcc members add f2 --timeout 2  -> exit {r.returncode} in {took:.2f}s\n"
+              f"{r.stdout}{r.stderr}")
+        assert r.returncode == 3, r.stdout + r.stderr
+        assert "epoch 1: 0/2 committed: f1 joint 3/10 slots copied, f2 not answering" in r.stdout
+        assert "not committed everywhere within 2s (--timeout)" in r.stderr, r.stderr
+        assert 2 <= took < 6, took
+    finally:
+        stuck.close()
