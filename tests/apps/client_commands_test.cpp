@@ -68,13 +68,13 @@ const json two_instances = json::parse(R"({"event_id": "Lookup1", "layout_info":
 
 TEST(Lookup, TheLayoutIsATableOfInstancesThenWhoAnsweredAndHowFast) {
   std::ostringstream out;
-  render_lookup(two_instances, {.node = "n2", .endpoint = "127.0.0.1:9010", .elapsed_ms = 3}, 1280,
-                out);
+  render_lookup(two_instances, {.node = "n2", .endpoint = "127.0.0.1:9010", .elapsed_ms = 3.04},
+                1280, out);
   EXPECT_EQ(out.str(), "INSTANCE  LOCATION          TOKENS\n"
                        "vllm-a    LocalCPUBackend     1024\n"
                        "vllm-b    LocalDiskBackend     256\n"
                        "\n"
-                       "n2 (127.0.0.1:9010) answered in 3 ms: 2 instances hold a prefix of the "
+                       "n2 (127.0.0.1:9010) answered in 3.0 ms: 2 instances hold a prefix of the "
                        "1280 tokens\n");
   EXPECT_EQ(layout_instances(two_instances), 2U);
 }
@@ -82,20 +82,21 @@ TEST(Lookup, TheLayoutIsATableOfInstancesThenWhoAnsweredAndHowFast) {
 TEST(Lookup, NothingCachedIsOneLineAndASingleNodeIsNamedByItsAddress) {
   std::ostringstream out;
   const auto empty = json::parse(R"({"event_id": "Lookup2", "layout_info": {}})");
-  render_lookup(empty, {.node = "", .endpoint = "127.0.0.1:9000", .elapsed_ms = 0}, 1, out);
-  EXPECT_EQ(out.str(), "127.0.0.1:9000 answered in 0 ms: no instance holds a prefix of the 1 "
+  render_lookup(empty, {.node = "", .endpoint = "127.0.0.1:9000", .elapsed_ms = 0.4271}, 1, out);
+  EXPECT_EQ(out.str(), "127.0.0.1:9000 answered in 0.4 ms: no instance holds a prefix of the 1 "
                        "token\n");
   EXPECT_EQ(layout_instances(empty), 0U);
   EXPECT_EQ(layout_instances(json::parse("{}")), 0U);
 }
 
 TEST(Lookup, JsonIsTheNodesAnswerWithTheNodeAdded) {
-  const auto j = lookup_json(two_instances, {.node = "n2", .endpoint = "h:9010", .elapsed_ms = 7});
+  const auto j =
+      lookup_json(two_instances, {.node = "n2", .endpoint = "h:9010", .elapsed_ms = 7.12345});
   EXPECT_EQ(j["layout_info"], two_instances["layout_info"]);
   EXPECT_EQ(j["event_id"], "Lookup1");
   EXPECT_EQ(j["node"], "n2");
   EXPECT_EQ(j["asked"], "h:9010");
-  EXPECT_EQ(j["elapsed_ms"], 7);
+  EXPECT_DOUBLE_EQ(j["elapsed_ms"].get<double>(), 7.123);
   EXPECT_TRUE(lookup_json(two_instances, {.node = "", .endpoint = "h:1", .elapsed_ms = 0})["node"]
                   .is_null());
 }

@@ -219,6 +219,7 @@ def test_lookup_members_add_and_drain_against_a_cluster_with_a_standby(tmp_path)
         dead_then_n3 = f"127.0.0.1:1,{address(n3)}"
         r = run("lookup", str(prompt_file), "--endpoints", dead_then_n3, "--output", "json")
         assert r.returncode == 0, r.stdout + r.stderr
+        print(f"$ lmcc lookup prompt.json --endpoints {dead_then_n3} --output json\n{r.stdout}")
         body = json.loads(r.stdout)
         assert body["layout_info"] == n3.post("/lookup", {"tokens": tokens}).json()["layout_info"]
         assert body["layout_info"] == held

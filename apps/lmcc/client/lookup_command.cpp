@@ -49,10 +49,9 @@ int run_lookup(const client_options& options, const std::string& source, std::is
       failures.push_back(std::move(answer));
       continue;
     }
-    lookup_origin origin{
-        .node = {},
-        .endpoint = endpoint,
-        .elapsed_ms = std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count()};
+    lookup_origin origin{.node = {},
+                         .endpoint = endpoint,
+                         .elapsed_ms = std::chrono::duration<double, std::milli>(elapsed).count()};
     // Which node that is: a cluster node says in /cluster/status; a single
     // node does not (404), and is named by its address alone.
     if (const auto status = fetch_json(endpoint, "/cluster/status", options.timeout());

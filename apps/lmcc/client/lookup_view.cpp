@@ -6,6 +6,8 @@
 
 #include <cctype>
 #include <charconv>
+#include <cmath>
+#include <cstdio>
 #include <optional>
 
 namespace lmcc::apps::client {
@@ -110,7 +112,9 @@ void render_lookup(const nlohmann::json& answer, const lookup_origin& origin, si
     t.render(out);
     out << "\n";
   }
-  out << describe_origin(origin) << " answered in " << origin.elapsed_ms << " ms: ";
+  char took[32];
+  std::snprintf(took, sizeof took, "%.1f", origin.elapsed_ms);
+  out << describe_origin(origin) << " answered in " << took << " ms: ";
   const std::string of =
       " of the " + std::to_string(token_count) + " token" + (token_count == 1 ? "" : "s");
   if (n == 0)
@@ -124,7 +128,7 @@ nlohmann::json lookup_json(nlohmann::json answer, const lookup_origin& origin) {
     answer = nlohmann::json{{"answer", std::move(answer)}};
   answer["node"] = origin.node.empty() ? nlohmann::json(nullptr) : nlohmann::json(origin.node);
   answer["asked"] = origin.endpoint;
-  answer["elapsed_ms"] = origin.elapsed_ms;
+  answer["elapsed_ms"] = std::round(origin.elapsed_ms * 1000) / 1000;
   return answer;
 }
 

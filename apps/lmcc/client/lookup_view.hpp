@@ -4,11 +4,11 @@
 // as people read it.
 //
 //   auto tokens = parse_tokens("[1, 2, 3]");          // or "1 2 3", a JSON array
-//   render_lookup(answer, {"n2", "10.0.0.2:9000", 3}, 1024, std::cout);
+//   render_lookup(answer, {"n2", "10.0.0.2:9000", 3.0}, 1024, std::cout);
 //   -> INSTANCE  LOCATION         TOKENS
 //      vllm-0    LocalCPUBackend     512
 //
-//      n2 (10.0.0.2:9000) answered in 3 ms: 1 instance holds a prefix of the 1024 tokens
+//      n2 (10.0.0.2:9000) answered in 3.0 ms: 1 instance holds a prefix of the 1024 tokens
 //
 // Context: pure functions, reentrant.
 #pragma once
@@ -32,9 +32,9 @@ namespace lmcc::apps::client {
 
 /// Who answered a lookup and how long the POST took.
 struct lookup_origin {
-  std::string node;     ///< its node id; "" when it did not say (a single node)
-  std::string endpoint; ///< the address asked
-  int64_t elapsed_ms = 0;
+  std::string node;      ///< its node id; "" when it did not say (a single node)
+  std::string endpoint;  ///< the address asked
+  double elapsed_ms = 0; ///< the POST's round trip
 };
 
 /// The instances in /lookup's `layout_info` ({instance: [location, tokens]}).
@@ -50,7 +50,7 @@ void render_lookup(const nlohmann::json& answer, const lookup_origin& origin, si
                    std::ostream& out);
 
 /// The node's answer with "node" (its id, or null), "asked" and
-/// "elapsed_ms" added.
+/// "elapsed_ms" (to the microsecond) added.
 nlohmann::json lookup_json(nlohmann::json answer, const lookup_origin& origin);
 
 } // namespace lmcc::apps::client
