@@ -72,6 +72,8 @@ void learn_addresses(const nlohmann::json& status, std::map<std::string, std::st
   if (!status.contains("members") || !status["members"].is_array())
     return;
   for (const auto& m : status["members"]) {
+    if (!m.is_object())
+      continue;
     const auto id = m.value("id", std::string{});
     const auto address = m.value("http", std::string{});
     if (!id.empty() && !address.empty() && !http.contains(id))
@@ -97,7 +99,7 @@ std::vector<node_progress> poll(const std::vector<std::string>& ids,
   for (size_t k = 0; k < asked.size(); ++k) {
     const auto& id = ids[asked[k]];
     auto& a = answers[k];
-    if (a.ok() && a.body->value("node", std::string{}) == id) {
+    if (a.ok() && a.body->is_object() && a.body->value("node", std::string{}) == id) {
       out[asked[k]] = progress_of(id, &*a.body);
       learn_addresses(*a.body, http);
     } else
@@ -122,12 +124,16 @@ int run_change(change_run& run, const next_members_fn& next_members, bool no_wai
   }
   const auto& seed = *first.answer->body;
   const auto& endpoint = first.answer->endpoint;
+  if (!seed.is_object() || !seed.value("node", nlohmann::json{}).is_string())
+    return run.end(exit_refused, "refused",
+                   endpoint + " answered GET /cluster/status, but not as a cluster node does");
   const auto asked = seed.value("node", std::string{"?"}) + " (" + endpoint + ")";
   if (!seed.contains("membership") || !seed["membership"].is_object())
     return run.end(exit_refused, "refused",
                    asked + " answered GET /cluster/status without a membership");
   const auto current = string_list(seed["membership"].value("members", nlohmann::json::array()));
-  const size_t replicas = seed.value("replicas", size_t{1});
+  const auto& r = seed.value("replicas", nlohmann::json{});
+  const size_t replicas = r.is_number_unsigned() ? r.get<size_t>() : 1;
   const auto next = next_members(current, replicas);
   if (!next)
     return run.end(exit_refused, "refused", next.error().message,
@@ -143,13 +149,18 @@ int run_change(change_run& run, const next_members_fn& next_members, bool no_wai
     return run.end(exit_refused, "refused", asked + " refused the change: " + answer.error,
                    {{"asked", endpoint}, {"members", *next}, {"http_status", answer.http_status}});
   const auto record = *answer.body;
+  if (!record.is_object() || !record.value("epoch", nlohmann::json{}).is_number_unsigned())
+    return run.end(exit_refused, "refused",
+                   asked + " answered POST /cluster/members without a membership record",
+                   {{"asked", endpoint}, {"members", *next}});
   const uint64_t epoch = record.value("epoch", uint64_t{0});
   const auto previous = string_list(record.value("previous", nlohmann::json::array()));
   std::vector<std::string> accepted_members;
   if (record.contains("members") && record["members"].is_array())
     for (const auto& m : record["members"])
-      accepted_members.push_back(m.is_string() ? m.get<std::string>()
-                                               : m.value("id", std::string{"?"}));
+      accepted_members.push_back(m.is_string()   ? m.get<std::string>()
+                                 : m.is_object() ? m.value("id", std::string{"?"})
+                                                 : "?");
   run.say() << seed.value("node", std::string{"?"}) << " accepted epoch " << epoch << ": members "
             << join_ids(accepted_members) << " (were " << join_ids(previous) << ")\n";
   nlohmann::json j{{"asked", endpoint},
