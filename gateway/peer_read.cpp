@@ -392,7 +392,31 @@ std::optional<std::vector<uint64_t>> peer_read_client::wait(call& c,
   auto& pool = idle_[c.endpoint];
   if (pool.size() < max_idle_per_peer)
     pool.push_back(std::move(c.socket));
+  if (const auto now = std::chrono::steady_clock::now(); now >= next_sweep_) {
+    next_sweep_ = now + sweep_interval;
+    sweep_closed_locked();
+  }
   return flat;
+}
+
+void peer_read_client::sweep_closed_locked() {
+  for (auto it = idle_.begin(); it != idle_.end();) {
+    auto& pool = it->second;
+    // An idle connection has nothing to read: readable means closed.
+    std::erase_if(pool, [](const unique_fd& fd) {
+      pollfd p{fd.get(), POLLIN, 0};
+      return ::poll(&p, 1, 0) != 0;
+    });
+    it = pool.empty() ? idle_.erase(it) : std::next(it);
+  }
+}
+
+size_t peer_read_client::idle_connections() {
+  std::lock_guard lock{mutex_};
+  size_t n = 0;
+  for (const auto& [endpoint, pool] : idle_)
+    n += pool.size();
+  return n;
 }
 
 std::optional<size_t> peer_read_client::wait_any(std::span<const call* const> calls,

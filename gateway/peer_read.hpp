@@ -179,13 +179,24 @@ public:
   static std::optional<size_t> wait_any(std::span<const call* const> calls,
                                         std::chrono::milliseconds timeout);
 
+  /// Connections kept open between calls, over every peer.
+  size_t idle_connections();
+
+  /// How often idle connections are checked for a peer that closed them.
+  static constexpr std::chrono::seconds sweep_interval{1};
+
 private:
   unique_fd take_idle(const std::string& endpoint);
   unique_fd connect_to(const std::string& endpoint) const;
+  /// Closes idle connections the peer closed (it stopped or restarted: a
+  /// restarted peer has a new endpoint, so its old pool is never taken from
+  /// again and would keep its descriptors for good). REQUIRES: mutex_ held.
+  void sweep_closed_locked();
 
   std::chrono::milliseconds connect_timeout_;
   std::mutex mutex_;
   std::map<std::string, std::vector<unique_fd>> idle_;
+  std::chrono::steady_clock::time_point next_sweep_{};
   std::atomic<uint64_t> next_id_{1};
 };
 

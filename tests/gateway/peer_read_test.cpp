@@ -218,6 +218,31 @@ TEST(peer_read, a_peer_that_went_away_fails_the_call_instead_of_blocking) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s);
 }
 
+TEST(peer_read, a_restarted_peers_old_connections_are_closed_not_kept) {
+  peer_read_client client;
+  const std::vector<uint64_t> keys{1, 2};
+  {
+    // A peer before its restart: its endpoint (port and key) is never asked again.
+    peer_read_server before{"127.0.0.1", "127.0.0.1", test_key, fake_answer};
+    auto call = client.send(before.access_endpoint(), keys);
+    ASSERT_TRUE(call);
+    ASSERT_EQ(client.wait(*call, 5s), fake_answer(keys));
+    ASSERT_EQ(client.idle_connections(), 1u);
+  }
+  peer_read_server after{"127.0.0.1", "127.0.0.1", test_key, fake_answer};
+  // Lookups go on to the restarted peer; within a sweep interval the old
+  // endpoint's pooled connection is closed, leaving the new one only.
+  const auto deadline = std::chrono::steady_clock::now() + peer_read_client::sweep_interval + 5s;
+  while (client.idle_connections() != 1 || after.requests() < 2) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << client.idle_connections();
+    auto call = client.send(after.access_endpoint(), keys);
+    ASSERT_TRUE(call);
+    ASSERT_EQ(client.wait(*call, 5s), fake_answer(keys));
+    std::this_thread::sleep_for(50ms); // the pace of lookups, not a synchronisation
+  }
+  EXPECT_EQ(after.accepted(), 1u);
+}
+
 TEST(peer_read, a_peer_that_never_answers_times_out) {
   // A listener that accepts nothing: the request is sent, no reply comes.
   unique_fd listener{::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)};
