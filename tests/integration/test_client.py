@@ -21,7 +21,8 @@ import time
 from conftest import BINARY, unique_ip, wait_until
 from lmcc_cluster import Cluster
 from lmcc_worker import LOCATION, FakeWorker
-from test_durability import commands, full_sync, full_sync_command
+from fresh_workers import two_fresh_workers
+from test_durability import commands, full_sync
 
 # Each invocation must end well within this (its own --timeout is 5 s per request).
 CLIENT_DEADLINE_S = 20
@@ -48,17 +49,8 @@ def test_status_and_workers_on_a_healthy_then_degraded_then_dead_cluster(tmp_pat
     try:
         n1, n2, n3 = cluster.nodes
         every = ",".join(address(n) for n in cluster.nodes)
-        # Two workers with their sockets on different nodes, with fixed names
-        # (the cluster is this test's own) so that their homes are the same
-        # every run. A fresh cluster asks every worker for a full sync
-        # (LMCache's start-up freeze) until they have synced; neither has yet.
-        a = FakeWorker(n1, "vllm-a", 0, ip=unique_ip())
-        b = FakeWorker(n2, "vllm-b", 1, ip=unique_ip())
+        a, b = two_fresh_workers(n1, n2, rng)
         workers += [a, b]
-        for w, count in ((a, 30), (b, 20)):
-            w.register()
-            w.admit([rng.getrandbits(63) for _ in range(count)])
-            assert commands(w) == [full_sync_command("controller_restart")]
 
         def stored(node) -> dict:
             return {w["instance_id"]: w["key_count"] for w in node.workers()}

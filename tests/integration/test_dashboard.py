@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BINARY, unique_ip, wait_until
+from conftest import BINARY, wait_until
 from lmcc_cluster import Cluster
 from lmcc_worker import FakeWorker
-from test_durability import commands, full_sync_command
+from fresh_workers import two_fresh_workers
 
 CHROMIUM = shutil.which("chromium")
 SCREENSHOT = BINARY.parent / "dashboard.png"
@@ -123,14 +123,7 @@ def test_dashboard_shows_the_cluster_and_a_killed_node(tmp_path):
     browser = None
     try:
         n1, n2, n3 = cluster.nodes
-        a = FakeWorker(n1, "vllm-a", 0, ip=unique_ip())
-        b = FakeWorker(n2, "vllm-b", 1, ip=unique_ip())
-        workers += [a, b]
-        for w, count in ((a, 30), (b, 20)):
-            w.register()
-            w.admit([rng.getrandbits(63) for _ in range(count)])
-            # A fresh cluster asks every worker for a full sync; the heartbeat says so.
-            assert commands(w) == [full_sync_command("controller_restart")]
+        workers += two_fresh_workers(n1, n2, rng)
         wait_until(lambda: n1.get("/controller/key-stats").json()["total_key_count"] == 50,
                    message="50 keys in the cluster")
         total = n1.get("/controller/key-stats").json()["total_key_count"]
