@@ -123,7 +123,8 @@ std::future<gateway::controller_gauges> node_runtime::gauges() {
     return ready_future(g);
   g.kv_pool_keys_count = s->total_entries;
   if (d.cluster_)
-    g.kv_pool_keys_count = d.cluster_->update_gauges(); // this node's share (docs/cluster.md#metrics)
+    g.kv_pool_keys_count =
+        d.cluster_->update_gauges(); // this node's share (docs/cluster.md#metrics)
   g.registered_workers_count = s->workers.size();
   g.kv_op_seq_discontinuity_count = s->seq_discontinuities;
   g.full_sync_workers_syncing = s->workers_syncing;
