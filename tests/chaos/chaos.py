@@ -94,7 +94,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 from conftest import NodeFactory, unique  # noqa: E402
 from lmcc_cluster import Cluster, SpreadNode  # noqa: E402
-from lmcc_worker import chunk_hashes  # noqa: E402
+from lmcc_worker import chunk_hashes, send_garbage_frames  # noqa: E402
 from test_cluster import Twin, answers, repoint, settle  # noqa: E402
 from test_durability import commands, full_sync  # noqa: E402
 from test_failover import FAILURE_TIMEOUT_S, as_new_process  # noqa: E402
@@ -519,15 +519,7 @@ class Run:
                 answered(t.register, f"seed {self.seed}: a restarted worker's registration",
                          between=lambda: self.run_due_heals(pending))
         elif kind == "garbage":
-            import zmq
-
-            gen = random.Random(ev["bytes_seed"])
-            push = zmq.Context.instance().socket(zmq.PUSH)
-            push.setsockopt(zmq.LINGER, 500)
-            push.connect(f"tcp://{nodes[ev['node']].pull_url}")
-            for _ in range(ev["frames"]):
-                push.send(bytes(gen.randrange(256) for _ in range(gen.randrange(1, 300))))
-            push.close()
+            send_garbage_frames(nodes[ev["node"]].pull_url, ev["bytes_seed"], ev["frames"])
 
     def repoint(self, ev: dict) -> None:
         """The workers whose sockets used a node taken down move where the plan says."""

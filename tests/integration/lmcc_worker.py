@@ -24,6 +24,7 @@ per location and the next seq_num per location.
 from __future__ import annotations
 
 import collections
+import random
 import threading
 import time
 from dataclasses import dataclass
@@ -99,6 +100,18 @@ def legacy_kv_msg(kind, instance_id, worker_id, key, location, seq_num=0):
     return {"type": kind, "instance_id": instance_id, "worker_id": worker_id, "key": key,
             "location": location, "seq_num": seq_num}
 
+
+
+def send_garbage_frames(pull_url: str, seed: int, frames: int) -> None:
+    """`frames` frames of 1-299 random bytes (from `seed`) pushed to a node's
+    PULL socket at host:port, as a broken or hostile client sends them."""
+    gen = random.Random(seed)
+    push = zmq.Context.instance().socket(zmq.PUSH)
+    push.setsockopt(zmq.LINGER, 500)
+    push.connect(f"tcp://{pull_url}")
+    for _ in range(frames):
+        push.send(bytes(gen.randrange(256) for _ in range(gen.randrange(1, 300))))
+    push.close()
 
 def p2p_lookup_msg(hashes, instance_id, worker_id):
     return {"type": "BatchedP2PLookupMsg", "hashes": hashes, "instance_id": instance_id,

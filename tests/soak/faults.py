@@ -13,14 +13,13 @@ a full sync for.
 from __future__ import annotations
 
 import os
-import random
 import shutil
 import signal
 import time
 
 import zmq
 
-from lmcc_worker import p2p_lookup_msg, pack, unpack
+from lmcc_worker import p2p_lookup_msg, pack, send_garbage_frames, unpack
 
 from probes import ASKER, CHUNK
 
@@ -190,13 +189,7 @@ class FaultRunner:
         elif kind == "clock_jump":
             self.admin(ev["node"], {"clock_jump_ms": ev["by_ms"]})
         elif kind == "garbage":
-            gen = random.Random(ev["bytes_seed"])
-            push = zmq.Context.instance().socket(zmq.PUSH)
-            push.setsockopt(zmq.LINGER, 500)
-            push.connect(f"tcp://{nodes[ev['node']].pull_url}")
-            for _ in range(ev["frames"]):
-                push.send(bytes(gen.randrange(256) for _ in range(gen.randrange(1, 300))))
-            push.close()
+            send_garbage_frames(nodes[ev["node"]].pull_url, ev["bytes_seed"], ev["frames"])
         elif kind == "worker_restart":
             w = ev["worker"]
             instance = next(p["instance"] for p in self.prompts if p["worker"] == w)
