@@ -168,13 +168,13 @@ cover_step coverage_book::begin(const kv_sub_batch& sb) {
     // began after it, a slot this node gained got none of the ops in
     // between: it holds the stream at the drop (empty), and the loop below
     // finds the gap up to where this node's ops begin.
-    if (sb.placement_since > end.era_start())
+    if (sb.placement_since > end.era_start()) {
+      materialize(hc);
       for (uint32_t s = 0; s < slot_count_; ++s)
-        if (owns(s) && gained(s) && replays(s) &&
-            cover(sb.holder, s).state == cover_state::following) {
-          materialize(hc);
+        if (owns(s) && gained(s) && replays(s) && hc.slots[s].state == cover_state::following)
           set_slot(hc, s, slot_cover{cover_state::labeled, false, end.era_start()});
-        }
+      compact(hc); // nothing gained: every slot follows still
+    }
   }
   const stream_pos before = hc.applied;
   step.hole = sb.prev > before;
