@@ -55,6 +55,18 @@ std::vector<location_mark> merge_marks(const std::vector<std::vector<location_ma
   return out;
 }
 
+std::vector<location_mark> takeover_marks(const std::vector<std::vector<location_mark>>& found,
+                                          const std::vector<location_mark>& own) {
+  if (found.empty())
+    return own;
+  auto marks = merge_marks(found);
+  for (auto& m : marks)
+    for (const auto& o : own)
+      if (o.location == m.location && o.incarnation == m.incarnation && m.pos < o.pos)
+        m.pos = o.pos;
+  return marks;
+}
+
 restored_worker takeover_plan(const persistence::worker_row& row,
                               const std::vector<location_mark>& marks, double now) {
   holder_metas metas;

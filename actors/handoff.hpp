@@ -15,7 +15,7 @@
 // tracked location's next op must continue its seq, a location caught in a
 // full sync is re-synced, and only a proven gap asks a worker to resync.
 //
-//   auto marks = merge_marks({answer_from_n2.marks, local_shard_marks});
+//   auto marks = takeover_marks({answer_from_n2.marks}, local_shard_marks);
 //   restored_worker w = takeover_plan(row, marks, now);
 //
 // Context: value types (they cross nodes; inspect in actors/inspect.hpp) and
@@ -35,6 +35,17 @@ namespace lmcc::actors {
 /// incarnation first; then a mark that needs a resync (syncing, gap) over any
 /// other; then the highest tracked seq; then resynced over none.
 std::vector<location_mark> merge_marks(const std::vector<std::vector<location_mark>>& sources);
+
+/// The marks a takeover continues from: the peers' drained marks
+/// (merge_marks) when any peer had them, else this node's shard's (`own`);
+/// either way each position is raised to where `own` says the holder's stream
+/// stands when that is further in the same registration. A peer's marks can
+/// predate an era a later home started: a node that handed the worker off,
+/// and takes it over again after the next home died, finds its own old marks.
+/// Continuing an era every copy has left behind would label the worker's new
+/// ops below what the copies applied, and every copy would drop them as stale.
+std::vector<location_mark> takeover_marks(const std::vector<std::vector<location_mark>>& found,
+                                          const std::vector<location_mark>& own);
 
 /// The worker as its new home takes it over: `row` from the replicated
 /// Directory, trackers from `marks` (the restart rules of restore_plan.hpp).

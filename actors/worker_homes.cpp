@@ -156,10 +156,12 @@ void finish_takeover(directory_self self, uint64_t uid) {
             const auto* rec = st.logic->reg().record(uid);
             if (it == st.workers.end() || !rec)
               return; // retired or moved on meanwhile
-            // A peer that hosted the worker drained it: its marks are exact.
-            // Nobody did (its home died): this node's shard has the marks.
+            // A peer that hosted the worker drained it: its seq marks are
+            // exact. Nobody did (its home died): this node's shard has the
+            // marks. Either way the stream continues from the furthest
+            // position this node's copy saw (a later home's era).
             const bool from_peer = !tk.found.empty();
-            auto marks = from_peer ? merge_marks(tk.found) : own;
+            auto marks = takeover_marks(tk.found, own);
             if (st.cfg.planted_forget_marks)
               for (auto& m : marks) // planted bug: the first op after it is not checked
                 m.mark.state = persistence::seq_state::resynced;

@@ -2,17 +2,23 @@
 // (real shard cores over real stores) fed by a real worker_logic, with faults
 // -- a queue lost for one node, its disk lost, restarts from the store, a
 // membership change that gives slots to nodes that held nothing of them, a
-// stale sender replaying what it sent -- and copies taken between owners in
+// stale sender replaying what it sent, full syncs (new eras), and a takeover
+// by a node that kept marks from before the last era -- and copies taken
+// between owners in
 // random order and at random times. Once the stream is quiet and copies went
 // every way, every owner of every slot holds exactly the stream's entries, none
 // is left uncertain, and no copy was ever taken for a conflict.
 //
-// The two classes this guards: an evicted entry brought back by a stale copy
-// that won a whole-slot comparison, and an entry lost when a node's empty copy
-// came back to it through another owner. Links lmcc_actor_logic only.
+// The classes this guards: an evicted entry brought back by a stale copy
+// that won a whole-slot comparison, an entry lost when a node's empty copy
+// came back to it through another owner, and the worker's new ops dropped as
+// stale everywhere because a new home continued an era the copies had left
+// (handoff.hpp, takeover_marks). Links lmcc_actor_logic only.
 #include "actors/coverage.hpp"
+#include "actors/handoff.hpp"
 #include "actors/kv_shard_core.hpp"
 #include "actors/shard_restore.hpp"
+#include "actors/sync_session_logic.hpp"
 #include "actors/worker_logic.hpp"
 #include "shard_test_util.hpp"
 #include "worker_test_util.hpp"
@@ -121,6 +127,20 @@ struct owner {
   }
 };
 
+/// A full sync's session as its actor runs it: what it sends is queued like
+/// the entity's sub-batches; its end is told to the entity.
+struct session_recorder : session_outbox {
+  std::vector<std::pair<uint32_t, kv_sub_batch>> sent;
+  std::optional<std::pair<std::string, session_stream>> ended_ok;
+  void send(uint32_t d, kv_sub_batch&& sb) override { sent.emplace_back(d, std::move(sb)); }
+  void give_credits(uint64_t) override {}
+  void report(sync_phase, uint64_t) override {}
+  void ended(const std::string& id, bool completed, const session_stream& left) override {
+    if (completed)
+      ended_ok.emplace(id, left);
+  }
+};
+
 class simulation {
 public:
   simulation(uint64_t seed, change kind)
@@ -136,7 +156,7 @@ public:
   void run(int steps) {
     for (int i = 0; i < steps; ++i)
       step();
-    // Quiet: what is queued arrives, the worker says its last batches are
+    // Quiet: what is queued arrives (a running sync ends), the worker says its last batches are
     // durable (every owner learns where the stream stands), copies go both
     // ways until nothing changes.
     deliver_all();
@@ -165,6 +185,8 @@ public:
   }
 
   uint64_t installs() const noexcept { return installs_; }
+  uint64_t syncs() const noexcept { return syncs_; }
+  uint64_t stale_takeovers() const noexcept { return stale_takeovers_; }
   uint64_t holes() const {
     uint64_t n = 0;
     for (const auto& o : owners_)
@@ -188,13 +210,17 @@ private:
       cfg.last_seq["cpu"] = seq_ - 1;
       cfg.expected_next["cpu"] = seq_;
     }
-    if (worker_)
+    if (worker_) {
       old_.insert(old_.end(), out_.sent.begin(), out_.sent.end());
+      handed_ = worker_->marks(); // a node that hands the worker off keeps these
+    }
     out_ = worker_test::recording_outbox{};
     worker_ = std::make_unique<worker_logic>(std::move(cfg), out_);
   }
 
   void push_batch() {
+    if (!worker_->gate_open())
+      return; // a sync runs: the worker's increments wait for its end
     msg::BatchedKVOperationMsg b{"A", 0, "cpu", {}};
     const size_t n = 1 + rng_() % 5;
     for (size_t i = 0; i < n; ++i) {
@@ -213,6 +239,69 @@ private:
     for (auto& [d, sb] : out_.sent)
       queues_[d].push_back(sb);
     out_.sent.clear();
+    if (!session_)
+      return;
+    if (out_.go > sessions_gone_) { // the entity's increments before the sync are acknowledged
+      sessions_gone_ = out_.go;
+      session_->go();
+    }
+    for (auto& [d, sb] : session_out_.sent)
+      queues_[d].push_back(sb);
+    session_out_.sent.clear();
+    if (auto ended = std::exchange(session_out_.ended_ok, std::nullopt)) {
+      worker_->on_session_ended(ended->first, true, ended->second);
+      session_.reset();
+      enqueue();
+    }
+  }
+
+  /// The worker is asked for a full sync and sends every key it holds: a new
+  /// era of its stream, whose drop goes to every node.
+  void full_sync() {
+    if (session_ || !worker_->gate_open())
+      return;
+    std::vector<msg::wire_int> keys;
+    for (const auto& [k, present] : truth_)
+      if (present)
+        keys.push_back(msg::wire_int::from_unsigned(k));
+    const std::string id = "sync" + std::to_string(++syncs_);
+    const auto n = msg::wire_int::from_unsigned(keys.size());
+    ASSERT_TRUE(
+        worker_->on_sync_start(msg::FullSyncStartMsg{"A", 0, "cpu", id, n, msg::wire_int{1}})
+            .accepted);
+    session_cfg_.slot_count = slots;
+    session_cfg_.destinations = nodes;
+    session_cfg_.placement = cell_;
+    session_cfg_.stream_base = (session_stream_tag + syncs_) << 8;
+    session_ = std::make_unique<sync_session_logic>(session_cfg_, session_out_);
+    session_->start(out_.starts.back(), 0);
+    session_->on_input(
+        pushed_msg{msg::Msg{msg::FullSyncBatchMsg{"A", 0, "cpu", id, msg::wire_int{0}, keys}},
+                   keys.size()},
+        0);
+    session_->on_input(pushed_msg{msg::Msg{msg::FullSyncEndMsg{"A", 0, "cpu", id, n}}, 1}, 0);
+    enqueue();
+  }
+
+  /// The worker's home dies and the node that hosted it before takes it over
+  /// again: it finds the marks it kept at its own handoff -- from before the
+  /// era the home in between started -- and its own shard's copy of the
+  /// stream, whose queue from the dead home had arrived.
+  void takeover_from_kept_marks() {
+    if (session_ || handed_.empty())
+      return;
+    const auto home = static_cast<uint32_t>((victim_ + 1) % nodes);
+    while (!queues_[home].empty())
+      deliver(home);
+    if (session_)
+      return; // the delivery started a sync's data: the home is busy with it
+    queues_[victim_].clear();
+    const auto own = owners_[home]->core->marks_of(worker_uid("A", msg::wire_int{0}));
+    std::map<std::string, stream_pos> at;
+    for (const auto& m : takeover_marks({handed_}, own))
+      at[m.location] = m.pos;
+    ++stale_takeovers_;
+    start_entity(std::move(at));
   }
 
   void deliver(uint32_t d) {
@@ -223,6 +312,8 @@ private:
     owners_[d]->apply(sb);
     if (sb.stream >> 8 == entities_)
       worker_->on_ack(sb.stream, sb.number);
+    else if (session_ && sb.stream >> 8 == session_cfg_.stream_base >> 8)
+      session_->on_ack(sb.stream, sb.number, 0);
     enqueue(); // the durable seq may move: a flush
   }
 
@@ -256,6 +347,13 @@ private:
   }
 
   void step() {
+    if (const auto rare = rng_() % 100; rare < 2) {
+      full_sync();
+      return;
+    } else if (rare < 4) {
+      takeover_from_kept_marks();
+      return;
+    }
     const auto dice = rng_() % 100;
     if (dice < 40) {
       push_batch();
@@ -268,7 +366,7 @@ private:
       const uint64_t mask = owners_mask(s, switched_owners_, kind_);
       if (a != b && ((mask >> a) & 1) && ((mask >> b) & 1))
         copy(a, b, s);
-    } else if (dice < 88) {
+    } else if (dice < 88 && !session_) {
       // The worker's entity moves while the victim is away: the old home's
       // queue for the victim dies, what it sent the others is still on its
       // way (they may lag behind the victim's hole), and a new entity goes
@@ -312,6 +410,15 @@ private:
   worker_test::recording_outbox out_;
   std::unique_ptr<worker_logic> worker_;
   uint64_t entities_ = 0;
+  /// Sessions' stream ids lie above any entity's.
+  static constexpr uint64_t session_stream_tag = uint64_t{1} << 20;
+  session_config session_cfg_;
+  session_recorder session_out_;
+  std::unique_ptr<sync_session_logic> session_;
+  int sessions_gone_ = 0;
+  uint64_t syncs_ = 0;
+  uint64_t stale_takeovers_ = 0;
+  std::vector<location_mark> handed_;                  ///< what the last entity handed off
   std::vector<std::pair<uint32_t, kv_sub_batch>> old_; ///< what earlier entities sent
   std::deque<kv_sub_batch> queues_[nodes];
   bool switched_cell_ = false;
@@ -325,6 +432,8 @@ private:
 void every_owner_converges(change kind) {
   uint64_t holes = 0;
   uint64_t installs = 0;
+  uint64_t syncs = 0;
+  uint64_t stale_takeovers = 0;
   for (uint64_t seed = 1; seed <= 40; ++seed) {
     SCOPED_TRACE(seed);
     simulation sim{seed, kind};
@@ -332,6 +441,8 @@ void every_owner_converges(change kind) {
     sim.check();
     holes += sim.holes();
     installs += sim.installs();
+    syncs += sim.syncs();
+    stale_takeovers += sim.stale_takeovers();
     if (::testing::Test::HasFailure())
       break;
   }
@@ -339,6 +450,8 @@ void every_owner_converges(change kind) {
   // made whole from other owners.
   EXPECT_GT(holes, 0u);
   EXPECT_GT(installs, 0u);
+  EXPECT_GT(syncs, 0u);
+  EXPECT_GT(stale_takeovers, 0u);
 }
 
 TEST(copy_convergence, every_owner_ends_with_the_streams_entries_whatever_the_order) {
