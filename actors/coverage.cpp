@@ -154,6 +154,8 @@ cover_step coverage_book::begin(const kv_sub_batch& sb) {
     // newer one (a stale entity): nothing of it is newer than what is here.
     step.stale = true;
     step.ops = cover_step::ops_mode::none;
+    step.era_behind = !sb.ops.empty() && end.incarnation == hc.applied.incarnation &&
+                      end.era < hc.applied.era && end.n > hc.applied.n;
     return step;
   }
   if (end == hc.applied) {

@@ -101,6 +101,11 @@ struct cover_step {
   /// The sub-batch is older than everything it would touch (a stale
   /// sender's, or a re-send): nothing of it is applied.
   bool stale = false;
+  /// Stale by its era, yet its ops lie past every op this node has of the
+  /// newer era (the worker's seq only grows): its sender continues an era it
+  /// did not know was over, and every copy that knows the newer one drops
+  /// ops that may reach nobody else. Only the worker can give them back.
+  bool era_behind = false;
 };
 
 /// What to do with another owner's copy of one holder's entries in one slot.

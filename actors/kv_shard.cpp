@@ -66,6 +66,16 @@ void send_acks(self_ptr self, kv_shard_core::commit_result& r) {
     send_remote_acks(self, false);
 }
 
+/// Tells the directory of each worker whose ops this node dropped because
+/// their sender was behind the stream's era (cover_step::era_behind): the
+/// worker's full sync starts an era above every copy's.
+void report_era_behind(self_ptr self) {
+  auto& st = self->state;
+  for (uint64_t uid : st.core->take_era_behind())
+    if (st.resync_to)
+      caf::anon_send(st.resync_to, resync_atom::value, uid, std::string{"stream_era_behind"});
+}
+
 void schedule_background(self_ptr self) {
   auto& st = self->state;
   if (!st.background_scheduled && st.core->background_due(monotonic_ms())) {
@@ -174,6 +184,7 @@ kv_shard_actor::behavior_type kv_shard(kv_shard_actor::stateful_pointer<kv_shard
         if (auto& sender = st.senders[sb.stream]; !sender)
           sender = self->current_sender();
         schedule_flush(self);
+        report_era_behind(self);
       },
       [self](apply_atom, const std::vector<kv_sub_batch>& sbs) {
         auto& st = self->state;
@@ -183,6 +194,7 @@ kv_shard_actor::behavior_type kv_shard(kv_shard_actor::stateful_pointer<kv_shard
             sender = self->current_sender();
         }
         schedule_flush(self);
+        report_era_behind(self);
       },
       [self](flush_atom) {
         self->state.flush_scheduled = false;
@@ -282,6 +294,7 @@ kv_shard_actor::behavior_type kv_shard(kv_shard_actor::stateful_pointer<kv_shard
         self->state.core->settle(lost);
       },
       [self](settled_atom) { self->state.core->settle_all(); },
+      [self](resync_atom, const caf::actor& directory) { self->state.resync_to = directory; },
       [self](retire_atom, const std::vector<uint64_t>& uid_incarnations) {
         const size_t dropped = self->state.core->retire_older(uid_incarnations);
         if (dropped == 0)

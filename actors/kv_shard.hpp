@@ -81,7 +81,11 @@ using kv_shard_actor = caf::typed_actor<
     // The registrations this node's directory knows (uid,
     // incarnation, ...): drops holders of older ones
     // (kv_shard_core::retire_older); a peer_link ignores it.
-    caf::reacts_to<retire_atom, std::vector<uint64_t>>>;
+    caf::reacts_to<retire_atom, std::vector<uint64_t>>,
+    // Who is told (resync_atom, uid, reason) of a worker whose ops a sender
+    // behind its stream's era made this node drop: the node's directory,
+    // set once it is spawned; a peer_link ignores it.
+    caf::reacts_to<resync_atom, caf::actor>>;
 
 /// The shard's latest numbers, readable from any thread (/metrics, stats).
 class shard_monitor {
@@ -128,6 +132,8 @@ struct kv_shard_state {
   std::shared_ptr<shard_monitor> monitor;
   /// Who to ack, per stream with acks owed.
   absl::flat_hash_map<uint64_t, caf::strong_actor_ptr> senders;
+  /// The node's directory: told of workers that owe a full sync.
+  caf::actor resync_to;
   bool flush_scheduled = false;
   bool background_scheduled = false;
   /// Acks owed to senders on other nodes (peer_links), at most one message

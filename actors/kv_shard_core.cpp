@@ -109,6 +109,17 @@ void kv_shard_core::apply(const kv_sub_batch& sb) {
   const cover_step step = cover_->begin(sb);
   if (step.stale) {
     ++counters_.fenced;
+    if (step.era_behind) {
+      ++counters_.era_behind;
+      if (meta.era_behind_reported != before.era && meta.worker_uid != 0) {
+        meta.era_behind_reported = before.era;
+        era_behind_.push_back(meta.worker_uid);
+        spdlog::warn("stream-era-behind holder={} worker_uid={} location={} applied={} end={} "
+                     "ops={} action=full-sync-requested",
+                     sb.holder, meta.worker_uid, meta.location, persistence::to_string(before),
+                     persistence::to_string(sb.end), sb.ops.size());
+      }
+    }
     cover_->finish(sb);
     return;
   }

@@ -55,6 +55,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace lmcc::actors {
@@ -149,6 +150,9 @@ struct holder_meta {
   /// The older incarnation whose fenced sub-batches were last logged (in
   /// memory only: one warning per holder and incarnation).
   uint64_t fenced_logged_incarnation = 0;
+  /// The era this node's copy was in when it last reported a sender behind
+  /// it (in memory only: one report per holder and era).
+  uint64_t era_behind_reported = 0;
 };
 
 using holder_metas = absl::flat_hash_map<holder_id, holder_meta>;
@@ -172,7 +176,8 @@ struct shard_start_state {
 struct shard_counters {
   uint64_t sub_batches = 0;
   uint64_t ops = 0;
-  uint64_t fenced = 0; ///< sub-batches of an older incarnation or older than applied, ignored
+  uint64_t fenced = 0;     ///< sub-batches of an older incarnation or older than applied, ignored
+  uint64_t era_behind = 0; ///< ... of those, ops past the newer era's from a sender in an older one
   uint64_t implied_drops = 0;    ///< eras whose drop never came, dropped on their first ops
   uint64_t holes = 0;            ///< sub-batches that did not continue this node's copy
   uint64_t copies_installed = 0; ///< (slot, holder) parts of other owners' copies taken
@@ -303,6 +308,10 @@ public:
   /// The watermarks this shard keeps of one worker's holders (handoff.hpp).
   std::vector<location_mark> marks_of(uint64_t worker_uid) const;
   const shard_counters& counters() const noexcept { return counters_; }
+  /// The workers whose ops a sender behind their stream's era made this
+  /// node drop since the last call (cover_step::era_behind): each owes a
+  /// full sync. Taken by the shard actor after each apply.
+  std::vector<uint64_t> take_era_behind() { return std::exchange(era_behind_, {}); }
   uint64_t next_position() const noexcept { return next_position_; }
   /// The last log position whose record touched `slot` (0: none since start).
   uint64_t slot_position(uint32_t slot) const { return slot_positions_.at(slot); }
@@ -356,7 +365,8 @@ private:
   bool snapshot_requested_ = false;
   uint64_t last_round_start_ms_ = 0;
   bool drops_pending_ = false;
-  uint64_t planted_count_ = 0; ///< sub-batches seen by the planted bug
+  uint64_t planted_count_ = 0;       ///< sub-batches seen by the planted bug
+  std::vector<uint64_t> era_behind_; ///< take_era_behind()
   /// Slots whose snapshot is in the pending batch (dirty again if it is lost).
   std::vector<uint32_t> pending_slots_;
   /// Holder states in the pending batch (written again if it is lost).

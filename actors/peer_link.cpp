@@ -236,6 +236,7 @@ peer_link_main(peer_link_actor::stateful_pointer<peer_link_state> self, peer_lin
       [](settled_atom) {},
       // The peer's own directory tells its shard of the registrations.
       [](retire_atom, const std::vector<uint64_t>&) {},
+      [](resync_atom, const caf::actor&) {},
   };
 }
 

@@ -162,6 +162,7 @@ void node_runtime::impl::spawn_actors(node_state& state) {
   // short) is not this node's own record of who deregistered here.
   dc.lists_complete = !state.need_full_sync_all && !(cluster_ && cluster_->refill_pending());
   directory_ = system_.spawn(actors::directory_main, std::move(dc));
+  caf::anon_send(shard_, actors::resync_atom::value, caf::actor_cast<caf::actor>(directory_));
   bridge_ = system_.spawn(actors::request_bridge_main, directory_);
   if (cluster_)
     cluster_->start(shard_, directory_, http_->port(), state.need_full_sync_all);

@@ -142,6 +142,7 @@ std::future<gateway::controller_gauges> node_runtime::gauges() {
   gauge("shard_sub_batches", static_cast<double>(c.sub_batches));
   gauge("shard_ops", static_cast<double>(c.ops));
   gauge("shard_fenced_sub_batches", static_cast<double>(c.fenced));
+  gauge("shard_era_behind_sub_batches", static_cast<double>(c.era_behind));
   gauge("shard_implied_drops", static_cast<double>(c.implied_drops));
   if (d.store_) {
     gauge("store_commits", static_cast<double>(c.commits));

@@ -149,6 +149,41 @@ TEST(kv_shard_core, a_sub_batch_of_an_older_incarnation_is_ignored_but_still_ack
   EXPECT_EQ(log_of(*f.store).rbegin()->second.incarnation, 6u);
 }
 
+TEST(kv_shard_core, ops_past_the_newer_era_from_a_sender_in_an_older_one_ask_for_a_full_sync) {
+  // A home that took the worker over from marks older than the era a later
+  // home started sends the worker's new ops under the old era: every copy
+  // that knows the new era drops them, so each names the worker once.
+  shard_fixture f;
+  const auto k = keys_in(2, 3, 64);
+  const stream_pos e1{5, 1, 0, 0};
+  const stream_pos e2{5, 2, 0, 0};
+  f.core->apply(sb(1, 1, h1, {{k[0], true}})
+                    .incarnation(5)
+                    .intro(uid_of(1), "cpu")
+                    .pos(e1, stream_pos{5, 1, 40, 0}));
+  f.core->apply(sb(2, 1, h1).incarnation(5).drop().pos(e2, e2)); // a full sync's drop
+  f.core->apply(sb(2, 2, h1, {{k[1], true}}).incarnation(5).pos(e2, stream_pos{5, 2, 50, 0}));
+  f.commit();
+  EXPECT_TRUE(f.core->take_era_behind().empty());
+  // A frame the old home read before the sync: stale, and nothing lost.
+  f.core->apply(sb(1, 2, h1, {{k[2], true}})
+                    .incarnation(5)
+                    .pos(stream_pos{5, 1, 40, 0}, stream_pos{5, 1, 45, 0}));
+  EXPECT_TRUE(f.core->take_era_behind().empty());
+  // Past the newer era's ops: the sender is behind the era.
+  f.core->apply(sb(3, 1, h1, {{k[2], true}})
+                    .incarnation(5)
+                    .pos(stream_pos{5, 1, 45, 0}, stream_pos{5, 1, 60, 0}));
+  f.core->apply(sb(3, 2, h1, {{k[2], false}})
+                    .incarnation(5)
+                    .pos(stream_pos{5, 1, 60, 0}, stream_pos{5, 1, 61, 0}));
+  f.commit();
+  EXPECT_FALSE(f.index->read().holds(k[2], h1)); // not applied: the copies agree
+  EXPECT_EQ(f.core->take_era_behind(), (std::vector<uint64_t>{uid_of(1)})); // once per era
+  EXPECT_EQ(f.core->counters().era_behind, 2u);
+  EXPECT_TRUE(f.core->take_era_behind().empty());
+}
+
 TEST(kv_shard_core, ops_of_a_newer_registration_drop_the_older_ones_entries_first) {
   // This copy missed worker 1's re-registration drop; the new registration's
   // first ops arrive.
