@@ -221,6 +221,11 @@ struct bench_options {
   /// Longest wait for the controller's key count to reach the ground truth, s.
   double settle_timeout_s = 15;
 
+  /// How long a worker polls for its full sync to complete before it gives
+  /// up and goes on, s. 0: the settle timeout plus the duration (a sync may
+  /// run for the whole measured stretch); soak: the settle timeout.
+  double full_sync_timeout_s = 0;
+
   /// Every ZMQ request's receive timeout and every send timeout, ms. Default: 5000
   uint32_t request_timeout_ms = 5000;
 

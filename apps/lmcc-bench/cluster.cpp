@@ -20,7 +20,8 @@ worker_config make_worker_config(const bench_options& o) {
   c.register_timeout_s = o.register_timeout_s;
   c.full_sync_batch_keys = o.full_sync_batch_keys;
   c.full_sync_poll_ms = o.full_sync_poll_ms;
-  c.full_sync_timeout_s = o.settle_timeout_s + o.duration_s;
+  c.full_sync_timeout_s =
+      o.full_sync_timeout_s > 0 ? o.full_sync_timeout_s : o.settle_timeout_s + o.duration_s;
   c.seed = o.seed;
   return c;
 }

@@ -165,6 +165,10 @@ void add_flags(CLI::App& app, bench_options& o, endpoint_texts& ep, std::string&
                  "max seconds for the key count to reach the ground truth")
       ->check(CLI::Range(0.1, 86400.0))
       ->capture_default_str();
+  app.add_option("--full-sync-timeout", o.full_sync_timeout_s,
+                 "max seconds a worker polls for its full sync (0: settle timeout + duration)")
+      ->check(CLI::Range(0.0, 86400.0))
+      ->capture_default_str();
   app.add_option("--request-timeout-ms", o.request_timeout_ms, "ZMQ/HTTP request timeout")
       ->check(CLI::Range(10U, 600000U))
       ->capture_default_str();

@@ -147,6 +147,10 @@ report run_soak(scenario_env& env) {
   if (o.heartbeat_interval_s <= 0)
     o.heartbeat_interval_s = 1; // the cluster asks for full syncs in heartbeat replies
   o.full_sync_on_request = true;
+  // A sync that never completes must not freeze its worker for the rest of
+  // an hours-long run (nor hold the drivers' stop at the end).
+  if (o.full_sync_timeout_s <= 0)
+    o.full_sync_timeout_s = o.settle_timeout_s;
   o.keep_registered = true; // the harness stops the cluster; no 10^6-key drop at the end
   report r{"soak"};
   r.set_config(config_json(o));

@@ -297,7 +297,7 @@ uint64_t simulated_worker::push_random(const push_limits& limits) {
   while (!limits.stop.stop_requested() && steady::now() < limits.deadline &&
          (limits.max_ops == 0 || sent < limits.max_ops)) {
     if (auto reason = take_full_sync_request()) {
-      (void)full_sync(std::move(*reason)); // frozen: no new KV events meanwhile
+      (void)full_sync(std::move(*reason), limits.stop); // frozen: no new KV events meanwhile
       continue;
     }
     bool restart = false;

@@ -151,7 +151,7 @@ public:
   void preload(uint64_t n);
 
   /// One full sync of the whole ground truth (spec 4.9).
-  full_sync_result full_sync(std::string reason);
+  full_sync_result full_sync(std::string reason, std::stop_token stop = {});
 
   /// The reason of a pending controller request for a full sync, if any.
   std::optional<std::string> take_full_sync_request();
@@ -211,7 +211,7 @@ private:
   void make_ops(std::vector<msg::KVOpEvent>& ops, uint64_t count, uint64_t& lo, uint64_t& hi,
                 uint64_t evict_below, uint64_t live_cap, uint64_t& evicts);
   bool send_until(const std::vector<std::string>& frames, const push_limits& limits);
-  full_sync_result run_full_sync(std::string reason);
+  full_sync_result run_full_sync(std::string reason, std::stop_token stop);
   bool send_full_sync_batches(const std::vector<int64_t>& keys, const std::string& sync_id,
                               std::span<const int64_t> batch_ids);
 

@@ -52,7 +52,7 @@ std::optional<std::string> simulated_worker::take_full_sync_request() {
 void simulated_worker::serve_full_sync_requests(const push_limits& limits) {
   while (!limits.stop.stop_requested() && steady::now() < limits.deadline) {
     if (auto reason = take_full_sync_request())
-      (void)full_sync(std::move(*reason));
+      (void)full_sync(std::move(*reason), limits.stop);
     else
       std::this_thread::sleep_for(10ms);
   }
@@ -63,10 +63,10 @@ std::vector<full_sync_result> simulated_worker::full_sync_results() const {
   return full_sync_results_;
 }
 
-full_sync_result simulated_worker::full_sync(std::string reason) {
+full_sync_result simulated_worker::full_sync(std::string reason, std::stop_token stop) {
   ++sync_epoch_; // odd while syncing: the controller has cleared this location
   const double started_s = std::chrono::duration<double>(steady::now().time_since_epoch()).count();
-  full_sync_result result = run_full_sync(std::move(reason));
+  full_sync_result result = run_full_sync(std::move(reason), std::move(stop));
   result.started_s = started_s;
   ++sync_epoch_;
   ++counters_.full_syncs;
@@ -113,7 +113,7 @@ bool simulated_worker::send_full_sync_batches(const std::vector<int64_t>& keys,
   return send_until(frames, limits);
 }
 
-full_sync_result simulated_worker::run_full_sync(std::string reason) {
+full_sync_result simulated_worker::run_full_sync(std::string reason, std::stop_token stop) {
   full_sync_result result;
   result.reason = std::move(reason);
   if (!reply_) {
@@ -167,7 +167,7 @@ full_sync_result simulated_worker::run_full_sync(std::string reason) {
                                       std::chrono::duration<double>(config_.full_sync_timeout_s));
   const msg::Msg status_msg = msg::FullSyncStatusMsg{
       .instance_id = identity_.instance_id, .worker_id = identity_.worker_id, .sync_id = sync_id};
-  while (steady::now() < poll_deadline) {
+  while (steady::now() < poll_deadline && !stop.stop_requested()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(config_.full_sync_poll_ms));
     auto r = reply_->request(status_msg);
     ++result.polls;
@@ -199,7 +199,9 @@ full_sync_result simulated_worker::run_full_sync(std::string reason) {
     }
   }
   result.elapsed_s = seconds_since(t0);
-  if (result.error.empty())
+  if (stop.stop_requested())
+    result.error = "stopped before it completed";
+  else if (result.error.empty())
     result.error = fmt::format("not complete within {:g} s", config_.full_sync_timeout_s);
   return result;
 }
