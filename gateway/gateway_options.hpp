@@ -101,6 +101,35 @@ struct control_options {
   uint32_t max_queued_per_worker = 256;
 };
 
+/// Who may call the HTTP API, and over what (http_access.hpp).
+struct http_security {
+  /// File holding the API token (lmcc_api_token_file). Empty: the variable
+  /// named by token_env. Default: ""
+  std::string token_file;
+
+  /// Environment variable holding the API token when no file is given
+  /// (lmcc_api_token_env). Unset or empty too: no token, the API is open as
+  /// LMCache's is. Default: "LMCC_API_TOKEN"
+  std::string token_env = "LMCC_API_TOKEN";
+
+  /// Require the token for LMCache's read endpoints, the metrics and the
+  /// cluster's status too (lmcc_api_token_for_reads); probes stay open.
+  /// Default: false
+  bool token_for_reads = false;
+
+  /// PEM certificate (chain) and private key: the API serves HTTPS only
+  /// (lmcc_http_tls_cert_file, lmcc_http_tls_key_file; both or neither).
+  /// Default: "" (plain HTTP)
+  std::string tls_cert_file;
+  std::string tls_key_file;
+
+  /// The token itself, resolved at start from token_file or token_env (never
+  /// a config key, never printed). Empty: none.
+  std::string token;
+
+  bool tls() const noexcept { return !tls_cert_file.empty(); }
+};
+
 struct http_options {
   /// HTTP bind host (LMCache `controller_host`). Default: "0.0.0.0"
   std::string host = "0.0.0.0";
@@ -125,6 +154,8 @@ struct http_options {
   /// one for up to control_options::request_timeout; more threads keep /lookup
   /// answering meanwhile. Idle threads cost little. Default: 32
   uint32_t threads = 32;
+
+  http_security security;
 };
 
 } // namespace lmcc::gateway

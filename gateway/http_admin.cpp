@@ -185,12 +185,12 @@ void handle_env(httplib::Response& res) {
 
 void add_admin_routes(route_table& routes, controller_api& controller, node_metrics& metrics,
                       const frontend_counters& frontend, const request_waiter& waiter) {
-  routes.get("/controller/workers",
+  routes.get("/controller/workers", route_access::read,
              [&controller, &waiter](const httplib::Request& req, httplib::Response& res) {
                handle_workers(req, res, controller, waiter);
              });
 
-  routes.get("/controller/key-stats",
+  routes.get("/controller/key-stats", route_access::read,
              [&controller, &waiter](const httplib::Request&, httplib::Response& res) {
                auto stats = waiter.await(controller.stats());
                reply_json instances = reply_json::array();
@@ -205,17 +205,18 @@ void add_admin_routes(route_table& routes, controller_api& controller, node_metr
                                     {"instances", std::move(instances)}});
              });
 
-  routes.get("/metrics", [&controller, &metrics, &frontend, &waiter](const httplib::Request&,
-                                                                     httplib::Response& res) {
-    auto gauges = waiter.await(controller.gauges());
-    res.status = 200;
-    res.set_content(render_prometheus(gauges, frontend, metrics),
-                    "text/plain; version=0.0.4; charset=utf-8");
-  });
+  routes.get(
+      "/metrics", route_access::read,
+      [&controller, &metrics, &frontend, &waiter](const httplib::Request&, httplib::Response& res) {
+        auto gauges = waiter.await(controller.gauges());
+        res.status = 200;
+        res.set_content(render_prometheus(gauges, frontend, metrics),
+                        "text/plain; version=0.0.4; charset=utf-8");
+      });
 
   // A consistent checkpoint of the node's store into `dir`, a path on the node's
   // own file system that must not exist yet (lmcc snapshot).
-  routes.post("/admin/snapshot",
+  routes.post("/admin/snapshot", route_access::change,
               [&controller, &waiter](const httplib::Request& req, httplib::Response& res) {
                 auto dir = read_snapshot_body(req.body);
                 if (!dir)
@@ -238,38 +239,40 @@ void add_admin_routes(route_table& routes, controller_api& controller, node_metr
   // Injected faults (lmcc node --fault-injection on): crash and chaos tests
   // make commits fail or slow down, or jump the node's wall clock, then check
   // what the node does.
-  routes.post("/admin/faults", [&controller](const httplib::Request& req, httplib::Response& res) {
-    auto settings = read_faults_body(req.body);
-    if (!settings)
-      throw settings.error();
-    auto out = controller.set_store_faults(*settings);
-    if (out.status != 200)
-      throw request_error{out.status, out.error};
-    send_json(res, 200,
-              reply_json{{"fail_commits", out.fail_commits},
-                         {"fail_all_commits", out.fail_all_commits},
-                         {"commit_delay_us", out.commit_delay_us},
-                         {"clock_offset_ms", out.clock_offset_ms}});
-  });
+  routes.post("/admin/faults", route_access::change,
+              [&controller](const httplib::Request& req, httplib::Response& res) {
+                auto settings = read_faults_body(req.body);
+                if (!settings)
+                  throw settings.error();
+                auto out = controller.set_store_faults(*settings);
+                if (out.status != 200)
+                  throw request_error{out.status, out.error};
+                send_json(res, 200,
+                          reply_json{{"fail_commits", out.fail_commits},
+                                     {"fail_all_commits", out.fail_all_commits},
+                                     {"commit_delay_us", out.commit_delay_us},
+                                     {"clock_offset_ms", out.clock_offset_ms}});
+              });
 
   // The cluster as this node sees it (lmcc cluster up waits on it).
-  routes.get("/cluster/status", [&controller](const httplib::Request&, httplib::Response& res) {
-    auto status = controller.cluster_status_json();
-    if (!status)
-      throw request_error{404,
-                          "this node is not part of a cluster (lmcc_cluster_members is empty)"};
-    res.status = 200;
-    res.set_content(*status, "application/json");
-  });
+  routes.get("/cluster/status", route_access::read,
+             [&controller](const httplib::Request&, httplib::Response& res) {
+               auto status = controller.cluster_status_json();
+               if (!status)
+                 throw request_error{
+                     404, "this node is not part of a cluster (lmcc_cluster_members is empty)"};
+               res.status = 200;
+               res.set_content(*status, "application/json");
+             });
 
-  routes.get("/cluster/workers",
+  routes.get("/cluster/workers", route_access::read,
              [&controller, &waiter](const httplib::Request&, httplib::Response& res) {
                handle_cluster_workers(res, controller, waiter);
              });
 
   // A membership change: {"members": ["n1", "n2", "n3", "n4"]}
   // (docs/operations.md, "Adding and removing nodes").
-  routes.post("/cluster/members",
+  routes.post("/cluster/members", route_access::change,
               [&controller](const httplib::Request& req, httplib::Response& res) {
                 auto members = read_members_body(req.body);
                 if (!members)
@@ -281,23 +284,25 @@ void add_admin_routes(route_table& routes, controller_api& controller, node_metr
                 res.set_content(out.record, "application/json");
               });
 
-  routes.get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+  routes.get("/healthz", route_access::probe, [](const httplib::Request&, httplib::Response& res) {
     send_json(res, 200, reply_json{{"status", "ok"}});
   });
 
-  routes.get("/readyz", [&controller](const httplib::Request&, httplib::Response& res) {
-    if (controller.ready())
-      send_json(res, 200, reply_json{{"status", "ready"}});
-    else
-      send_json(res, 503, reply_json{{"status", "loading"}});
-  });
+  routes.get("/readyz", route_access::probe,
+             [&controller](const httplib::Request&, httplib::Response& res) {
+               if (controller.ready())
+                 send_json(res, 200, reply_json{{"status", "ready"}});
+               else
+                 send_json(res, 503, reply_json{{"status", "loading"}});
+             });
 
-  routes.get("/threads",
+  routes.get("/threads", route_access::read,
              [](const httplib::Request& req, httplib::Response& res) { handle_threads(req, res); });
 
-  routes.get("/env", [](const httplib::Request&, httplib::Response& res) { handle_env(res); });
+  routes.get("/env", route_access::read,
+             [](const httplib::Request&, httplib::Response& res) { handle_env(res); });
 
-  routes.get("/", [](const httplib::Request&, httplib::Response& res) {
+  routes.get("/", route_access::read, [](const httplib::Request&, httplib::Response& res) {
     // LMCache serves its dashboard here when the static files are installed; lmcc
     // ships none, so it answers as LMCache does without them.
     res.status = 404;

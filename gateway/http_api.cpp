@@ -40,9 +40,23 @@ void name_this_thread(const char* name) {
 /// serves the request, so the pair times one request without shared state.
 thread_local clock_type::time_point request_start{};
 
-/// Every handler answers; nothing it throws reaches httplib.
-route_table::handler guarded(route_table::handler fn) {
-  return [fn = std::move(fn)](const httplib::Request& req, httplib::Response& res) {
+} // namespace
+
+// -- route_table ----------------------------------------------------------------------------
+
+/// Every handler answers; nothing it throws reaches httplib. A request without
+/// the token its route needs never reaches the handler.
+route_table::handler route_table::guarded(route_access access, handler fn) const {
+  return [this, access, fn = std::move(fn)](const httplib::Request& req, httplib::Response& res) {
+    if (auto refusal = check_access(access, security_, req.get_header_value("Authorization"))) {
+      metrics_.count_event(refusal->event);
+      spdlog::warn("http-access-refused path={} remote={} status={} reason={}", req.path,
+                   req.remote_addr, refusal->status, refusal->event);
+      if (refusal->status == 401)
+        res.set_header("WWW-Authenticate", "Bearer realm=\"lmcc\"");
+      send_json(res, refusal->status, detail_json(refusal->detail));
+      return;
+    }
     try {
       fn(req, res);
     } catch (const request_error& e) {
@@ -57,18 +71,14 @@ route_table::handler guarded(route_table::handler fn) {
   };
 }
 
-} // namespace
-
-// -- route_table ----------------------------------------------------------------------------
-
-void route_table::post(const std::string& path, handler fn) {
+void route_table::post(const std::string& path, route_access access, handler fn) {
   paths_.insert(path);
-  server_.Post(path, guarded(std::move(fn)));
+  server_.Post(path, guarded(access, std::move(fn)));
 }
 
-void route_table::get(const std::string& path, handler fn) {
+void route_table::get(const std::string& path, route_access access, handler fn) {
   paths_.insert(path);
-  server_.Get(path, guarded(std::move(fn)));
+  server_.Get(path, guarded(access, std::move(fn)));
 }
 
 // -- http_api::impl -------------------------------------------------------------------------
@@ -79,8 +89,9 @@ public:
 
   impl(http_options options, controller_api& controller, node_metrics& metrics,
        const frontend_counters& frontend)
-    : options_(std::move(options)), metrics_(metrics), routes_(server_),
-      waiter_(options_.handler_timeout, stopping_) {
+    : options_(std::move(options)), metrics_(metrics),
+      owned_server_(make_server(options_.security)), server_(*owned_server_),
+      routes_(server_, options_.security, metrics), waiter_(options_.handler_timeout, stopping_) {
     configure_server();
     add_orchestration_routes(routes_, controller, options_, waiter_);
     add_admin_routes(routes_, controller, metrics, frontend, waiter_);
@@ -119,7 +130,9 @@ public:
     // that a stop() right after start() cannot leave the listener running forever.
     while (!server_.is_running() && !listener_done_)
       std::this_thread::sleep_for(1ms);
-    spdlog::info("http-listening host={} port={}", options_.host, port_.load());
+    spdlog::info("http-listening host={} port={} tls={} token={} token_for_reads={}", options_.host,
+                 port_.load(), options_.security.tls(), !options_.security.token.empty(),
+                 options_.security.token_for_reads);
   }
 
   void stop() {
@@ -134,6 +147,19 @@ public:
 
 private:
   // -- setup -------------------------------------------------------------------
+
+  /// HTTPS when a certificate is configured, else plain HTTP.
+  static std::unique_ptr<httplib::Server> make_server(const http_security& security) {
+    if (!security.tls())
+      return std::make_unique<httplib::Server>();
+    auto tls = std::make_unique<httplib::SSLServer>(security.tls_cert_file.c_str(),
+                                                    security.tls_key_file.c_str());
+    if (!tls->is_valid())
+      throw std::runtime_error("cannot serve HTTPS with the certificate " + security.tls_cert_file +
+                               " and the key " + security.tls_key_file +
+                               " (lmcc_http_tls_cert_file, lmcc_http_tls_key_file)");
+    return tls;
+  }
 
   void configure_server() {
     const size_t threads = std::max<size_t>(1, options_.threads);
@@ -235,7 +261,8 @@ private:
 
   http_options options_;
   node_metrics& metrics_;
-  httplib::Server server_;
+  std::unique_ptr<httplib::Server> owned_server_;
+  httplib::Server& server_; ///< *owned_server_: plain or HTTPS
   std::atomic<bool> stopping_{false};
   /// Registered paths and their handlers; complete before start(), read-only while serving.
   route_table routes_;

@@ -9,7 +9,7 @@
 namespace lmcc::gateway {
 
 void add_dashboard_route(route_table& routes) {
-  routes.get("/dashboard", [](const httplib::Request&, httplib::Response& res) {
+  routes.get("/dashboard", route_access::read, [](const httplib::Request&, httplib::Response& res) {
     res.status = 200;
     // The page may talk to this node only: no CDN, nothing fetched elsewhere.
     res.set_header("Content-Security-Policy",

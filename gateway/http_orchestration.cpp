@@ -65,91 +65,108 @@ void add_orchestration_routes(route_table& routes, controller_api& controller,
     return waiter.await(controller.orchestrate(std::move(request)));
   };
 
-  routes.post("/lookup", [=](const httplib::Request& req, httplib::Response& res) {
-    auto m = read_or_throw(read_lookup_body(req.body, max_tokens));
-    m.event_id = "Lookup" + make_uuid4();
-    auto reply = ask(std::move(m));
-    const auto& ret = expect_reply<msg::LookupRetMsg>(reply, "LookupMsg");
-    reply_json layout = reply_json::object();
-    for (const auto& [instance, where] : ret.layout_info)
-      layout[instance] = reply_json::array({where.first, int_json(where.second)});
-    send_json(res, 200, reply_json{{"event_id", ret.event_id}, {"layout_info", std::move(layout)}});
-  });
+  routes.post(
+      "/lookup", route_access::read, [=](const httplib::Request& req, httplib::Response& res) {
+        auto m = read_or_throw(read_lookup_body(req.body, max_tokens));
+        m.event_id = "Lookup" + make_uuid4();
+        auto reply = ask(std::move(m));
+        const auto& ret = expect_reply<msg::LookupRetMsg>(reply, "LookupMsg");
+        reply_json layout = reply_json::object();
+        for (const auto& [instance, where] : ret.layout_info)
+          layout[instance] = reply_json::array({where.first, int_json(where.second)});
+        send_json(res, 200,
+                  reply_json{{"event_id", ret.event_id}, {"layout_info", std::move(layout)}});
+      });
 
-  routes.post("/query_instance", [=](const httplib::Request& req, httplib::Response& res) {
-    auto m = read_or_throw(read_query_instance_body(req.body));
-    m.event_id = "QueryInst" + make_uuid4();
-    const std::string ip = m.ip;
-    auto reply = ask(std::move(m));
-    const auto& ret = expect_reply<msg::QueryInstRetMsg>(reply, "QueryInstMsg");
-    if (!ret.instance_id)
-      throw request_error{404, "no instance registered for ip " + ip};
-    send_json(res, 200, reply_json{{"event_id", ret.event_id}, {"res", *ret.instance_id}});
-  });
+  routes.post(
+      "/query_instance", route_access::read,
+      [=](const httplib::Request& req, httplib::Response& res) {
+        auto m = read_or_throw(read_query_instance_body(req.body));
+        m.event_id = "QueryInst" + make_uuid4();
+        const std::string ip = m.ip;
+        auto reply = ask(std::move(m));
+        const auto& ret = expect_reply<msg::QueryInstRetMsg>(reply, "QueryInstMsg");
+        if (!ret.instance_id)
+          throw request_error{404, "no instance registered for ip " + ip};
+        send_json(res, 200, reply_json{{"event_id", ret.event_id}, {"res", *ret.instance_id}});
+      });
 
-  routes.post("/clear", [=](const httplib::Request& req, httplib::Response& res) {
-    auto m = read_or_throw(read_clear_body(req.body));
-    m.event_id = "Clear" + make_uuid4();
-    auto reply = ask(std::move(m));
-    send_json(res, 200, num_tokens_json(expect_reply<msg::ClearRetMsg>(reply, "ClearMsg")));
-  });
+  routes.post(
+      "/clear", route_access::change, [=](const httplib::Request& req, httplib::Response& res) {
+        auto m = read_or_throw(read_clear_body(req.body));
+        m.event_id = "Clear" + make_uuid4();
+        auto reply = ask(std::move(m));
+        send_json(res, 200, num_tokens_json(expect_reply<msg::ClearRetMsg>(reply, "ClearMsg")));
+      });
 
-  routes.post("/pin", [=](const httplib::Request& req, httplib::Response& res) {
-    auto m = read_or_throw(read_pin_body(req.body, max_tokens));
-    m.event_id = "Pin" + make_uuid4();
-    auto reply = ask(std::move(m));
-    send_json(res, 200, num_tokens_json(expect_reply<msg::PinRetMsg>(reply, "PinMsg")));
-  });
+  routes.post("/pin", route_access::change,
+              [=](const httplib::Request& req, httplib::Response& res) {
+                auto m = read_or_throw(read_pin_body(req.body, max_tokens));
+                m.event_id = "Pin" + make_uuid4();
+                auto reply = ask(std::move(m));
+                send_json(res, 200, num_tokens_json(expect_reply<msg::PinRetMsg>(reply, "PinMsg")));
+              });
 
-  routes.post("/compress", [=](const httplib::Request& req, httplib::Response& res) {
-    auto m = read_or_throw(read_compress_body(req.body, max_tokens));
-    m.event_id = "Compress" + make_uuid4();
-    auto reply = ask(std::move(m));
-    send_json(res, 200, num_tokens_json(expect_reply<msg::CompressRetMsg>(reply, "CompressMsg")));
-  });
+  routes.post("/compress", route_access::change,
+              [=](const httplib::Request& req, httplib::Response& res) {
+                auto m = read_or_throw(read_compress_body(req.body, max_tokens));
+                m.event_id = "Compress" + make_uuid4();
+                auto reply = ask(std::move(m));
+                send_json(res, 200,
+                          num_tokens_json(expect_reply<msg::CompressRetMsg>(reply, "CompressMsg")));
+              });
 
-  routes.post("/decompress", [=](const httplib::Request& req, httplib::Response& res) {
-    auto m = read_or_throw(read_decompress_body(req.body, max_tokens));
-    m.event_id = "Decompress" + make_uuid4();
-    auto reply = ask(std::move(m));
-    send_json(res, 200,
-              num_tokens_json(expect_reply<msg::DecompressRetMsg>(reply, "DecompressMsg")));
-  });
+  routes.post("/decompress", route_access::change,
+              [=](const httplib::Request& req, httplib::Response& res) {
+                auto m = read_or_throw(read_decompress_body(req.body, max_tokens));
+                m.event_id = "Decompress" + make_uuid4();
+                auto reply = ask(std::move(m));
+                send_json(
+                    res, 200,
+                    num_tokens_json(expect_reply<msg::DecompressRetMsg>(reply, "DecompressMsg")));
+              });
 
-  routes.post("/move", [=](const httplib::Request& req, httplib::Response& res) {
-    auto m = read_or_throw(read_move_body(req.body, max_tokens));
-    m.event_id = "Move" + make_uuid4();
-    auto reply = ask(std::move(m));
-    send_json(res, 200, num_tokens_json(expect_reply<msg::MoveRetMsg>(reply, "MoveMsg")));
-  });
+  routes.post(
+      "/move", route_access::change, [=](const httplib::Request& req, httplib::Response& res) {
+        auto m = read_or_throw(read_move_body(req.body, max_tokens));
+        m.event_id = "Move" + make_uuid4();
+        auto reply = ask(std::move(m));
+        send_json(res, 200, num_tokens_json(expect_reply<msg::MoveRetMsg>(reply, "MoveMsg")));
+      });
 
-  routes.post("/health", [=](const httplib::Request& req, httplib::Response& res) {
-    auto m = read_or_throw(read_health_body(req.body));
-    m.event_id = "health" + make_uuid4(); // lower case: LMCache's own prefix for this one
-    auto reply = ask(std::move(m));
-    const auto& ret = expect_reply<msg::HealthRetMsg>(reply, "HealthMsg");
-    reply_json codes = reply_json::object();
-    for (const auto& [worker_id, code] : ret.error_codes)
-      codes[worker_id.to_string()] = int_json(code); // JSON keys are text
-    send_json(res, 200, reply_json{{"event_id", ret.event_id}, {"error_codes", std::move(codes)}});
-  });
+  routes.post(
+      "/health", route_access::read, [=](const httplib::Request& req, httplib::Response& res) {
+        auto m = read_or_throw(read_health_body(req.body));
+        m.event_id = "health" + make_uuid4(); // lower case: LMCache's own prefix for this one
+        auto reply = ask(std::move(m));
+        const auto& ret = expect_reply<msg::HealthRetMsg>(reply, "HealthMsg");
+        reply_json codes = reply_json::object();
+        for (const auto& [worker_id, code] : ret.error_codes)
+          codes[worker_id.to_string()] = int_json(code); // JSON keys are text
+        send_json(res, 200,
+                  reply_json{{"event_id", ret.event_id}, {"error_codes", std::move(codes)}});
+      });
 
-  routes.post("/check_finish", [=](const httplib::Request& req, httplib::Response& res) {
-    auto reply = ask(read_or_throw(read_check_finish_body(req.body)));
-    const auto& ret = expect_reply<msg::CheckFinishRetMsg>(reply, "CheckFinishMsg");
-    send_json(res, 200, reply_json{{"status", ret.status}});
-  });
+  routes.post("/check_finish", route_access::read,
+              [=](const httplib::Request& req, httplib::Response& res) {
+                auto reply = ask(read_or_throw(read_check_finish_body(req.body)));
+                const auto& ret = expect_reply<msg::CheckFinishRetMsg>(reply, "CheckFinishMsg");
+                send_json(res, 200, reply_json{{"status", ret.status}});
+              });
 
-  routes.post("/query_worker_info", [=](const httplib::Request& req, httplib::Response& res) {
-    auto m = read_or_throw(read_query_worker_info_body(req.body, max_tokens));
-    m.event_id = "QueryWorkerInfo" + make_uuid4();
-    auto reply = ask(std::move(m));
-    const auto& ret = expect_reply<msg::QueryWorkerInfoRetMsg>(reply, "QueryWorkerInfoMsg");
-    reply_json infos = reply_json::array();
-    for (const auto& w : ret.worker_infos)
-      infos.push_back(worker_info_json(w));
-    send_json(res, 200, reply_json{{"event_id", ret.event_id}, {"worker_infos", std::move(infos)}});
-  });
+  routes.post(
+      "/query_worker_info", route_access::read,
+      [=](const httplib::Request& req, httplib::Response& res) {
+        auto m = read_or_throw(read_query_worker_info_body(req.body, max_tokens));
+        m.event_id = "QueryWorkerInfo" + make_uuid4();
+        auto reply = ask(std::move(m));
+        const auto& ret = expect_reply<msg::QueryWorkerInfoRetMsg>(reply, "QueryWorkerInfoMsg");
+        reply_json infos = reply_json::array();
+        for (const auto& w : ret.worker_infos)
+          infos.push_back(worker_info_json(w));
+        send_json(res, 200,
+                  reply_json{{"event_id", ret.event_id}, {"worker_infos", std::move(infos)}});
+      });
 }
 
 } // namespace lmcc::gateway

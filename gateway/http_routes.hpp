@@ -1,8 +1,10 @@
 // http_routes: what the route files (http_orchestration.cpp, http_admin.cpp,
 // http_dashboard.cpp) need from the server in http_api.cpp.
 //
-//   route_table: registers handlers on the httplib server. Every handler is
-//     guarded: a request_error it throws becomes {"detail": ...} with its status,
+//   route_table: registers handlers on the httplib server, each with what it
+//     may do (route_access): a request without the API token a route needs is
+//     refused (401/403) before its handler runs. Every handler is guarded: a
+//     request_error it throws becomes {"detail": ...} with its status,
 //     anything else a logged 500; nothing reaches httplib. The table also knows
 //     every registered path (405 vs 404, and the request-timing series).
 //   request_waiter: waits for the controller's future at most handler_timeout
@@ -19,6 +21,7 @@
 
 #include "gateway/controller_api.hpp"
 #include "gateway/gateway_options.hpp"
+#include "gateway/http_access.hpp"
 #include "gateway/http_body.hpp"
 #include "gateway/metrics.hpp"
 
@@ -40,16 +43,21 @@ class route_table {
 public:
   using handler = std::function<void(const httplib::Request&, httplib::Response&)>;
 
-  explicit route_table(httplib::Server& server) : server_(server) {}
+  route_table(httplib::Server& server, const http_security& security, node_metrics& metrics)
+    : server_(server), security_(security), metrics_(metrics) {}
 
-  void post(const std::string& path, handler fn);
-  void get(const std::string& path, handler fn);
+  void post(const std::string& path, route_access access, handler fn);
+  void get(const std::string& path, route_access access, handler fn);
 
   /// True for a registered path, whatever its method.
   bool knows(std::string_view path) const { return paths_.contains(path); }
 
 private:
+  handler guarded(route_access access, handler fn) const;
+
   httplib::Server& server_;
+  const http_security& security_;
+  node_metrics& metrics_;
   std::set<std::string, std::less<>> paths_;
 };
 

@@ -43,6 +43,11 @@ void apply_cross_option_rules(resolve_state& s) {
                          std::to_string(c.members.size()) + " members");
   }
 
+  // -- HTTPS needs both halves.
+  if (const auto& sec = s.options.http.security;
+      sec.tls_cert_file.empty() != sec.tls_key_file.empty())
+    s.errors.push_back("lmcc_http_tls_cert_file and lmcc_http_tls_key_file: set both or neither");
+
   // -- a planted bug only where faults may be injected.
   if (s.options.planted() != planted_bug_kind::none && !s.options.fault_injection)
     s.errors.push_back(

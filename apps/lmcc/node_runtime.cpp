@@ -2,7 +2,9 @@
 
 #include "apps/lmcc/internal/node_runtime_impl.hpp"
 #include "apps/lmcc/memory_releaser.hpp"
+#include "apps/lmcc/node_config.hpp"
 #include "apps/lmcc/thread_priority.hpp"
+#include "gateway/http_access.hpp"
 
 #include <absl/container/flat_hash_map.h>
 #include <caf/io/middleman.hpp>
@@ -275,6 +277,8 @@ void node_runtime::start() {
   auto& d = *impl_;
   d.control_ = std::make_shared<gateway::control_channel>(d.context_, d.options_.control);
   d.frontend_ = std::make_unique<gateway::zmq_frontend>(d.context_, d.options_.zmq, *this);
+  d.options_.http.security.token =
+      gateway::resolve_api_token(d.options_.http.security, process_environment());
   d.http_ = std::make_unique<gateway::http_api>(d.options_.http, *this, d.metrics_,
                                                 d.frontend_->counters());
   // HTTP first: /healthz answers and /readyz says 503 while the index loads.

@@ -24,6 +24,7 @@ import random
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -198,9 +199,16 @@ _live_lock = threading.Lock()
 class Node:
     """One `lmcc node` process with free ports on 127.0.0.1."""
 
-    def __init__(self, workdir: Path, extra_args: tuple[str, ...]):
+    def __init__(self, workdir: Path, extra_args: tuple[str, ...],
+                 env: Optional[dict[str, str]] = None, tls_ca: Optional[Path] = None,
+                 token: Optional[str] = None):
         self.workdir = workdir
         self.extra_args = extra_args
+        self.env = env or {}
+        # HTTPS (lmcc_http_tls_*): requests verify the node against this CA.
+        self.tls_ca = tls_ca
+        # The API token every request bears (request(token=...) overrides it).
+        self.token = token
         self.proc: Optional[subprocess.Popen] = None
         self.log_path: Optional[Path] = None
         self.returncode: Optional[int] = None
@@ -209,7 +217,8 @@ class Node:
 
     @property
     def http_url(self) -> str:
-        return f"http://127.0.0.1:{self.http_port}"
+        scheme = "https" if self.tls_ca else "http"
+        return f"{scheme}://127.0.0.1:{self.http_port}"
 
     @property
     def pull_url(self) -> str:
@@ -253,7 +262,7 @@ class Node:
             log = open(self.log_path, "wb")
             # stdbuf works by LD_PRELOAD; under `make test-asan` ASan must stay first
             # in the library list, so tell it not to insist on that.
-            env = dict(os.environ)
+            env = {**os.environ, **self.env}
             env["ASAN_OPTIONS"] = ":".join(
                 filter(None, [env.get("ASAN_OPTIONS", ""), "verify_asan_link_order=0"]))
             self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
@@ -345,7 +354,10 @@ class Node:
     # -- HTTP ------------------------------------------------------------------------
 
     def request(self, method: str, path: str, body: Any = None, timeout: float = 30,
-                content_type: str = "application/json") -> HttpResponse:
+                content_type: str = "application/json",
+                token: Optional[str] = None) -> HttpResponse:
+        """token: the bearer token to send; None: the node's own (self.token);
+        "": none."""
         data = None
         if body is not None:
             if isinstance(body, (bytes, bytearray)):
@@ -357,17 +369,22 @@ class Node:
         req = urllib.request.Request(self.http_url + path, data=data, method=method)
         if data is not None:
             req.add_header("Content-Type", content_type)
+        bearer = self.token if token is None else token
+        if bearer:
+            req.add_header("Authorization", f"Bearer {bearer}")
+        context = ssl.create_default_context(cafile=str(self.tls_ca)) if self.tls_ca else None
         try:
-            with urllib.request.urlopen(req, timeout=timeout) as resp:
+            with urllib.request.urlopen(req, timeout=timeout, context=context) as resp:
                 return HttpResponse(resp.status, resp.read(), resp.headers.get("Content-Type", ""))
         except urllib.error.HTTPError as e:
             return HttpResponse(e.code, e.read(), e.headers.get("Content-Type", ""))
 
-    def get(self, path: str, timeout: float = 30) -> HttpResponse:
-        return self.request("GET", path, timeout=timeout)
+    def get(self, path: str, timeout: float = 30, token: Optional[str] = None) -> HttpResponse:
+        return self.request("GET", path, timeout=timeout, token=token)
 
-    def post(self, path: str, body: Any, timeout: float = 30) -> HttpResponse:
-        return self.request("POST", path, body, timeout=timeout)
+    def post(self, path: str, body: Any, timeout: float = 30,
+             token: Optional[str] = None) -> HttpResponse:
+        return self.request("POST", path, body, timeout=timeout, token=token)
 
     # -- observations ----------------------------------------------------------------
 
@@ -417,12 +434,14 @@ class NodeFactory:
         self.tmp_dir = tmp_dir
         self.nodes: list[Node] = []
 
-    def __call__(self, *extra_args: str) -> Node:
+    def __call__(self, *extra_args: str, env: Optional[dict[str, str]] = None,
+                 tls_ca: Optional[Path] = None, token: Optional[str] = None,
+                 expect_ready: bool = True) -> Node:
         workdir = self.tmp_dir / f"n{len(self.nodes)}"
         workdir.mkdir(parents=True, exist_ok=True)
-        node = Node(workdir, tuple(extra_args))
+        node = Node(workdir, tuple(extra_args), env=env, tls_ca=tls_ca, token=token)
         self.nodes.append(node)
-        return node.start()
+        return node.start(expect_ready=expect_ready)
 
     def stop_all(self) -> None:
         problems = []
