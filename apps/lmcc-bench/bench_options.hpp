@@ -62,6 +62,15 @@ struct bench_options {
   /// The controller's HTTP API. Default: 127.0.0.1:9000
   host_port http{"127.0.0.1", 9000};
 
+  /// A secured API (docs/security.md): the bearer token every request bears
+  /// (--api-token-file, else $LMCC_API_TOKEN) and the CA its HTTPS
+  /// certificate is verified with (--http-ca-file; empty: plain HTTP).
+  struct http_access_settings {
+    std::string token;
+    std::string ca_file;
+  } http_access;
+  std::string api_token_file;
+
   /// Where the key count is read: auto (key-stats, else /metrics), key-stats, metrics.
   std::string key_source = "auto";
 

@@ -32,10 +32,18 @@ std::string lookup_body(std::span<const int64_t> tokens) {
 } // namespace
 
 controller_http::controller_http(host_port target, std::string key_source,
-                                 std::string instance_prefix, uint32_t timeout_ms)
+                                 std::string instance_prefix, uint32_t timeout_ms,
+                                 const bench_options::http_access_settings& access)
   : target_(std::move(target)), key_source_(std::move(key_source)),
     prefix_(std::move(instance_prefix) + "-"),
-    client_(std::make_unique<httplib::Client>(target_.host, target_.port)) {
+    client_(std::make_unique<httplib::Client>((access.ca_file.empty() ? "http://" : "https://") +
+                                              target_.str())) {
+  if (!access.ca_file.empty()) {
+    client_->enable_server_certificate_verification(true);
+    client_->set_ca_cert_path(access.ca_file.c_str());
+  }
+  if (!access.token.empty())
+    client_->set_bearer_token_auth(access.token.c_str());
   const time_t sec = timeout_ms / 1000;
   const time_t usec = static_cast<time_t>(timeout_ms % 1000) * 1000;
   client_->set_connection_timeout(sec, usec);

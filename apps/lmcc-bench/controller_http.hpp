@@ -68,7 +68,7 @@ struct http_lookup_result {
 class controller_http {
 public:
   controller_http(host_port target, std::string key_source, std::string instance_prefix,
-                  uint32_t timeout_ms);
+                  uint32_t timeout_ms, const bench_options::http_access_settings& access = {});
   ~controller_http();
   controller_http(const controller_http&) = delete;
   controller_http& operator=(const controller_http&) = delete;

@@ -69,7 +69,7 @@ controller_nodes::controller_nodes(const bench_options& o) {
     if (have_pids)
       n.process.emplace(std::vector<int>{o.node_pids[i]});
     n.api = std::make_unique<controller_http>(n.http, o.key_source, o.instance_prefix,
-                                              o.request_timeout_ms);
+                                              o.request_timeout_ms, o.http_access);
     if (auto res = n.api->get("/cluster/status"); res && res->status == 200) {
       auto status = nlohmann::json::parse(res->body, nullptr, false);
       if (status.is_object()) {
@@ -230,8 +230,9 @@ std::string controller_nodes::processes_text() const {
   return text;
 }
 
-std::optional<int> discover_node_pid(const host_port& http, uint32_t timeout_ms, bool* answered) {
-  controller_http api{http, "auto", "", timeout_ms};
+std::optional<int> discover_node_pid(const host_port& http, uint32_t timeout_ms, bool* answered,
+                                     const bench_options::http_access_settings& access) {
+  controller_http api{http, "auto", "", timeout_ms, access};
   const auto res = api.get("/threads");
   if (answered != nullptr)
     *answered = res.has_value();

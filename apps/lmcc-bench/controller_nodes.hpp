@@ -108,6 +108,7 @@ private:
 /// must exist; nullopt otherwise (another host, another pid namespace, no
 /// /threads). `answered` (if given) says whether the node answered HTTP at all.
 std::optional<int> discover_node_pid(const host_port& http, uint32_t timeout_ms,
-                                     bool* answered = nullptr);
+                                     bool* answered = nullptr,
+                                     const bench_options::http_access_settings& access = {});
 
 } // namespace lmcc::bench

@@ -23,6 +23,9 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <csignal>
+#include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <sys/resource.h>
 
@@ -47,6 +50,10 @@ void add_flags(CLI::App& app, bench_options& o, endpoint_texts& ep, std::string&
   app.add_option("--pull", ep.pull, "controller PULL socket host:port")->capture_default_str();
   app.add_option("--reply", ep.reply, "controller reply ROUTER host:port")->capture_default_str();
   app.add_option("--http", ep.http, "controller HTTP API host:port")->capture_default_str();
+  app.add_option("--api-token-file", o.api_token_file,
+                 "file holding the controller's API token (else $LMCC_API_TOKEN)");
+  app.add_option("--http-ca-file", o.http_access.ca_file,
+                 "the controller serves HTTPS: verify it with this CA");
   app.add_option("--nodes", ep.nodes,
                  "a cluster's nodes as host:HTTP,... (pull HTTP+1, reply HTTP+2, as `lmcc cluster "
                  "up` assigns them) or host:PULL/REPLY/HTTP,... (replaces --pull/--reply/--http; "
@@ -216,7 +223,8 @@ void find_node_processes(bench_options& o) {
   std::vector<int> found;
   for (const auto& n : o.nodes) {
     bool answered = false;
-    auto pid = lmcc::bench::discover_node_pid(n.http, o.request_timeout_ms, &answered);
+    auto pid =
+        lmcc::bench::discover_node_pid(n.http, o.request_timeout_ms, &answered, o.http_access);
     if (!pid) {
       if (!answered)
         return; // the scenario says that the node cannot be reached
@@ -250,6 +258,10 @@ void raise_descriptor_limit(uint64_t wanted) {
 } // namespace
 
 int main(int argc, char** argv) {
+  // A peer that closes its connection mid-write must cost an error on that
+  // connection, not the process: OpenSSL writes HTTPS with write(2), which
+  // raises SIGPIPE (libzmq and plain httplib pass MSG_NOSIGNAL themselves).
+  std::signal(SIGPIPE, SIG_IGN);
   // Progress and warnings go to stderr; the report table alone to stdout.
   auto logger = spdlog::stderr_color_st("lmcc-bench");
   logger->set_pattern("[%H:%M:%S.%e] %^%l%$ %v");
@@ -274,6 +286,14 @@ int main(int argc, char** argv) {
     o.pull = lmcc::bench::parse_host_port(ep.pull);
     o.reply = lmcc::bench::parse_host_port(ep.reply);
     o.http = lmcc::bench::parse_host_port(ep.http);
+    if (!o.api_token_file.empty()) {
+      std::ifstream in(o.api_token_file, std::ios::binary);
+      if (!in)
+        throw std::invalid_argument("cannot read --api-token-file " + o.api_token_file);
+      std::getline(in, o.http_access.token);
+    } else if (const char* env = std::getenv("LMCC_API_TOKEN"); env != nullptr) {
+      o.http_access.token = env;
+    }
     for (const auto& text : ep.nodes)
       o.nodes.push_back(lmcc::bench::parse_node_endpoints(text));
     if (!o.nodes.empty()) { // the first node is the one every single-node read uses

@@ -102,7 +102,7 @@ report run_flood(scenario_env& env) {
   report r{"flood"};
   r.set_config(config_json(o));
   const process_set node{o.pids};
-  controller_http api{o.http, o.key_source, o.instance_prefix, o.request_timeout_ms};
+  controller_http api{o.http, o.key_source, o.instance_prefix, o.request_timeout_ms, o.http_access};
   api.check_reachable();
   check_other_nodes_reachable(o);
   controller_nodes nodes{o};

@@ -37,7 +37,7 @@ report run_fullsync(scenario_env& env) {
   report r{"fullsync"};
   r.set_config(config_json(o));
   const process_set node{o.pids};
-  controller_http api{o.http, o.key_source, o.instance_prefix, o.request_timeout_ms};
+  controller_http api{o.http, o.key_source, o.instance_prefix, o.request_timeout_ms, o.http_access};
   api.check_reachable();
   check_other_nodes_reachable(o);
   cluster c{env.ctx, o};

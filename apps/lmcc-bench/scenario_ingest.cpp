@@ -33,7 +33,7 @@ report run_ingest(scenario_env& env) {
                         f.decode_errors, f.seq_gaps));
   }
   const process_set node{o.pids};
-  controller_http api{o.http, o.key_source, o.instance_prefix, o.request_timeout_ms};
+  controller_http api{o.http, o.key_source, o.instance_prefix, o.request_timeout_ms, o.http_access};
   api.check_reachable();
   check_other_nodes_reachable(o);
   controller_nodes nodes{o};

@@ -77,7 +77,7 @@ void run_client(const phase_setup& s, uint32_t client, uint64_t requests,
   const size_t node = pick_node_index(o, role, client);
   if (s.kind == lookup_kind::http)
     api.emplace(pick_node(o, role, client).http, o.key_source, o.instance_prefix,
-                o.request_timeout_ms);
+                o.request_timeout_ms, o.http_access);
   else
     p2p.emplace(s.env->ctx, pick_node(o, role, client).reply.tcp(), o.request_timeout_ms,
                 fmt::format("bench-p2p-client-{}", client));
@@ -241,7 +241,7 @@ report run_lookup_kind(scenario_env& env, lookup_kind kind) {
   const auto& o = env.opts;
   report r{kind == lookup_kind::http ? "lookup" : "p2p"};
   r.set_config(config_json(o));
-  controller_http api{o.http, o.key_source, o.instance_prefix, o.request_timeout_ms};
+  controller_http api{o.http, o.key_source, o.instance_prefix, o.request_timeout_ms, o.http_access};
   api.check_reachable();
   check_other_nodes_reachable(o);
   controller_nodes nodes{o};

@@ -48,7 +48,7 @@ report run_memory(scenario_env& env) {
   const process_set node{o.pids};
   report r{"memory"};
   r.set_config(config_json(o));
-  controller_http api{o.http, o.key_source, o.instance_prefix, o.request_timeout_ms};
+  controller_http api{o.http, o.key_source, o.instance_prefix, o.request_timeout_ms, o.http_access};
   api.check_reachable();
   check_other_nodes_reachable(o);
   controller_nodes nodes{o};

@@ -91,7 +91,7 @@ report run_restart(scenario_env& env) {
   o.full_sync_on_request = true;
   report r{"restart"};
   r.set_config(config_json(o));
-  controller_http api{o.http, o.key_source, o.instance_prefix, o.request_timeout_ms};
+  controller_http api{o.http, o.key_source, o.instance_prefix, o.request_timeout_ms, o.http_access};
   api.check_reachable();
   check_other_nodes_reachable(o);
   cluster c{env.ctx, o};

@@ -154,7 +154,7 @@ report run_soak(scenario_env& env) {
   o.keep_registered = true; // the harness stops the cluster; no 10^6-key drop at the end
   report r{"soak"};
   r.set_config(config_json(o));
-  controller_http api{o.http, o.key_source, o.instance_prefix, o.request_timeout_ms};
+  controller_http api{o.http, o.key_source, o.instance_prefix, o.request_timeout_ms, o.http_access};
   api.check_reachable();
   check_other_nodes_reachable(o);
   controller_nodes nodes{o};

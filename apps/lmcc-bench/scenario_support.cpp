@@ -17,7 +17,8 @@ steady::duration seconds_to_duration(double s) {
 }
 
 key_tracker::key_tracker(controller_http& api, const bench_options& o)
-  : sampler_(api.target(), api.key_source(), o.instance_prefix, o.sample_timeout_ms) {
+  : sampler_(api.target(), api.key_source(), o.instance_prefix, o.sample_timeout_ms,
+             o.http_access) {
   auto first = api.keys();
   if (!first)
     throw unreachable_error(
@@ -179,13 +180,15 @@ bool progress_clock::due() {
 
 void check_other_nodes_reachable(const bench_options& o) {
   for (size_t i = 1; i < o.nodes.size(); ++i) {
-    controller_http api{o.nodes[i].http, o.key_source, o.instance_prefix, o.request_timeout_ms};
+    controller_http api{o.nodes[i].http, o.key_source, o.instance_prefix, o.request_timeout_ms,
+                        o.http_access};
     api.check_reachable();
   }
 }
 
 void check_controllers_reachable(const bench_options& o) {
-  controller_http first{o.http, o.key_source, o.instance_prefix, o.request_timeout_ms};
+  controller_http first{o.http, o.key_source, o.instance_prefix, o.request_timeout_ms,
+                        o.http_access};
   first.check_reachable();
   check_other_nodes_reachable(o);
 }

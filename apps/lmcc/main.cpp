@@ -58,6 +58,10 @@ int run_node(const lmcc::apps::node_options& options) {
 } // namespace
 
 int main(int argc, char** argv) {
+  // A peer that closes its connection mid-write must cost an error on that
+  // connection, not the process: OpenSSL writes HTTPS with write(2), which
+  // raises SIGPIPE (libzmq and plain httplib pass MSG_NOSIGNAL themselves).
+  std::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"lmcc: a clustered, durable cache controller for LMCache"};
   app.require_subcommand(1);
   app.set_version_flag("--version", LMCC_VERSION);

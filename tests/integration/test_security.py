@@ -6,11 +6,12 @@ answer; HTTPS refuses a plain-text client and keeps serving."""
 
 import http.client
 import socket
+import ssl
 import subprocess
 
 import pytest
 
-from conftest import unique, wait_until
+from conftest import BINARY, unique, wait_until
 from lmcc_worker import LOCATION
 
 TOKEN = "s3cret-token-for-the-api-0123456789"
@@ -120,3 +121,76 @@ def test_https_serves_the_api_and_refuses_plain_text(node_factory, make_worker, 
     assert node.alive()
     assert node.get("/healthz").status == 200  # and HTTPS goes on
     assert "tls=true" in node.log_text()
+
+
+def test_an_https_client_that_hangs_up_mid_answer_costs_the_node_nothing(
+        node_factory, certificates):
+    """OpenSSL writes with write(2): a client gone mid-answer raises SIGPIPE,
+    which kills a process that does not ignore it (lmcc-bench died so, at
+    exit 141, when the node closed an idle HTTPS connection)."""
+    node = node_factory("--http-tls-cert-file", str(certificates / "node.pem"),
+                        "--http-tls-key-file", str(certificates / "node.key"),
+                        tls_ca=certificates / "ca.pem")
+    context = ssl.create_default_context(cafile=str(certificates / "ca.pem"))
+    for _ in range(30):
+        with socket.create_connection(("127.0.0.1", node.http_port), timeout=5) as raw:
+            tls = context.wrap_socket(raw, server_hostname="127.0.0.1")
+            tls.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n" * 20)
+            # Closed unread: the node's next write meets a reset connection (EPIPE).
+    wait_until(lambda: node.get("/healthz").status == 200, message="the node still answers")
+    assert node.alive()
+
+
+def test_the_lmcc_client_speaks_https_and_bears_the_token(node_factory, make_worker, certificates,
+                                                          tmp_path):
+    """`lmcc lookup` against a node serving HTTPS with reads closed: refused
+    without the token, answered with --token-file (or $LMCC_API_TOKEN) and
+    --ca-file; a certificate from another CA is refused."""
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN)
+    node = node_factory("--http-tls-cert-file", str(certificates / "node.pem"),
+                        "--http-tls-key-file", str(certificates / "node.key"),
+                        "--api-token-file", str(token_file), "--api-token-for-reads", "on",
+                        tls_ca=certificates / "ca.pem", token=TOKEN)
+    registered(node, make_worker)
+    prompt = tmp_path / "prompt.json"
+    prompt.write_text("[1, 2, 3]")
+    endpoint = f"127.0.0.1:{node.http_port}"
+
+    def lookup(*flags, env=None):
+        return subprocess.run([str(BINARY), "lookup", str(prompt), "--endpoints", endpoint,
+                               "--output", "json", *flags], capture_output=True, text=True,
+                              timeout=30, env=env)
+
+    no_token = lookup("--ca-file", str(certificates / "ca.pem"), env={})
+    assert no_token.returncode != 0 and "HTTP 401" in no_token.stderr, no_token.stderr
+    with_file = lookup("--ca-file", str(certificates / "ca.pem"), "--token-file", str(token_file),
+                       env={})
+    # Answered (exit 1: no instance holds this prompt; 0 would be a hit).
+    assert with_file.returncode == 1 and '"layout_info": {}' in with_file.stdout, with_file.stderr
+    with_env = lookup("--ca-file", str(certificates / "ca.pem"), env={"LMCC_API_TOKEN": TOKEN})
+    assert with_env.returncode == 1 and "layout_info" in with_env.stdout, with_env.stderr
+    other_ca = lookup("--ca-file", str(certificates / "node.pem"), env={"LMCC_API_TOKEN": TOKEN})
+    assert other_ca.returncode == 2, other_ca.stdout  # not signed by that "CA": no answer
+    plain = lookup(env={"LMCC_API_TOKEN": TOKEN})
+    assert plain.returncode == 2, plain.stdout
+
+
+def test_lmcc_bench_runs_against_https_with_the_token(node_factory, certificates, tmp_path):
+    """lmcc-bench keeps its HTTPS connection open between reads; the node
+    closes idle ones, and the bench's next write met a reset connection
+    (SIGPIPE, exit 141) before it ignored the signal."""
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN)
+    node = node_factory("--http-tls-cert-file", str(certificates / "node.pem"),
+                        "--http-tls-key-file", str(certificates / "node.key"),
+                        "--api-token-file", str(token_file), "--api-token-for-reads", "on",
+                        tls_ca=certificates / "ca.pem", token=TOKEN)
+    bench = BINARY.parent / "lmcc-bench"
+    r = subprocess.run([str(bench), "lookup", "--pull", node.pull_url, "--reply", node.reply_url,
+                        "--http", f"127.0.0.1:{node.http_port}",
+                        "--http-ca-file", str(certificates / "ca.pem"),
+                        "--api-token-file", str(token_file), "--duration", "2"],
+                       capture_output=True, text=True, timeout=120, env={})
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "RESULT: PASS" in r.stdout

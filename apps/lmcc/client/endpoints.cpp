@@ -4,7 +4,11 @@
 #include <httplib.h>
 
 #include <charconv>
+#include <cstdlib>
+#include <fstream>
 #include <future>
+#include <sstream>
+#include <stdexcept>
 
 namespace lmcc::apps::client {
 namespace {
@@ -12,7 +16,8 @@ namespace {
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
     s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
+  while (!s.empty() &&
+         (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r'))
     s.remove_suffix(1);
   return s;
 }
@@ -69,6 +74,31 @@ void add_client_flags(CLI::App& cmd, client_options& options, const std::string&
   cmd.add_option("--timeout", options.timeout_s, timeout_help)
       ->check(CLI::Range(1, 3600))
       ->capture_default_str();
+  cmd.add_option("--token-file", options.token_file,
+                 "file holding the API token (else $LMCC_API_TOKEN): calls that change state "
+                 "need it when the nodes have one")
+      ->type_name("FILE");
+  cmd.add_flag("--https", options.https, "the nodes serve HTTPS");
+  cmd.add_option("--ca-file", options.ca_file,
+                 "HTTPS, the nodes' certificates verified with this CA")
+      ->type_name("FILE");
+}
+
+request_settings client_options::request() const {
+  request_settings r{timeout()};
+  r.https = https || !ca_file.empty();
+  r.ca_file = ca_file;
+  if (!token_file.empty()) {
+    std::ifstream in(token_file, std::ios::binary);
+    if (!in)
+      throw std::runtime_error("cannot read --token-file " + token_file);
+    std::ostringstream text;
+    text << in.rdbuf();
+    r.token = std::string(trim(text.str()));
+  } else if (const char* env = std::getenv("LMCC_API_TOKEN"); env != nullptr) {
+    r.token = std::string(trim(env));
+  }
+  return r;
 }
 
 msg::expected<std::vector<std::string>> parse_endpoints(std::string_view text) {
@@ -78,6 +108,8 @@ msg::expected<std::vector<std::string>> parse_endpoints(std::string_view text) {
     auto e = trim(text.substr(0, comma));
     if (e.starts_with("http://"))
       e.remove_prefix(7);
+    else if (e.starts_with("https://"))
+      e.remove_prefix(8);
     while (e.ends_with('/'))
       e.remove_suffix(1);
     if (!e.empty()) {
@@ -98,10 +130,18 @@ namespace {
 
 /// GET `path`, or POST `body` to it when `body` is set.
 fetched exchange(const std::string& endpoint, const std::string& path, const nlohmann::json* body,
-                 std::chrono::milliseconds timeout) {
+                 const request_settings& settings) {
+  const auto timeout = settings.timeout;
   fetched out;
   out.endpoint = endpoint;
-  httplib::Client http{"http://" + endpoint};
+  httplib::Client http{(settings.https ? "https://" : "http://") + endpoint};
+  if (settings.https) {
+    http.enable_server_certificate_verification(true);
+    if (!settings.ca_file.empty())
+      http.set_ca_cert_path(settings.ca_file.c_str());
+  }
+  if (!settings.token.empty())
+    http.set_bearer_token_auth(settings.token.c_str());
   http.set_connection_timeout(timeout);
   http.set_read_timeout(timeout);
   http.set_write_timeout(timeout);
@@ -128,22 +168,22 @@ fetched exchange(const std::string& endpoint, const std::string& path, const nlo
 } // namespace
 
 fetched fetch_json(const std::string& endpoint, const std::string& path,
-                   std::chrono::milliseconds timeout) {
-  return exchange(endpoint, path, nullptr, timeout);
+                   const request_settings& settings) {
+  return exchange(endpoint, path, nullptr, settings);
 }
 
 fetched post_json(const std::string& endpoint, const std::string& path, const nlohmann::json& body,
-                  std::chrono::milliseconds timeout) {
-  return exchange(endpoint, path, &body, timeout);
+                  const request_settings& settings) {
+  return exchange(endpoint, path, &body, settings);
 }
 
 std::vector<fetched> fetch_all(const std::vector<std::string>& endpoints, const std::string& path,
-                               std::chrono::milliseconds timeout) {
+                               const request_settings& settings) {
   std::vector<std::future<fetched>> pending;
   pending.reserve(endpoints.size());
   for (const auto& e : endpoints)
     pending.push_back(std::async(std::launch::async,
-                                 [&e, &path, timeout] { return fetch_json(e, path, timeout); }));
+                                 [&e, &path, &settings] { return fetch_json(e, path, settings); }));
   std::vector<fetched> out;
   out.reserve(pending.size());
   for (auto& f : pending)
@@ -152,10 +192,10 @@ std::vector<fetched> fetch_all(const std::vector<std::string>& endpoints, const 
 }
 
 first_answer fetch_first(const std::vector<std::string>& endpoints, const std::string& path,
-                         std::chrono::milliseconds timeout) {
+                         const request_settings& settings) {
   first_answer out;
   for (const auto& e : endpoints) {
-    auto f = fetch_json(e, path, timeout);
+    auto f = fetch_json(e, path, settings);
     if (f.ok()) {
       out.answer = std::move(f);
       return out;
@@ -163,6 +203,16 @@ first_answer fetch_first(const std::vector<std::string>& endpoints, const std::s
     out.failures.push_back(std::move(f));
   }
   return out;
+}
+
+std::optional<request_settings> settings_or_say(const client_options& options, std::ostream& err,
+                                                std::string_view command) {
+  try {
+    return options.request();
+  } catch (const std::exception& e) {
+    err << command << ": " << e.what() << "\n";
+    return std::nullopt;
+  }
 }
 
 std::string describe_failures(const std::vector<fetched>& failures) {

@@ -3,12 +3,14 @@
 //
 // Every client command takes the same flags: --endpoints HOST:PORT[,...]
 // (any nodes of one cluster, tried in order; default 127.0.0.1:9000),
-// --output table|json and --timeout SECONDS (each HTTP request's bound,
-// connecting and reading alike; default 5).
+// --output table|json, --timeout SECONDS (each HTTP request's bound,
+// connecting and reading alike; default 5), and for a secured API
+// (docs/security.md) --token-file FILE (else $LMCC_API_TOKEN), --https and
+// --ca-file FILE (HTTPS verified against that CA).
 //
 //   client_options o;                         // or add_client_flags(cmd, o)
 //   auto list = parse_endpoints(o.endpoints); // {"127.0.0.1:9000"} or an error
-//   fetched first = fetch_first(*list, "/cluster/status", o.timeout());
+//   fetched first = fetch_first(*list, "/cluster/status", o.request());
 //   if (first.ok()) use(*first.body);
 //   auto all = fetch_all({"h1:9000", "h2:9000"}, "/cluster/status", o.timeout()); // in parallel
 //
@@ -22,6 +24,7 @@
 
 #include <chrono>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,6 +44,16 @@ enum exit_code : int {
   exit_usage = 4,       ///< bad --endpoints
 };
 
+/// How each request is made: its bound, and the API's token and TLS.
+struct request_settings {
+  request_settings(std::chrono::milliseconds bound = std::chrono::seconds(5)) // NOLINT: a bound
+    : timeout(bound) {}
+  std::chrono::milliseconds timeout;
+  std::string token;   ///< sent as Authorization: Bearer; empty: none
+  bool https = false;  ///< HTTPS, the server's certificate verified
+  std::string ca_file; ///< the CA to verify it against; empty: the system's
+};
+
 /// The flags every client command takes.
 struct client_options {
   /// Comma-separated HOST:PORT of any nodes of the cluster, tried in order.
@@ -50,8 +63,16 @@ struct client_options {
   std::string output = "table";
   /// Each HTTP request's bound, in seconds. Default: 5
   int timeout_s = 5;
+  /// File holding the API token; empty: $LMCC_API_TOKEN, if set.
+  std::string token_file;
+  /// HTTPS (implied by ca_file). Default: plain HTTP
+  bool https = false;
+  std::string ca_file;
 
   std::chrono::milliseconds timeout() const { return std::chrono::seconds(timeout_s); }
+  /// The settings of each request. Throws std::runtime_error when
+  /// --token-file cannot be read.
+  request_settings request() const;
   bool json() const { return output == "json"; }
 };
 
@@ -79,16 +100,16 @@ struct fetched {
 
 /// GET http://endpoint/path; ok() for a 200 whose body is JSON.
 fetched fetch_json(const std::string& endpoint, const std::string& path,
-                   std::chrono::milliseconds timeout);
+                   const request_settings& settings);
 
 /// POST http://endpoint/path with `body` (JSON); ok() for a 200 whose
 /// answer is JSON. An error status's reason is FastAPI's {"detail": ...}.
 fetched post_json(const std::string& endpoint, const std::string& path, const nlohmann::json& body,
-                  std::chrono::milliseconds timeout);
+                  const request_settings& settings);
 
 /// fetch_json on every endpoint at once; results in the endpoints' order.
 std::vector<fetched> fetch_all(const std::vector<std::string>& endpoints, const std::string& path,
-                               std::chrono::milliseconds timeout);
+                               const request_settings& settings);
 
 /// The endpoints one after the other until one is ok(); with none, every
 /// failure in order (so the caller can name them all).
@@ -97,7 +118,11 @@ struct first_answer {
   std::vector<fetched> failures;
 };
 first_answer fetch_first(const std::vector<std::string>& endpoints, const std::string& path,
-                         std::chrono::milliseconds timeout);
+                         const request_settings& settings);
+
+/// options.request(), or nullopt after telling `err` why ("<command>: ...").
+std::optional<request_settings> settings_or_say(const client_options& options, std::ostream& err,
+                                                std::string_view command);
 
 /// "h1:9000 (Connection refused); h2:9000 (HTTP 404: ...)".
 std::string describe_failures(const std::vector<fetched>& failures);

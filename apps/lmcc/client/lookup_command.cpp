@@ -38,10 +38,13 @@ int run_lookup(const client_options& options, const std::string& source, std::is
   const size_t token_count = tokens->size();
   const nlohmann::json body{{"tokens", std::move(*tokens)}};
 
+  const auto settings = settings_or_say(options, err, "lmcc lookup");
+  if (!settings)
+    return exit_usage;
   std::vector<fetched> failures;
   for (const auto& endpoint : *endpoints) {
     const auto started = std::chrono::steady_clock::now();
-    auto answer = post_json(endpoint, "/lookup", body, options.timeout());
+    auto answer = post_json(endpoint, "/lookup", body, *settings);
     const auto elapsed = std::chrono::steady_clock::now() - started;
     if (!answer.ok() || !answer.body->is_object() || !answer.body->contains("layout_info")) {
       if (answer.ok())
@@ -54,7 +57,7 @@ int run_lookup(const client_options& options, const std::string& source, std::is
                          .elapsed_ms = std::chrono::duration<double, std::milli>(elapsed).count()};
     // Which node that is: a cluster node says in /cluster/status; a single
     // node does not (404), and is named by its address alone.
-    if (const auto status = fetch_json(endpoint, "/cluster/status", options.timeout());
+    if (const auto status = fetch_json(endpoint, "/cluster/status", *settings);
         status.ok() && status.body->is_object())
       origin.node = status.body->value("node", std::string{});
     const bool found = layout_instances(*answer.body) > 0;

@@ -23,12 +23,15 @@ struct change_run {
   const client_options& options;
   std::ostream& out;
   std::ostream& err;
-  std::string drained; ///< lmcc drain's node, else ""
+  std::string drained;         ///< lmcc drain's node, else ""
+  request_settings settings{}; ///< the API's token and TLS (request() of the options)
   clock::time_point started = clock::now();
 
   std::ostream& say() const { return options.json() ? err : out; }
-  std::chrono::milliseconds request_bound() const {
-    return std::min<std::chrono::milliseconds>(options.timeout(), std::chrono::seconds(5));
+  request_settings request_bound() const {
+    auto r = settings;
+    r.timeout = std::min<std::chrono::milliseconds>(options.timeout(), std::chrono::seconds(5));
+    return r;
   }
   int64_t elapsed_ms() const {
     return std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - started).count();
@@ -84,7 +87,7 @@ void learn_addresses(const nlohmann::json& status, std::map<std::string, std::st
 /// Asks every node in `ids` for its /cluster/status, all at once.
 std::vector<node_progress> poll(const std::vector<std::string>& ids,
                                 std::map<std::string, std::string>& http,
-                                std::chrono::milliseconds bound) {
+                                const request_settings& bound) {
   std::vector<size_t> asked;
   std::vector<std::string> addresses;
   std::vector<node_progress> out(ids.size());
@@ -114,6 +117,11 @@ int run_change(change_run& run, const next_members_fn& next_members, bool no_wai
   const auto endpoints = parse_endpoints(run.options.endpoints);
   if (!endpoints)
     return run.end(exit_usage, "usage", "--endpoints: " + endpoints.error().message);
+  try {
+    run.settings = run.options.request();
+  } catch (const std::exception& e) {
+    return run.end(exit_usage, "usage", e.what());
+  }
   const auto first = fetch_first(*endpoints, "/cluster/status", run.request_bound());
   if (!first.answer) {
     const bool any_http = std::any_of(first.failures.begin(), first.failures.end(),

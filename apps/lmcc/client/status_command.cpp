@@ -8,7 +8,7 @@ namespace lmcc::apps::client {
 namespace {
 
 /// Asks every report without a status whose address is known, all at once.
-void ask_members(std::vector<node_report>& reports, std::chrono::milliseconds timeout) {
+void ask_members(std::vector<node_report>& reports, const request_settings& settings) {
   std::vector<size_t> asked;
   std::vector<std::string> addresses;
   for (size_t i = 0; i < reports.size(); ++i)
@@ -16,7 +16,7 @@ void ask_members(std::vector<node_report>& reports, std::chrono::milliseconds ti
       asked.push_back(i);
       addresses.push_back(reports[i].http);
     }
-  auto answers = fetch_all(addresses, "/cluster/status", timeout);
+  auto answers = fetch_all(addresses, "/cluster/status", settings);
   for (size_t k = 0; k < asked.size(); ++k) {
     auto& r = reports[asked[k]];
     if (answers[k].ok() && answers[k].body->value("node", std::string{}) == r.id)
@@ -37,7 +37,10 @@ int run_status(const client_options& options, std::ostream& out, std::ostream& e
     err << "lmcc status: --endpoints: " << endpoints.error().message << "\n";
     return exit_usage;
   }
-  const auto first = fetch_first(*endpoints, "/cluster/status", options.timeout());
+  const auto settings = settings_or_say(options, err, "lmcc status");
+  if (!settings)
+    return exit_usage;
+  const auto first = fetch_first(*endpoints, "/cluster/status", *settings);
   if (!first.answer) {
     const bool any_http = std::any_of(first.failures.begin(), first.failures.end(),
                                       [](const auto& f) { return f.answered(); });
@@ -60,10 +63,10 @@ int run_status(const client_options& options, std::ostream& out, std::ostream& e
         << " answered GET /cluster/status without a member list\n";
     return exit_bad_answer;
   }
-  ask_members(reports, options.timeout());
+  ask_members(reports, *settings);
   // A node that lost a peer forgets its address; another that answered may know it.
   fill_addresses(reports);
-  ask_members(reports, options.timeout());
+  ask_members(reports, *settings);
   for (auto& r : reports)
     if (!r.status && r.http.empty())
       r.error = "no node that answered knows its HTTP address";

@@ -17,7 +17,7 @@ namespace {
 /// does not answer is left out.
 std::map<std::string, nlohmann::json> ask_homes(const nlohmann::json& body,
                                                 const std::string& endpoint,
-                                                std::chrono::milliseconds timeout) {
+                                                const request_settings& settings) {
   const auto asked = body.value("node", std::string{});
   std::set<std::string> homes;
   for (const auto& w : body["workers"])
@@ -26,7 +26,7 @@ std::map<std::string, nlohmann::json> ask_homes(const nlohmann::json& body,
   std::map<std::string, nlohmann::json> out;
   if (homes.empty())
     return out;
-  const auto status = fetch_json(endpoint, "/cluster/status", timeout);
+  const auto status = fetch_json(endpoint, "/cluster/status", settings);
   if (!status.ok() || !status.body->contains("members"))
     return out;
   std::vector<std::string> ids;
@@ -39,7 +39,7 @@ std::map<std::string, nlohmann::json> ask_homes(const nlohmann::json& body,
       addresses.push_back(http);
     }
   }
-  auto answers = fetch_all(addresses, "/cluster/workers", timeout);
+  auto answers = fetch_all(addresses, "/cluster/workers", settings);
   for (size_t i = 0; i < ids.size(); ++i)
     if (answers[i].ok() && answers[i].body->value("node", std::string{}) == ids[i])
       out.emplace(ids[i], std::move(*answers[i].body));
@@ -54,7 +54,10 @@ int run_workers(const client_options& options, std::ostream& out, std::ostream& 
     err << "lmcc workers: --endpoints: " << endpoints.error().message << "\n";
     return exit_usage;
   }
-  const auto first = fetch_first(*endpoints, "/cluster/workers", options.timeout());
+  const auto settings = settings_or_say(options, err, "lmcc workers");
+  if (!settings)
+    return exit_usage;
+  const auto first = fetch_first(*endpoints, "/cluster/workers", *settings);
   if (!first.answer) {
     const bool any_http = std::any_of(first.failures.begin(), first.failures.end(),
                                       [](const auto& f) { return f.answered(); });
@@ -68,7 +71,7 @@ int run_workers(const client_options& options, std::ostream& out, std::ostream& 
         << " answered GET /cluster/workers without a worker list\n";
     return exit_bad_answer;
   }
-  take_full_sync_from_homes(body, ask_homes(body, first.answer->endpoint, options.timeout()));
+  take_full_sync_from_homes(body, ask_homes(body, first.answer->endpoint, *settings));
   if (options.json()) {
     body["asked"] = first.answer->endpoint;
     out << body.dump(2) << "\n";
