@@ -20,9 +20,9 @@ coverage_book::coverage_book(uint32_t slot_count)
   : slot_count_(slot_count), decided_(slot_count, 0), pending_per_slot_(slot_count, 0),
     blank_(slot_count, 0) {}
 
-void coverage_book::blank_owned() {
+void coverage_book::blank_all() {
   for (uint32_t s = 0; s < slot_count_; ++s)
-    if (owns(s) && blank_[s] == 0) {
+    if (blank_[s] == 0) {
       blank_[s] = 1;
       changed_.push_back(s);
     }
@@ -54,13 +54,12 @@ void coverage_book::set_ownership(std::vector<uint8_t> owned, std::vector<uint64
     if (now && !before)
       gained.push_back(s);
   }
-  // Slots no longer owned: what this node keeps of them does not count
-  // (nor does a blank one stay uncertain: nobody reads or waits for it here).
+  // Slots no longer owned: what this node keeps of them does not count, nor
+  // does a blank one stay uncertain (nobody reads or waits for it here); it
+  // stays blank all the same, so that its copy never passes for a whole one.
   for (uint32_t s = 0; s < slot_count_ && !owned.empty(); ++s)
-    if (owned[s] == 0 && blank_[s] != 0) {
-      blank_[s] = 0;
+    if (owned[s] == 0 && blank_[s] != 0)
       changed_.push_back(s);
-    }
   for (auto& [h, hc] : holders_) {
     if (hc.slots.empty())
       continue;

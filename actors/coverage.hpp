@@ -171,20 +171,26 @@ public:
   std::vector<holder_id> holders() const;
   /// How holder h's copy of `slot` stands.
   slot_cover cover(holder_id h, uint32_t slot) const;
-  /// Whether any holder's copy of `slot` is pending, or the slot is blank.
+  /// Whether any holder's copy of `slot` is pending, or the slot is blank
+  /// and owned (a blank slot owned elsewhere is nothing this node reads or
+  /// waits for, but it stays blank: its copy is no one's to take).
   bool slot_pending(uint32_t slot) const noexcept {
-    return slot < slot_count_ && (pending_per_slot_[slot] > 0 || blank_[slot] != 0);
+    return slot < slot_count_ && (pending_per_slot_[slot] > 0 || (blank_[slot] != 0 && owns(slot)));
   }
 
   // -- a node back empty ------------------------------------------------------------------
 
   /// This node came back with an empty store (a disk lost): what it holds of
-  /// every slot it owns says nothing of the holders it has not heard of
-  /// since, so each such slot is *blank* -- uncertain as a whole -- until a
-  /// copy of an owner that is not blank itself is installed, or the slot is
-  /// known to be lost everywhere (settle()).
-  void blank_owned();
+  /// any slot says nothing of the holders it has not heard of since, so
+  /// every slot is *blank* -- uncertain as a whole where owned, and offered
+  /// to no one as a whole copy (slot_copy::complete) -- until a copy of an
+  /// owner that is not blank itself is installed, or the slot is known to be
+  /// lost everywhere (settle()). Slots owned elsewhere too: a node back
+  /// empty may still be a previous owner of slots a membership change is
+  /// moving, and its empty copy must not pass for theirs (chaos seed 9231).
+  void blank_all();
   void settle(uint32_t slot);
+  /// Every slot: nothing existed before (a new cluster: no peer holds an index).
   void settle_all();
   bool blank(uint32_t slot) const noexcept { return slot < slot_count_ && blank_[slot] != 0; }
   /// Pending (slot, holder) pairs.

@@ -297,7 +297,7 @@ public:
   void set_ownership(std::vector<uint8_t> owned, std::vector<uint64_t> owned_since);
   void set_ownership_words(std::span<const uint64_t> words);
 
-  /// Blank slots (coverage_book::blank_owned) whose copy is as complete as it
+  /// Blank slots (coverage_book::blank_all) whose copy is as complete as it
   /// can get: lost on every owner (only the workers' full syncs refill them),
   /// or the node came back empty into a cluster that holds no index.
   void settle(std::span<const uint32_t> slots);

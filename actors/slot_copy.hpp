@@ -38,7 +38,7 @@ struct holder_slot_copy {
 
 struct slot_copy {
   uint32_t slot = 0;
-  /// The sender's copy of the slot is not blank (coverage_book::blank_owned):
+  /// The sender's copy of the slot is not blank (coverage_book::blank_all):
   /// a holder it does not list holds nothing there.
   bool complete = true;
   std::vector<holder_slot_copy> holders;

@@ -196,17 +196,24 @@ void node_cluster::start(const actors::kv_shard_actor& shard,
     // The marker stays until every owned slot is copied or known lost; the
     // node greets as unsettled until then (refill_leftovers.hpp).
     auto settled = std::make_shared<std::atomic<bool>>(false);
-    auto on_settled = [marker, settled, directory, shard] {
+    auto on_settled = [marker, settled, directory] {
       if (!marker.empty())
         std::remove(marker.c_str());
       settled->store(true);
-      caf::anon_send(shard, actors::settled_atom::value); // nothing left to wait for
       caf::anon_send(directory, actors::settled_atom::value);
     };
+    // Settled, each owned slot was copied whole or found lost (and so
+    // settled one by one); one copied from an owner blank itself stays blank
+    // until anti-entropy finds it blank everywhere. Nothing is settled
+    // wholesale: that would pass an empty copy for a whole one.
     rc.on_settled = on_settled;
     refill_ = system.spawn(actors::slot_refill_main, std::move(rc));
     nc.refill = refill_;
-    nc.on_refill_skipped = on_settled;
+    // No peer holds an index: nothing existed before, every slot is whole.
+    nc.on_refill_skipped = [on_settled, shard] {
+      caf::anon_send(shard, actors::settled_atom::value);
+      on_settled();
+    };
     nc.refill_settled = settled;
   }
   nc.holds_index = [index = parts_.index] { return index->read().entries() > 0; };

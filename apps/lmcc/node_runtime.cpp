@@ -71,10 +71,11 @@ void node_runtime::impl::spawn_actors(node_state& state) {
   init->index = index_;
   init->store = state.store;
   // A cluster node back with an empty store (or one whose copy from its
-  // peers was cut short) knows nothing of what its slots held: each waits
-  // for a peer's copy (coverage.hpp; the refill settles what none holds).
+  // peers was cut short) knows nothing of what any slot held: each owned one
+  // waits for a peer's copy (coverage.hpp; the refill settles what none
+  // holds), and none is offered whole to a peer.
   if (cluster_ && (state.need_full_sync_all || cluster_->refill_pending()))
-    state.shard.covers->blank_owned();
+    state.shard.covers->blank_all();
   init->start = std::move(state.shard);
   init->monitor = shard_monitor_;
   init->release_memory = [releaser = std::make_shared<memory_releaser>(

@@ -100,7 +100,7 @@ TEST(kv_shard_core, a_node_back_empty_waits_for_a_copy_of_an_owner_that_is_not_e
   const auto k = keys_in(4, 2, 64);
   shard_start_state start;
   start.covers = std::make_shared<coverage_book>(64);
-  start.covers->blank_owned(); // its disk was replaced
+  start.covers->blank_all(); // its disk was replaced
   f.core = std::make_unique<kv_shard_core>(f.opts, f.index, f.store, std::move(start));
   EXPECT_TRUE(f.index->uncertain(4));
   // Another empty node's copy says nothing of the holders it never heard of.
@@ -125,6 +125,39 @@ TEST(kv_shard_core, a_node_back_empty_waits_for_a_copy_of_an_owner_that_is_not_e
   EXPECT_TRUE(f.index->uncertain(6));
   f.core->settle_all();
   EXPECT_FALSE(f.index->uncertain(6));
+}
+
+TEST(kv_shard_core, a_node_back_empty_offers_no_slot_whole_not_even_one_it_does_not_own) {
+  // Chaos seed 9231: a standby back with an empty disk owned nothing, so it
+  // had no blank slot; a membership change made it a previous owner of
+  // slots whose other previous owner had lost its disk too, and the new
+  // owners took its empty copies as whole ones: entries lost everywhere.
+  std::vector<uint8_t> none(64, 0);
+  std::vector<uint64_t> since(64, 0);
+  shard_fixture back;
+  shard_start_state start;
+  start.covers = std::make_shared<coverage_book>(64);
+  start.covers->set_ownership(none, since); // a standby
+  start.covers->blank_all();                // its disk was replaced
+  back.core = std::make_unique<kv_shard_core>(back.opts, back.index, back.store, std::move(start));
+  EXPECT_FALSE(back.index->uncertain(4)); // owned elsewhere: nothing it reads or waits for
+  EXPECT_FALSE(back.core->copy_of(4).complete);
+  // Joint with a change: it is a previous owner of slot 4, still blank.
+  auto owned = none;
+  owned[4] = 1;
+  back.core->set_ownership(owned, since);
+  EXPECT_TRUE(back.index->uncertain(4));
+  EXPECT_FALSE(back.core->copy_of(4).complete);
+  // The node that gains slot 4 takes that copy and stays blank.
+  shard_fixture gains;
+  gains.core->set_ownership(none, since);
+  auto gained_since = since;
+  gained_since[4] = 1;
+  gains.core->set_ownership(owned, gained_since);
+  EXPECT_TRUE(gains.index->uncertain(4));
+  const auto outcome = gains.core->install(back.core->copy_of(4));
+  EXPECT_TRUE(outcome.still_blank);
+  EXPECT_TRUE(gains.index->uncertain(4));
 }
 
 TEST(kv_shard_core, a_copy_outlives_a_restart_and_so_does_an_uncertain_slot) {
