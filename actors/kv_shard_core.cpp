@@ -296,6 +296,11 @@ copy_outcome kv_shard_core::install(const slot_copy& copy) {
         mine[h].push_back(key);
     });
   }
+  // A blank slot holds of each holder only what it applied since it came
+  // back empty: at the label a whole copy has, theirs is the whole of it.
+  // It becomes whole only if it takes every part it differs from.
+  const bool blank = cover_->blank(slot);
+  bool whole = copy.complete;
   for (const auto& part : copy.holders) {
     std::vector<uint64_t> theirs = part.keys;
     std::sort(theirs.begin(), theirs.end());
@@ -303,7 +308,11 @@ copy_outcome kv_shard_core::install(const slot_copy& copy) {
     auto& own = mine[part.holder];
     std::sort(own.begin(), own.end());
     const bool same = own == theirs;
-    const auto verdict = cover_->judge(part.holder, slot, part.pos, part.certain, same);
+    auto verdict = cover_->judge(part.holder, slot, part.pos, part.certain, same);
+    if (blank && verdict == install_verdict::conflict)
+      verdict = install_verdict::install;
+    else if (blank && !same && verdict != install_verdict::install)
+      whole = false; // theirs is behind this node's ops, or uncertain: a newer copy must come
     const uint64_t uid =
         part.worker_uid != 0
             ? part.worker_uid
@@ -346,8 +355,8 @@ copy_outcome kv_shard_core::install(const slot_copy& copy) {
     }
   }
   // A copy of an owner that is not blank lists every holder of the slot: a
-  // blank one here has all it lacked.
-  if (copy.complete)
+  // blank one here has all it lacked, once it took every part it lacked.
+  if (whole)
     cover_->settle(slot);
   result.still_blank = cover_->blank(slot);
   for (holder_id h : cover_->holders())

@@ -160,6 +160,35 @@ TEST(kv_shard_core, a_node_back_empty_offers_no_slot_whole_not_even_one_it_does_
   EXPECT_TRUE(gains.index->uncertain(4));
 }
 
+TEST(kv_shard_core, a_blank_slot_takes_a_whole_copy_at_its_own_label_and_waits_for_a_newer_one) {
+  // Chaos seed 8781: a node back empty applied the worker's next op, then
+  // its refill brought the other owner's copy at that same position; the
+  // parts were taken for a conflict, left out, and the slot was settled with
+  // only the op since the restart: a lookup read it short.
+  shard_fixture f;
+  const auto k = keys_in(4, 3, 64);
+  shard_start_state start;
+  start.covers = std::make_shared<coverage_book>(64);
+  start.covers->blank_all(); // its disk was replaced
+  f.core = std::make_unique<kv_shard_core>(f.opts, f.index, f.store, std::move(start));
+  f.core->apply(sb(1, 1, h1, {{k[2], true}}).incarnation(1).pos({1, 0, 4, 0}, {1, 0, 5, 0}));
+  f.commit();
+  // Another owner's whole copy, behind this node's op: not taken, still blank.
+  slot_copy behind{4, true, {holder_slot_copy{h1, 0, true, {1, 0, 4, 0}, {k[0], k[1]}}}};
+  auto outcome = f.core->install(behind);
+  EXPECT_TRUE(outcome.still_blank);
+  EXPECT_TRUE(f.index->uncertain(4));
+  // At this node's label: the whole of it.
+  slot_copy at{4, true, {holder_slot_copy{h1, 0, true, {1, 0, 5, 0}, {k[0], k[1], k[2]}}}};
+  outcome = f.core->install(at);
+  EXPECT_TRUE(outcome.conflicts.empty());
+  EXPECT_EQ(outcome.installed, 1u);
+  EXPECT_FALSE(outcome.still_blank);
+  EXPECT_FALSE(f.index->uncertain(4));
+  for (uint64_t key : k)
+    EXPECT_TRUE(f.index->read().holds(key, h1));
+}
+
 TEST(kv_shard_core, a_copy_outlives_a_restart_and_so_does_an_uncertain_slot) {
   shard_fixture f;
   const auto k = keys_in(3, 2, 64);
