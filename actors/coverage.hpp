@@ -187,7 +187,7 @@ public:
   /// owner that is not blank itself is installed, or the slot is known to be
   /// lost everywhere (settle()). Slots owned elsewhere too: a node back
   /// empty may still be a previous owner of slots a membership change is
-  /// moving, and its empty copy must not pass for theirs (chaos seed 9231).
+  /// moving, and its empty copy must not pass for theirs.
   void blank_all();
   void settle(uint32_t slot);
   /// Every slot: nothing existed before (a new cluster: no peer holds an index).
