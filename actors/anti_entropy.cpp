@@ -49,7 +49,7 @@ void take_copy(ae_self self, node_index peer_index, const cluster_service_actor&
               ++st.cfg.counters->copies_taken;
             self->request(st.cfg.shard, st.cfg.timeout, install_atom::value, std::move(copy))
                 .then(
-                    [self, slot, peer_id, round](std::vector<uint64_t>& words) {
+                    [self, slot, peer_id, round, peer_index](std::vector<uint64_t>& words) {
                       auto& st = self->state;
                       const auto outcome = decode_copy_outcome(words);
                       if (outcome.changed > 0) {
@@ -70,13 +70,8 @@ void take_copy(ae_self self, node_index peer_index, const cluster_service_actor&
                                         "from={} action=asked-lately",
                                         uid, holder, slot, peer_id);
                       }
-                      for (const auto& [uid, holder] : outcome.unresolved)
-                        st.ledger.unresolved(round, slot, uid, holder);
-                      if (outcome.still_blank) {
-                        auto [it, fresh] = st.blank_everywhere.try_emplace(slot, round, round);
-                        if (!fresh)
-                          it->second.second = round;
-                      }
+                      st.ledger.after_copy(round, slot, outcome.unresolved);
+                      st.blank_everywhere.after_copy(round, slot, peer_index, outcome.still_blank);
                     },
                     [slot](caf::error& e) {
                       spdlog::warn("anti-entropy-install-failed slot={} error={}", slot,
@@ -107,11 +102,18 @@ uint32_t fetch_uncertain(ae_self self, const cluster_table& table, node_index pe
   auto service = caf::actor_cast<cluster_service_actor>(table.peers[peer].handles.service);
   const std::string& peer_id = table.members[peer].address.id;
   uint32_t uncertain = 0;
-  for (uint64_t s : shared_slots(table, peer)) {
-    if (!st.cfg.index->uncertain(static_cast<uint32_t>(s)))
+  const auto shared = shared_slots(table, peer);
+  // From a cursor that moves on: past max_repairs_per_round uncertain slots,
+  // the ones after the first would otherwise wait for those to resolve.
+  const size_t start = shared.empty() ? 0 : st.fetch_cursor % shared.size();
+  for (size_t k = 0; k < shared.size(); ++k) {
+    const auto s = static_cast<uint32_t>(shared[(start + k) % shared.size()]);
+    if (!st.cfg.index->uncertain(s))
       continue;
-    if (++uncertain <= st.cfg.max_repairs_per_round)
-      take_copy(self, peer, service, peer_id, static_cast<uint32_t>(s));
+    if (++uncertain <= st.cfg.max_repairs_per_round) {
+      take_copy(self, peer, service, peer_id, s);
+      st.fetch_cursor = start + k + 1;
+    }
   }
   return uncertain;
 }
@@ -179,8 +181,13 @@ void compare_with(ae_self self, const cluster_table& table, node_index peer) {
               st.cfg.counters->slots_compared += slots.size();
               st.cfg.counters->slots_differing = st.tracker.differing();
             }
-            if (fetch.size() > st.cfg.max_repairs_per_round)
-              fetch.resize(st.cfg.max_repairs_per_round); // the rest stays for next rounds
+            if (fetch.size() > st.cfg.max_repairs_per_round) {
+              // The rest stays for next rounds, each round starting elsewhere.
+              const size_t start = (st.round * st.cfg.max_repairs_per_round) % fetch.size();
+              std::rotate(fetch.begin(), fetch.begin() + static_cast<ptrdiff_t>(start),
+                          fetch.end());
+              fetch.resize(st.cfg.max_repairs_per_round);
+            }
             for (uint32_t slot : fetch)
               take_copy(self, peer, service, peer_id, slot);
           },
@@ -196,19 +203,18 @@ void compare_with(ae_self self, const cluster_table& table, node_index peer) {
 void close_blank_round(ae_self self, const std::function<bool(uint32_t)>& owners_answer) {
   auto& st = self->state;
   std::vector<uint64_t> lost;
-  for (auto it = st.blank_everywhere.begin(); it != st.blank_everywhere.end();) {
-    const auto [first, last] = it->second;
-    if (last != st.round || !st.cfg.index->uncertain(it->first)) {
-      it = st.blank_everywhere.erase(it); // settled, or not seen this round: count again
-      continue;
-    }
-    if (last - first + 1 >= st.cfg.rounds_for_loss && owners_answer(it->first)) {
-      lost.push_back(it->first);
-      it = st.blank_everywhere.erase(it);
-      continue;
-    }
-    ++it;
-  }
+  const auto table = st.cfg.board->current();
+  auto other_owners = [&table](uint32_t slot) {
+    uint64_t others = 0;
+    for (node_index n : table->owners->owner_indices(slot))
+      if (n != table->self)
+        others |= uint64_t{1} << n;
+    return others;
+  };
+  auto uncertain = [&st](uint32_t slot) { return st.cfg.index->uncertain(slot); };
+  for (uint32_t slot : st.blank_everywhere.close_round(st.cfg.rounds_for_loss, other_owners,
+                                                       owners_answer, uncertain))
+    lost.push_back(slot);
   if (lost.empty())
     return;
   if (st.cfg.counters)
@@ -233,9 +239,9 @@ void close_round(ae_self self, const cluster_table& table) {
   };
   // One line and one ask per worker: its full sync rebuilds every slot of it.
   std::map<uint64_t, std::vector<uncertainty_ledger::lost_pair>> by_worker;
-  for (const auto& lost : st.ledger.close_round(st.round, st.cfg.rounds_for_loss, owners_answer))
-    if (st.cfg.index->uncertain(lost.slot)) // a full sync since may have rebuilt it
-      by_worker[lost.worker_uid].push_back(lost);
+  auto uncertain = [&st](uint32_t slot) { return st.cfg.index->uncertain(slot); };
+  for (const auto& lost : st.ledger.close_round(st.cfg.rounds_for_loss, owners_answer, uncertain))
+    by_worker[lost.worker_uid].push_back(lost);
   for (const auto& [uid, lost] : by_worker) {
     if (st.cfg.counters)
       st.cfg.counters->holders_lost += lost.size();

@@ -81,10 +81,11 @@ struct anti_entropy_state {
   /// disagreement seen again before the sync replaced the entries is the
   /// same one.
   std::map<uint64_t, uint64_t> asked;
-  /// Slots still blank here after a copy of another owner that was blank
-  /// too, with the first and last round that happened: blank on every owner
-  /// for rounds_for_loss rounds, no owner knows every holder of them.
-  std::map<uint32_t, std::pair<uint64_t, uint64_t>> blank_everywhere;
+  /// Slots still blank here after copies of other owners blank too.
+  blank_slot_ledger blank_everywhere;
+  /// Where the next fetch of uncertain slots starts among the shared ones:
+  /// more uncertain slots than one round may ask for are asked in turn.
+  size_t fetch_cursor = 0;
 };
 
 anti_entropy_actor::behavior_type

@@ -78,8 +78,10 @@ private:
   std::map<std::pair<node_index, uint32_t>, std::pair<uint64_t, uint64_t>> seen_;
 };
 
-/// (slot, holder) pairs still uncertain here after a copy from another owner,
-/// round by round.
+/// (slot, holder) pairs still uncertain here after copies from other owners.
+/// A round asks for at most max_repairs_per_round slots, so a slot may go a
+/// few rounds unasked: that neither resolves its pairs nor starts their count
+/// again; a copy that covers a pair, or the slot no longer uncertain, does.
 class uncertainty_ledger {
 public:
   struct lost_pair {
@@ -88,17 +90,20 @@ public:
     uint64_t holder = 0;
     uint64_t rounds = 0;
   };
+  /// (worker uid, holder) of a slot, as a copy's outcome lists them.
+  using holder_pair = std::pair<uint64_t, uint64_t>;
 
-  /// A copy taken in `round` left `holder`'s entries of `slot` uncertain.
-  void unresolved(uint64_t round, uint32_t slot, uint64_t worker_uid, uint64_t holder);
+  /// A copy of `slot` taken in `round` left exactly these pairs uncertain:
+  /// the slot's other pairs here are resolved.
+  void after_copy(uint64_t round, uint32_t slot, const std::vector<holder_pair>& unresolved);
 
-  /// Ends `round`: pairs it did not see uncertain are settled (a copy
-  /// covered them, or no copy was taken, e.g. the peers were away: counting
-  /// starts over); pairs uncertain in each of the last `rounds_for_loss`
-  /// rounds, of a slot whose other owners all answered (`owners_answer`),
-  /// are returned once -- lost everywhere.
-  std::vector<lost_pair> close_round(uint64_t round, uint64_t rounds_for_loss,
-                                     const std::function<bool(uint32_t slot)>& owners_answer);
+  /// Ends a round: pairs of slots no longer uncertain (`still_uncertain`) are
+  /// settled; pairs left uncertain by copies over `rounds_for_loss` rounds
+  /// or more, of a slot whose other owners all answer (`owners_answer`), are
+  /// returned once -- lost everywhere.
+  std::vector<lost_pair> close_round(uint64_t rounds_for_loss,
+                                     const std::function<bool(uint32_t slot)>& owners_answer,
+                                     const std::function<bool(uint32_t slot)>& still_uncertain);
 
   size_t size() const noexcept { return pairs_.size(); }
 
@@ -109,6 +114,35 @@ private:
     uint64_t worker_uid = 0;
   };
   std::map<std::pair<uint32_t, uint64_t>, entry> pairs_;
+};
+
+/// Slots still blank here after copies of other owners that were blank too.
+/// Blank after a copy of every other owner, over rounds_for_loss rounds or
+/// more, while all of them answer: no owner knows every holder of the slot.
+/// As for uncertainty_ledger, a round that did not ask for a slot changes
+/// nothing; a whole copy taken, or the slot no longer uncertain, settles it.
+class blank_slot_ledger {
+public:
+  /// A copy of `owner` taken in `round` left `slot` blank (`still_blank`), or
+  /// made it whole.
+  void after_copy(uint64_t round, uint32_t slot, node_index owner, bool still_blank);
+
+  /// The slots blank everywhere (each returned once); `other_owners(slot)` is
+  /// the bit mask of the slot's owners but this node.
+  std::vector<uint32_t> close_round(uint64_t rounds_for_loss,
+                                    const std::function<uint64_t(uint32_t slot)>& other_owners,
+                                    const std::function<bool(uint32_t slot)>& owners_answer,
+                                    const std::function<bool(uint32_t slot)>& still_uncertain);
+
+  size_t size() const noexcept { return slots_.size(); }
+
+private:
+  struct sighting {
+    uint64_t first = 0;
+    uint64_t last = 0;
+    uint64_t owners = 0; ///< bit n: owner n's copy was blank too
+  };
+  std::map<uint32_t, sighting> slots_;
 };
 
 } // namespace lmcc::actors

@@ -52,38 +52,74 @@ TEST(anti_entropy, flags_travel_as_bit_words_beside_the_digests) {
   EXPECT_EQ(flag_word_count(65), 2u);
 }
 
-TEST(uncertainty_ledger, a_pair_uncertain_every_round_while_the_owners_answer_is_lost_once) {
+TEST(uncertainty_ledger, a_pair_left_uncertain_by_copies_over_four_rounds_is_lost_once) {
   uncertainty_ledger ledger;
   auto all_answer = [](uint32_t) { return true; };
+  auto uncertain = [](uint32_t) { return true; };
   for (uint64_t round = 1; round <= 3; ++round) {
-    ledger.unresolved(round, 9, 1234, 77);
-    EXPECT_TRUE(ledger.close_round(round, 4, all_answer).empty()) << round;
+    ledger.after_copy(round, 9, {{1234, 77}});
+    EXPECT_TRUE(ledger.close_round(4, all_answer, uncertain).empty()) << round;
   }
-  ledger.unresolved(4, 9, 1234, 77);
-  const auto lost = ledger.close_round(4, 4, all_answer);
+  ledger.after_copy(4, 9, {{1234, 77}});
+  const auto lost = ledger.close_round(4, all_answer, uncertain);
   ASSERT_EQ(lost.size(), 1u);
   EXPECT_EQ(lost[0].slot, 9u);
   EXPECT_EQ(lost[0].worker_uid, 1234u);
   EXPECT_EQ(lost[0].holder, 77u);
   EXPECT_EQ(lost[0].rounds, 4u);
-  ledger.unresolved(5, 9, 1234, 77);
-  EXPECT_TRUE(ledger.close_round(5, 4, all_answer).empty()); // counting starts over
+  ledger.after_copy(5, 9, {{1234, 77}});
+  EXPECT_TRUE(ledger.close_round(4, all_answer, uncertain).empty()); // counting starts over
 }
 
-TEST(uncertainty_ledger, a_round_without_doubt_or_with_an_owner_away_starts_over) {
+TEST(uncertainty_ledger, rounds_that_did_not_ask_for_the_slot_neither_settle_nor_restart_it) {
+  // More uncertain slots than a round may ask for: slot 9 is asked every
+  // third round, and is lost all the same.
   uncertainty_ledger ledger;
-  ledger.unresolved(1, 9, 1, 77);
-  ledger.close_round(1, 2, [](uint32_t) { return true; });
-  // Round 2 asked nobody (or the copy covered it): settled.
-  EXPECT_TRUE(ledger.close_round(2, 2, [](uint32_t) { return true; }).empty());
-  EXPECT_EQ(ledger.size(), 0u);
-  // An owner that does not answer may hold the entries: wait for it.
-  ledger.unresolved(3, 9, 1, 77);
-  ledger.unresolved(4, 9, 1, 77);
-  EXPECT_TRUE(ledger.close_round(4, 2, [](uint32_t) { return false; }).empty());
+  auto all_answer = [](uint32_t) { return true; };
+  auto uncertain = [](uint32_t) { return true; };
+  ledger.after_copy(1, 9, {{1, 77}});
+  EXPECT_TRUE(ledger.close_round(4, all_answer, uncertain).empty());
+  ledger.after_copy(4, 9, {{1, 77}});
+  EXPECT_EQ(ledger.close_round(4, all_answer, uncertain).size(), 1u);
+}
+
+TEST(uncertainty_ledger, a_copy_that_covers_the_pair_or_a_slot_resolved_settles_it) {
+  uncertainty_ledger ledger;
+  auto all_answer = [](uint32_t) { return true; };
+  ledger.after_copy(1, 9, {{1, 77}, {2, 88}});
+  ledger.after_copy(2, 9, {{2, 88}}); // holder 77 covered by the second copy
   EXPECT_EQ(ledger.size(), 1u);
-  ledger.unresolved(5, 9, 1, 77);
-  EXPECT_EQ(ledger.close_round(5, 2, [](uint32_t) { return true; }).size(), 1u);
+  EXPECT_TRUE(ledger.close_round(1, all_answer, [](uint32_t) { return false; }).empty());
+  EXPECT_EQ(ledger.size(), 0u); // the slot is whole now
+  // An owner that does not answer may hold the entries: wait for it.
+  ledger.after_copy(3, 9, {{1, 77}});
+  ledger.after_copy(4, 9, {{1, 77}});
+  EXPECT_TRUE(ledger
+                  .close_round(
+                      2, [](uint32_t) { return false; }, [](uint32_t) { return true; })
+                  .empty());
+  EXPECT_EQ(ledger.size(), 1u);
+  EXPECT_EQ(ledger.close_round(2, all_answer, [](uint32_t) { return true; }).size(), 1u);
+}
+
+TEST(blank_slot_ledger, blank_after_every_other_owners_copy_over_four_rounds_is_lost_once) {
+  blank_slot_ledger ledger;
+  auto others = [](uint32_t) { return uint64_t{0b110}; }; // owners 1 and 2 besides this node
+  auto all_answer = [](uint32_t) { return true; };
+  auto uncertain = [](uint32_t) { return true; };
+  ledger.after_copy(1, 5, 1, true);
+  ledger.after_copy(6, 5, 1, true); // asked again five rounds on (many uncertain slots)
+  EXPECT_TRUE(ledger.close_round(4, others, all_answer, uncertain).empty()); // owner 2 unheard
+  ledger.after_copy(7, 5, 2, true);
+  EXPECT_EQ(ledger.close_round(4, others, all_answer, uncertain), (std::vector<uint32_t>{5}));
+  EXPECT_EQ(ledger.size(), 0u);
+  // A whole copy taken, or the slot no longer uncertain, settles it.
+  ledger.after_copy(8, 5, 1, true);
+  ledger.after_copy(9, 5, 2, false);
+  EXPECT_EQ(ledger.size(), 0u);
+  ledger.after_copy(10, 6, 1, true);
+  EXPECT_TRUE(ledger.close_round(1, others, all_answer, [](uint32_t) { return false; }).empty());
+  EXPECT_EQ(ledger.size(), 0u);
 }
 
 } // namespace
