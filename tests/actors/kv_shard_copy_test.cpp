@@ -15,6 +15,17 @@ using namespace test;
 const holder_id h1 = holder_of(1);
 const holder_id h2 = holder_of(2);
 
+/// `f` as a node back with an empty disk: every slot blank, owning what
+/// `owned` says (null: every slot).
+void back_empty(shard_fixture& f, const std::vector<uint8_t>* owned = nullptr) {
+  shard_start_state start;
+  start.covers = std::make_shared<coverage_book>(64);
+  if (owned)
+    start.covers->set_ownership(*owned, std::vector<uint64_t>(64, 0));
+  start.covers->blank_all(); // its disk was replaced
+  f.core = std::make_unique<kv_shard_core>(f.opts, f.index, f.store, std::move(start));
+}
+
 TEST(kv_shard_core, a_sub_batch_older_than_the_copy_is_a_stale_entity_and_is_not_applied) {
   shard_fixture f;
   const auto k = keys_in(2, 3, 64);
@@ -98,10 +109,7 @@ TEST(kv_shard_core, a_copy_is_taken_holder_by_holder_where_it_is_newer) {
 TEST(kv_shard_core, a_node_back_empty_waits_for_a_copy_of_an_owner_that_is_not_empty_too) {
   shard_fixture f;
   const auto k = keys_in(4, 2, 64);
-  shard_start_state start;
-  start.covers = std::make_shared<coverage_book>(64);
-  start.covers->blank_all(); // its disk was replaced
-  f.core = std::make_unique<kv_shard_core>(f.opts, f.index, f.store, std::move(start));
+  back_empty(f);
   EXPECT_TRUE(f.index->uncertain(4));
   // Another empty node's copy says nothing of the holders it never heard of.
   slot_copy empty{4, true, {}};
@@ -135,11 +143,7 @@ TEST(kv_shard_core, a_node_back_empty_offers_no_slot_whole_not_even_one_it_does_
   std::vector<uint8_t> none(64, 0);
   std::vector<uint64_t> since(64, 0);
   shard_fixture back;
-  shard_start_state start;
-  start.covers = std::make_shared<coverage_book>(64);
-  start.covers->set_ownership(none, since); // a standby
-  start.covers->blank_all();                // its disk was replaced
-  back.core = std::make_unique<kv_shard_core>(back.opts, back.index, back.store, std::move(start));
+  back_empty(back, &none);                // a standby that owns nothing
   EXPECT_FALSE(back.index->uncertain(4)); // owned elsewhere: nothing it reads or waits for
   EXPECT_FALSE(back.core->copy_of(4).complete);
   // Joint with a change: it is a previous owner of slot 4, still blank.
@@ -167,10 +171,7 @@ TEST(kv_shard_core, a_blank_slot_takes_a_whole_copy_at_its_own_label_and_waits_f
   // only the op since the restart: a lookup read it short.
   shard_fixture f;
   const auto k = keys_in(4, 3, 64);
-  shard_start_state start;
-  start.covers = std::make_shared<coverage_book>(64);
-  start.covers->blank_all(); // its disk was replaced
-  f.core = std::make_unique<kv_shard_core>(f.opts, f.index, f.store, std::move(start));
+  back_empty(f);
   f.core->apply(sb(1, 1, h1, {{k[2], true}}).incarnation(1).pos({1, 0, 4, 0}, {1, 0, 5, 0}));
   f.commit();
   // Another owner's whole copy, behind this node's op: not taken, still blank.

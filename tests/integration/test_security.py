@@ -141,17 +141,24 @@ def test_an_https_client_that_hangs_up_mid_answer_costs_the_node_nothing(
     assert node.alive()
 
 
-def test_the_lmcc_client_speaks_https_and_bears_the_token(node_factory, make_worker, certificates,
-                                                          tmp_path):
-    """`lmcc lookup` against a node serving HTTPS with reads closed: refused
-    without the token, answered with --token-file (or $LMCC_API_TOKEN) and
-    --ca-file; a certificate from another CA is refused."""
+def secured_node(node_factory, certificates, tmp_path):
+    """A node serving HTTPS whose every read and change needs the token (from
+    a file): (the token file, the node)."""
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN)
     node = node_factory("--http-tls-cert-file", str(certificates / "node.pem"),
                         "--http-tls-key-file", str(certificates / "node.key"),
                         "--api-token-file", str(token_file), "--api-token-for-reads", "on",
                         tls_ca=certificates / "ca.pem", token=TOKEN)
+    return token_file, node
+
+
+def test_the_lmcc_client_speaks_https_and_bears_the_token(node_factory, make_worker, certificates,
+                                                          tmp_path):
+    """`lmcc lookup` against a node serving HTTPS with reads closed: refused
+    without the token, answered with --token-file (or $LMCC_API_TOKEN) and
+    --ca-file; a certificate from another CA is refused."""
+    token_file, node = secured_node(node_factory, certificates, tmp_path)
     registered(node, make_worker)
     prompt = tmp_path / "prompt.json"
     prompt.write_text("[1, 2, 3]")
@@ -180,12 +187,7 @@ def test_lmcc_bench_runs_against_https_with_the_token(node_factory, certificates
     """lmcc-bench keeps its HTTPS connection open between reads; the node
     closes idle ones, and the bench's next write met a reset connection
     (SIGPIPE, exit 141) before it ignored the signal."""
-    token_file = tmp_path / "token"
-    token_file.write_text(TOKEN)
-    node = node_factory("--http-tls-cert-file", str(certificates / "node.pem"),
-                        "--http-tls-key-file", str(certificates / "node.key"),
-                        "--api-token-file", str(token_file), "--api-token-for-reads", "on",
-                        tls_ca=certificates / "ca.pem", token=TOKEN)
+    token_file, node = secured_node(node_factory, certificates, tmp_path)
     bench = BINARY.parent / "lmcc-bench"
     r = subprocess.run([str(bench), "lookup", "--pull", node.pull_url, "--reply", node.reply_url,
                         "--http", f"127.0.0.1:{node.http_port}",
