@@ -28,6 +28,13 @@ void coverage_book::blank_all() {
     }
 }
 
+void coverage_book::blank_slot(uint32_t slot) {
+  if (slot < slot_count_ && blank_[slot] == 0) {
+    blank_[slot] = 1;
+    changed_.push_back(slot);
+  }
+}
+
 void coverage_book::settle(uint32_t slot) {
   if (slot < slot_count_ && blank_[slot] != 0) {
     blank_[slot] = 0;

@@ -189,6 +189,10 @@ public:
   /// empty may still be a previous owner of slots a membership change is
   /// moving, and its empty copy must not pass for theirs.
   void blank_all();
+  /// One slot's entries were emptied (given away in a membership change):
+  /// blank, so that its copy never passes for a whole one if the node still
+  /// answers for it, or gets it back.
+  void blank_slot(uint32_t slot);
   void settle(uint32_t slot);
   /// Every slot: nothing existed before (a new cluster: no peer holds an index).
   void settle_all();

@@ -202,11 +202,19 @@ uint64_t kv_shard_core::repair_slot(uint32_t slot, std::span<const uint64_t> fla
           extra.emplace_back(key, h);
     });
   }
-  auto w = index_->write();
-  for (const auto& [key, h] : extra)
-    w.evict(key, h);
-  for (const auto& [key, h] : wanted)
-    w.admit(key, h);
+  {
+    auto w = index_->write();
+    for (const auto& [key, h] : extra)
+      w.evict(key, h);
+    for (const auto& [key, h] : wanted)
+      w.admit(key, h);
+  }
+  // Emptied (a slot given away): what the holders' covers say of it no longer
+  // describes these entries.
+  if (flat.empty() && !keep_own) {
+    cover_->blank_slot(slot);
+    touch_changed_covers();
+  }
   return extra.size() + wanted.size();
 }
 

@@ -164,6 +164,31 @@ TEST(kv_shard_core, a_node_back_empty_offers_no_slot_whole_not_even_one_it_does_
   EXPECT_TRUE(gains.index->uncertain(4));
 }
 
+TEST(kv_shard_core, a_slot_given_away_and_emptied_offers_no_whole_copy_when_asked_again) {
+  // Chaos seed 9403: a node dropped a slot it no longer owned, a later change
+  // gave the slot back to it while another node came back empty; the empty
+  // node's refill took the dropped copy, still labeled as following the
+  // stream, as whole: a prompt answered short.
+  shard_fixture f;
+  const auto k = keys_in(4, 2, 64);
+  f.core->apply(sb(1, 1, h1, {{k[0], true}, {k[1], true}}).incarnation(1));
+  f.commit();
+  EXPECT_TRUE(f.core->copy_of(4).complete);
+  std::vector<uint8_t> owned(64, 1);
+  owned[4] = 0;
+  f.core->set_ownership(owned, std::vector<uint64_t>(64, 0));
+  f.core->repair_slot(4, {}); // the mover's drop, after the grace
+  EXPECT_FALSE(f.index->read().holds(k[0], h1));
+  EXPECT_FALSE(f.core->copy_of(4).complete);
+  EXPECT_FALSE(f.index->uncertain(4)); // not owned: nothing it reads or waits for
+  owned[4] = 1;
+  std::vector<uint64_t> since(64, 0);
+  since[4] = 2;
+  f.core->set_ownership(owned, since); // back: blank until a whole copy comes
+  EXPECT_TRUE(f.index->uncertain(4));
+  EXPECT_FALSE(f.core->copy_of(4).complete);
+}
+
 TEST(kv_shard_core, a_blank_slot_takes_a_whole_copy_at_its_own_label_and_waits_for_a_newer_one) {
   // Chaos seed 8781: a node back empty applied the worker's next op, then
   // its refill brought the other owner's copy at that same position; the
