@@ -31,6 +31,9 @@ packages=(
   chromium python3-websocket
   # systemd-analyze: the deploy test verifies deploy/systemd/lmcc.service
   systemd
+  # the security test (tests/integration/test_security.py) makes a CA and
+  # certificates for HTTPS with the openssl command
+  openssl
 )
 
 if [ "${1:-}" = "--build-only" ]; then
