@@ -142,6 +142,8 @@ public:
   owner_read_outcome finish() {
     outcome_.unanswered =
         static_cast<uint32_t>(std::count(answered_.begin(), answered_.end(), unanswered));
+    outcome_.provisional =
+        static_cast<uint32_t>(std::count(answered_.begin(), answered_.end(), provisionally));
     return outcome_;
   }
 

@@ -85,6 +85,9 @@ struct owner_read_outcome {
   uint32_t rerouted = 0;   ///< owners given up (down, unreachable, broken)
   uint32_t unanswered = 0; ///< keys no owner answered
   uint32_t uncertain = 0;  ///< answers from a copy its owner was uncertain of, asked again
+  /// Keys whose only answer came from an owner uncertain of its copy (no
+  /// other owner answered): the answer may be short.
+  uint32_t provisional = 0;
 };
 
 /// Reads the holders of `keys` from their owners: every owner's request

@@ -366,6 +366,7 @@ std::vector<actors::holder_list> node_cluster::holders(const std::vector<uint64_
   auto table = board_->current();
   const uint32_t slots = table->owners->slot_count();
   std::vector<actors::holder_list> out(keys.size());
+  uint32_t local_provisional = 0; ///< keys read from this node's uncertain copy, no other owner up
   gateway::owner_read_routes routes;
   routes.self = table->self;
   routes.owner = [&](uint32_t i, std::span<const gateway::owner_index> avoid, bool complete_only) {
@@ -378,6 +379,8 @@ std::vector<actors::holder_list> node_cluster::holders(const std::vector<uint64_
     std::vector<gateway::owner_index> also_self(avoid.begin(), avoid.end());
     also_self.push_back(table->self);
     const auto other = table->read_owner(slot, also_self, complete_only);
+    if (other == cluster::no_node)
+      ++local_provisional;
     return other != cluster::no_node ? other : owner;
   };
   routes.endpoint = [&](gateway::owner_index n) { return table->peers[n].handles.read; };
@@ -401,6 +404,23 @@ std::vector<actors::holder_list> node_cluster::holders(const std::vector<uint64_
     parts_.metrics.count_event("lookup_read_rerouted", outcome.rerouted);
   if (outcome.uncertain > 0)
     parts_.metrics.count_event("lookup_read_uncertain", outcome.uncertain);
+  // Every owner that answered was uncertain of its copy: the answer may be
+  // short until a copy resolves it (docs/convergence.md).
+  if (const uint32_t provisional = outcome.provisional + local_provisional; provisional > 0) {
+    parts_.metrics.count_event("lookup_read_provisional", provisional);
+    const uint64_t keys_since = provisional_since_log_ += provisional;
+    const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::steady_clock::now().time_since_epoch())
+                            .count();
+    int64_t last = provisional_logged_ms_.load();
+    if (now - last >= 1000 && provisional_logged_ms_.compare_exchange_strong(last, now)) {
+      provisional_since_log_ -= keys_since;
+      spdlog::warn(
+          "lookup-read-provisional keys={} provisional={} local={} keys_since_last_line={} "
+          "reason=every-answering-owner-uncertain",
+          keys.size(), provisional, local_provisional, keys_since);
+    }
+  }
   if (outcome.unanswered > 0) {
     parts_.metrics.count_event("lookup_owner_unreachable");
     spdlog::warn("lookup-read-incomplete keys={} unanswered={} hedged={} rerouted={}", keys.size(),

@@ -33,6 +33,7 @@
 #include <caf/all.hpp>
 #include <zmq.hpp>
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <string>
@@ -149,6 +150,11 @@ private:
 
   node_options options_;
   node_parts parts_;
+  /// lookup-read-provisional is logged at most once a second (lookups run on
+  /// every HTTP thread; a refill can make many of them provisional): when it
+  /// was last logged (steady ms), and the keys since.
+  std::atomic<int64_t> provisional_logged_ms_{0};
+  std::atomic<uint64_t> provisional_since_log_{0};
   std::shared_ptr<actors::cluster_board> board_ = std::make_shared<actors::cluster_board>();
   /// Each peer's clock offset, measured by cluster_node, read by the directory.
   std::shared_ptr<actors::peer_clock_offsets> peer_clocks_ =

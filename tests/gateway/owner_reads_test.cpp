@@ -215,6 +215,10 @@ TEST(owner_reads, an_uncertain_answer_stands_when_no_other_owner_is_left) {
   }
   EXPECT_EQ(outcome.uncertain, 1u);
   EXPECT_EQ(outcome.unanswered, 0u);
+  size_t owner_1s = 0;
+  for (uint64_t k : nodes.keys)
+    owner_1s += k % 3 == 1 ? 1 : 0;
+  EXPECT_EQ(outcome.provisional, owner_1s); // and the caller is told they may be short
 }
 
 TEST(owner_reads, an_owner_found_down_is_given_up_without_waiting_for_the_hedge) {
