@@ -425,7 +425,8 @@ TEST(Endpoints, AnEntryWithoutAGoodPortIsRefusedByName) {
 
 TEST(Endpoints, NothingListeningIsNoAnswerAndIsNamedInTheFailures) {
   // Port 1 on loopback: nothing listens there in a test environment.
-  auto first = fetch_first({"127.0.0.1:1"}, "/cluster/status", request_settings{std::chrono::seconds(2)});
+  auto first =
+      fetch_first({"127.0.0.1:1"}, "/cluster/status", request_settings{std::chrono::seconds(2)});
   EXPECT_FALSE(first.answer);
   ASSERT_EQ(first.failures.size(), 1U);
   EXPECT_FALSE(first.failures[0].answered());
