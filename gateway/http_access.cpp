@@ -41,26 +41,32 @@ std::optional<access_refusal> check_access(route_access access, const http_secur
   return std::nullopt;
 }
 
+std::string read_api_token(const std::string& file, std::string_view env_value) {
+  if (file.empty())
+    return std::string(trim(env_value));
+  std::ifstream in(file, std::ios::binary);
+  if (!in)
+    throw std::invalid_argument("cannot read the API token file " + file);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return std::string(trim(text.str()));
+}
+
 std::string resolve_api_token(const http_security& security,
                               const std::map<std::string, std::string>& environment) {
+  const auto variable = environment.find(security.token_env);
+  const std::string_view env_value =
+      variable == environment.end() ? std::string_view{} : std::string_view{variable->second};
   std::string token;
-  std::string source;
-  if (!security.token_file.empty()) {
-    std::ifstream in(security.token_file, std::ios::binary);
-    if (!in)
-      throw std::invalid_argument("cannot read the API token file " + security.token_file +
-                                  " (lmcc_api_token_file)");
-    std::ostringstream text;
-    text << in.rdbuf();
-    token = std::string(trim(text.str()));
-    source = "file " + security.token_file;
-  } else if (auto it = environment.find(security.token_env);
-             it != environment.end() && !it->second.empty()) {
-    token = std::string(trim(it->second));
-    source = "variable " + security.token_env;
-  } else {
-    return {}; // no token: the API is open, as LMCache's is
+  try {
+    token = read_api_token(security.token_file, env_value);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string(e.what()) + " (lmcc_api_token_file)");
   }
+  if (security.token_file.empty() && env_value.empty())
+    return {}; // no token: the API is open, as LMCache's is
+  const std::string source = security.token_file.empty() ? "variable " + security.token_env
+                                                         : "file " + security.token_file;
   if (token.size() < min_api_token_bytes)
     throw std::invalid_argument("the API token from " + source + " has " +
                                 std::to_string(token.size()) + " bytes; at least " +

@@ -55,4 +55,9 @@ std::string resolve_api_token(const http_security& security,
 
 inline constexpr size_t min_api_token_bytes = 16;
 
+/// The token in `file` when one is named, else `env_value`; surrounding
+/// blanks and line ends trimmed, "" for neither. Throws std::invalid_argument
+/// when the file cannot be read. (resolve_api_token's reading, for clients.)
+std::string read_api_token(const std::string& file, std::string_view env_value);
+
 } // namespace lmcc::gateway

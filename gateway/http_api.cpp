@@ -89,9 +89,8 @@ public:
 
   impl(http_options options, controller_api& controller, node_metrics& metrics,
        const frontend_counters& frontend)
-    : options_(std::move(options)), metrics_(metrics),
-      owned_server_(make_server(options_.security)), server_(*owned_server_),
-      routes_(server_, options_.security, metrics), waiter_(options_.handler_timeout, stopping_) {
+    : options_(std::move(options)), metrics_(metrics), server_(make_server(options_.security)),
+      routes_(*server_, options_.security, metrics), waiter_(options_.handler_timeout, stopping_) {
     configure_server();
     add_orchestration_routes(routes_, controller, options_, waiter_);
     add_admin_routes(routes_, controller, metrics, frontend, waiter_);
@@ -108,8 +107,8 @@ public:
     started_ = true;
     int bound = -1;
     if (options_.port == 0)
-      bound = server_.bind_to_any_port(options_.host);
-    else if (server_.bind_to_port(options_.host, options_.port))
+      bound = server_->bind_to_any_port(options_.host);
+    else if (server_->bind_to_port(options_.host, options_.port))
       bound = options_.port;
     if (bound <= 0)
       throw std::runtime_error("cannot bind http " + options_.host + ":" +
@@ -122,13 +121,13 @@ public:
       ::listen(listen_socket_, SOMAXCONN);
     thread_ = std::thread([this] {
       name_this_thread("lmcc-http");
-      if (!server_.listen_after_bind())
+      if (!server_->listen_after_bind())
         spdlog::error("http-listen-failed host={} port={}", options_.host, port_.load());
       listener_done_ = true;
     });
     // httplib's stop() does nothing until listening has begun; wait for that so
     // that a stop() right after start() cannot leave the listener running forever.
-    while (!server_.is_running() && !listener_done_)
+    while (!server_->is_running() && !listener_done_)
       std::this_thread::sleep_for(1ms);
     spdlog::info("http-listening host={} port={} tls={} token={} token_for_reads={}", options_.host,
                  port_.load(), options_.security.tls(), !options_.security.token.empty(),
@@ -139,7 +138,7 @@ public:
     stopping_ = true;
     if (!thread_.joinable())
       return;
-    server_.stop();
+    server_->stop();
     thread_.join();
   }
 
@@ -164,21 +163,21 @@ private:
   void configure_server() {
     const size_t threads = std::max<size_t>(1, options_.threads);
     // httplib's API: the server takes ownership of the raw pointer it is handed.
-    server_.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-    server_.set_payload_max_length(options_.max_body_bytes);
-    server_.set_tcp_nodelay(true);
+    server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+    server_->set_payload_max_length(options_.max_body_bytes);
+    server_->set_tcp_nodelay(true);
     // httplib keeps an idle keep-alive connection's thread for 5 s, and stop()
     // waits for it: a router holding one open delayed shutdown by ~5 s. One
     // second keeps connections reused under load and shutdown prompt.
-    server_.set_keep_alive_timeout(1);
+    server_->set_keep_alive_timeout(1);
     // SO_REUSEADDR only: httplib's default also sets SO_REUSEPORT, which would let a
     // second node bind the same port silently and steal half the connections.
-    server_.set_socket_options([this](socket_t sock) {
+    server_->set_socket_options([this](socket_t sock) {
       int yes = 1;
       setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
       listen_socket_ = sock;
     });
-    server_.set_pre_routing_handler([](const httplib::Request& req, httplib::Response&) {
+    server_->set_pre_routing_handler([](const httplib::Request& req, httplib::Response&) {
       thread_local bool named = false;
       if (!named) {
         name_this_thread("lmcc-http-w");
@@ -190,7 +189,7 @@ private:
     });
     // The logger runs after every response, routed or not (404, 413, bad request
     // lines), so this is the one place that times every request.
-    server_.set_logger([this](const httplib::Request& req, const httplib::Response&) {
+    server_->set_logger([this](const httplib::Request& req, const httplib::Response&) {
       double seconds = 0;
       if (request_start != clock_type::time_point{})
         seconds = std::chrono::duration<double>(now() - request_start).count();
@@ -199,11 +198,11 @@ private:
       metrics_.observe_request(
           routes_.knows(req.path) ? "http " + req.path : std::string("http other"), seconds);
     });
-    server_.set_error_handler(httplib::Server::HandlerWithResponse(
+    server_->set_error_handler(httplib::Server::HandlerWithResponse(
         [this](const httplib::Request& req, httplib::Response& res) {
           return on_error_status(req, res);
         }));
-    server_.set_exception_handler(
+    server_->set_exception_handler(
         [](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
           std::string what = "unknown error";
           try {
@@ -261,8 +260,7 @@ private:
 
   http_options options_;
   node_metrics& metrics_;
-  std::unique_ptr<httplib::Server> owned_server_;
-  httplib::Server& server_; ///< *owned_server_: plain or HTTPS
+  std::unique_ptr<httplib::Server> server_; ///< plain or HTTPS (make_server)
   std::atomic<bool> stopping_{false};
   /// Registered paths and their handlers; complete before start(), read-only while serving.
   route_table routes_;

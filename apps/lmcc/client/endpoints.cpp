@@ -1,13 +1,13 @@
 #include "apps/lmcc/client/endpoints.hpp"
 
+#include "gateway/http_access.hpp"
+
 #include <CLI/CLI.hpp>
 #include <httplib.h>
 
 #include <charconv>
 #include <cstdlib>
-#include <fstream>
 #include <future>
-#include <sstream>
 #include <stdexcept>
 
 namespace lmcc::apps::client {
@@ -88,15 +88,11 @@ request_settings client_options::request() const {
   request_settings r{timeout()};
   r.https = https || !ca_file.empty();
   r.ca_file = ca_file;
-  if (!token_file.empty()) {
-    std::ifstream in(token_file, std::ios::binary);
-    if (!in)
-      throw std::runtime_error("cannot read --token-file " + token_file);
-    std::ostringstream text;
-    text << in.rdbuf();
-    r.token = std::string(trim(text.str()));
-  } else if (const char* env = std::getenv("LMCC_API_TOKEN"); env != nullptr) {
-    r.token = std::string(trim(env));
+  const char* env = std::getenv("LMCC_API_TOKEN");
+  try {
+    r.token = gateway::read_api_token(token_file, env != nullptr ? env : "");
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(std::string(e.what()) + " (--token-file)");
   }
   return r;
 }
