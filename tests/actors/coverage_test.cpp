@@ -231,7 +231,7 @@ TEST(Coverage, AGainedSlotIsBlankForHoldersThisNodeNeverHeardOf) {
   book.settle_all();
   EXPECT_FALSE(book.slot_pending(3));
   // A slot given away while blank is nothing this node waits for, but its
-  // copy is still nobody's to take whole (chaos seed 9231).
+  // copy is still nobody's to take whole.
   book.blank_all();
   owned[3] = 0;
   since[3] = 0;

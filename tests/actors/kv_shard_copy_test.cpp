@@ -136,7 +136,7 @@ TEST(kv_shard_core, a_node_back_empty_waits_for_a_copy_of_an_owner_that_is_not_e
 }
 
 TEST(kv_shard_core, a_node_back_empty_offers_no_slot_whole_not_even_one_it_does_not_own) {
-  // Chaos seed 9231: a standby back with an empty disk owned nothing, so it
+  // A standby back with an empty disk owned nothing, so it
   // had no blank slot; a membership change made it a previous owner of
   // slots whose other previous owner had lost its disk too, and the new
   // owners took its empty copies as whole ones: entries lost everywhere.
@@ -165,7 +165,7 @@ TEST(kv_shard_core, a_node_back_empty_offers_no_slot_whole_not_even_one_it_does_
 }
 
 TEST(kv_shard_core, a_slot_given_away_and_emptied_offers_no_whole_copy_when_asked_again) {
-  // Chaos seed 9403: a node dropped a slot it no longer owned, a later change
+  // A node dropped a slot it no longer owned, a later change
   // gave the slot back to it while another node came back empty; the empty
   // node's refill took the dropped copy, still labeled as following the
   // stream, as whole: a prompt answered short.
@@ -190,7 +190,7 @@ TEST(kv_shard_core, a_slot_given_away_and_emptied_offers_no_whole_copy_when_aske
 }
 
 TEST(kv_shard_core, a_blank_slot_takes_a_whole_copy_at_its_own_label_and_waits_for_a_newer_one) {
-  // Chaos seed 8781: a node back empty applied the worker's next op, then
+  // A node back empty applied the worker's next op, then
   // its refill brought the other owner's copy at that same position; the
   // parts were taken for a conflict, left out, and the slot was settled with
   // only the op since the restart: a lookup read it short.
