@@ -67,21 +67,67 @@ bool wait_ready(int fd, short events, int stop_fd, std::optional<clock::time_poi
   }
 }
 
+/// A connection's socket and its TLS session (null: plain, read and written
+/// directly: one branch is all TLS costs when it is off).
+struct conn {
+  int fd;
+  tls_stream* tls = nullptr;
+};
+
+/// Reads what is there, up to `len`: > 0 bytes, 0 when nothing can be read
+/// now (`wait` says for what to poll), -1 when the peer closed or failed.
+ssize_t receive_some(const conn& c, void* buffer, size_t len, short& wait) {
+  if (c.tls != nullptr) {
+    const ssize_t n = c.tls->read(buffer, len);
+    wait = c.tls->wants();
+    return n;
+  }
+  while (true) {
+    const ssize_t n = ::recv(c.fd, buffer, len, 0);
+    if (n > 0)
+      return n;
+    if (n == 0)
+      return -1; // the peer closed
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      wait = POLLIN;
+      return 0;
+    }
+    if (errno != EINTR)
+      return -1;
+  }
+}
+
+/// Writes what the socket takes, up to `len`: as receive_some.
+ssize_t send_some(const conn& c, const void* buffer, size_t len, short& wait) {
+  if (c.tls != nullptr) {
+    const ssize_t n = c.tls->write(buffer, len);
+    wait = c.tls->wants();
+    return n;
+  }
+  while (true) {
+    const ssize_t n = ::send(c.fd, buffer, len, MSG_NOSIGNAL);
+    if (n >= 0)
+      return n;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      wait = POLLOUT;
+      return 0;
+    }
+    if (errno != EINTR)
+      return -1;
+  }
+}
+
 /// Reads exactly `len` bytes from a non-blocking socket.
-bool read_exact(int fd, void* buffer, size_t len, int stop_fd,
+bool read_exact(const conn& c, void* buffer, size_t len, int stop_fd,
                 std::optional<clock::time_point> deadline) {
   auto* at = static_cast<char*>(buffer);
   while (len > 0) {
-    const ssize_t n = ::recv(fd, at, len, 0);
+    short wait = POLLIN;
+    const ssize_t n = receive_some(c, at, len, wait);
     if (n > 0) {
       at += n;
       len -= static_cast<size_t>(n);
-    } else if (n == 0) {
-      return false; // the peer closed
-    } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      if (!wait_ready(fd, POLLIN, stop_fd, deadline))
-        return false;
-    } else if (errno != EINTR) {
+    } else if (n < 0 || !wait_ready(c.fd, wait, stop_fd, deadline)) {
       return false;
     }
   }
@@ -91,7 +137,7 @@ bool read_exact(int fd, void* buffer, size_t len, int stop_fd,
 /// Reads `count` words into `out` (replacing its contents), growing it as they
 /// arrive: a peer's word count is trusted only as far as its bytes come, so a
 /// header that promises more than arrives costs at most one chunk more.
-bool read_words(int fd, size_t count, std::vector<uint64_t>& out, int stop_fd,
+bool read_words(const conn& c, size_t count, std::vector<uint64_t>& out, int stop_fd,
                 std::optional<clock::time_point> deadline) {
   constexpr size_t chunk_words = size_t{1} << 16; // 512 KiB
   out.clear();
@@ -99,24 +145,23 @@ bool read_words(int fd, size_t count, std::vector<uint64_t>& out, int stop_fd,
     const size_t at = out.size();
     const size_t n = std::min(chunk_words, count - at);
     out.resize(at + n);
-    if (!read_exact(fd, out.data() + at, n * sizeof(uint64_t), stop_fd, deadline))
+    if (!read_exact(c, out.data() + at, n * sizeof(uint64_t), stop_fd, deadline))
       return false;
   }
   return true;
 }
 
 /// Writes all of `len` bytes to a non-blocking socket.
-bool write_all(int fd, const void* buffer, size_t len, int stop_fd, clock::time_point deadline) {
+bool write_all(const conn& c, const void* buffer, size_t len, int stop_fd,
+               clock::time_point deadline) {
   const auto* at = static_cast<const char*>(buffer);
   while (len > 0) {
-    const ssize_t n = ::send(fd, at, len, MSG_NOSIGNAL);
-    if (n >= 0) {
+    short wait = POLLOUT;
+    const ssize_t n = send_some(c, at, len, wait);
+    if (n > 0) {
       at += n;
       len -= static_cast<size_t>(n);
-    } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      if (!wait_ready(fd, POLLOUT, stop_fd, deadline))
-        return false;
-    } else if (errno != EINTR) {
+    } else if (n < 0 || !wait_ready(c.fd, wait, stop_fd, deadline)) {
       return false;
     }
   }
@@ -149,8 +194,10 @@ addrinfo_ptr resolve(const char* host, const char* port, int flags) {
 // -- server ----------------------------------------------------------------------
 
 peer_read_server::peer_read_server(const std::string& bind_host, const std::string& advertised_host,
-                                   peer_read_key key, answer_fn answer)
-  : key_(key), answer_(std::move(answer)), stop_event_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+                                   peer_read_key key, answer_fn answer,
+                                   std::shared_ptr<const node_tls> tls)
+  : key_(key), answer_(std::move(answer)), tls_(std::move(tls)),
+    stop_event_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
   if (!stop_event_)
     throw std::system_error(errno, std::generic_category(), "peer read: eventfd");
   const bool any = bind_host.empty() || bind_host == "*";
@@ -223,12 +270,34 @@ void peer_read_server::accept_loop() {
     c.fd = std::move(fd);
     ++accepted_;
     c.thread = std::thread([this, &c] {
-      serve_peer_reads(c.fd.get(), stop_event_.get(), key_, answer_, counters_);
+      serve(c.fd.get());
       c.fd.reset(); // the caller sees the close now, not at the next reap
       c.done = true;
     });
   }
   reap(true);
+}
+
+void peer_read_server::serve(int fd) {
+  if (!tls_) {
+    serve_peer_reads(fd, stop_event_.get(), key_, answer_, counters_);
+    return;
+  }
+  try {
+    tls_stream tls{*tls_, fd, tls_stream::role::server};
+    if (!tls.handshake_until(clock::now() + preface_timeout, stop_event_.get())) {
+      if (tls.refused()) {
+        auto r = tls.refusal();
+        r.channel = "peer-read";
+        r.address = peer_address(fd);
+        tls_->refused(r);
+      }
+      return;
+    }
+    serve_peer_reads(fd, stop_event_.get(), key_, answer_, counters_, &tls);
+  } catch (const std::exception& e) {
+    spdlog::error("peer-read-tls-failed error={}", e.what());
+  }
 }
 
 void peer_read_server::reap(bool all) {
@@ -245,9 +314,9 @@ void peer_read_server::reap(bool all) {
 namespace {
 
 /// Reads the preface; true when it is the magic and `key`.
-bool admitted(int fd, int stop, const peer_read_key& key, peer_read_counters& counters) {
+bool admitted(const conn& c, int stop, const peer_read_key& key, peer_read_counters& counters) {
   uint64_t preface[3] = {0, 0, 0};
-  const bool read = read_exact(fd, preface, sizeof preface, stop,
+  const bool read = read_exact(c, preface, sizeof preface, stop,
                                clock::now() + peer_read_server::preface_timeout);
   // Every word compared, so the time taken tells nothing about the key.
   const uint64_t diff =
@@ -266,14 +335,15 @@ bool admitted(int fd, int stop, const peer_read_key& key, peer_read_counters& co
 } // namespace
 
 void serve_peer_reads(int fd, int stop, const peer_read_key& key, const peer_read_answer_fn& answer,
-                      peer_read_counters& counters) {
-  if (!admitted(fd, stop, key, counters))
+                      peer_read_counters& counters, tls_stream* tls) {
+  const conn c{fd, tls};
+  if (!admitted(c, stop, key, counters))
     return;
   std::vector<uint64_t> request;
   std::vector<uint64_t> reply;
   while (true) {
     uint64_t words = 0;
-    if (!read_exact(fd, &words, sizeof words, stop, std::nullopt))
+    if (!read_exact(c, &words, sizeof words, stop, std::nullopt))
       return; // the caller closed, or shutdown
     if (words == 0 || words - 1 > peer_read_server::max_keys) {
       if (counters.malformed++ % 100 == 0)
@@ -281,7 +351,7 @@ void serve_peer_reads(int fd, int stop, const peer_read_key& key, const peer_rea
                      counters.malformed.load());
       return; // the stream lost its framing: close it
     }
-    if (!read_words(fd, words, request, stop, std::nullopt))
+    if (!read_words(c, words, request, stop, std::nullopt))
       return;
     ++counters.requests;
     std::vector<uint64_t> flat;
@@ -295,7 +365,7 @@ void serve_peer_reads(int fd, int stop, const peer_read_key& key, const peer_rea
     reply[0] = flat.size() + 1;
     reply[1] = request[0];
     std::copy(flat.begin(), flat.end(), reply.begin() + 2);
-    if (!write_all(fd, reply.data(), reply.size() * sizeof(uint64_t), stop,
+    if (!write_all(c, reply.data(), reply.size() * sizeof(uint64_t), stop,
                    clock::now() + reply_write_timeout))
       return;
   }
@@ -303,27 +373,38 @@ void serve_peer_reads(int fd, int stop, const peer_read_key& key, const peer_rea
 
 // -- client ----------------------------------------------------------------------
 
-unique_fd peer_read_client::take_idle(const std::string& endpoint) {
+peer_socket peer_read_client::take_idle(const std::string& endpoint) {
   std::lock_guard lock{mutex_};
   auto& pool = idle_[endpoint];
   while (!pool.empty()) {
-    unique_fd fd = std::move(pool.back());
+    peer_socket s = std::move(pool.back());
     pool.pop_back();
-    // An idle connection has nothing to read; if it has, the peer closed it
-    // (restarted, stopped) and it is dropped rather than failing a lookup.
-    pollfd p{fd.get(), POLLIN, 0};
+    // An idle connection has nothing to read (with TLS too: no tickets); if
+    // it has, the peer closed it (restarted, stopped) and it is dropped
+    // rather than failing a lookup.
+    pollfd p{s.get(), POLLIN, 0};
     if (::poll(&p, 1, 0) == 0)
-      return fd;
+      return s;
   }
-  return unique_fd{};
+  return peer_socket{};
 }
 
-unique_fd peer_read_client::connect_to(const std::string& access) const {
+void peer_read_client::report_refusal(const peer_socket& socket,
+                                      const std::string& endpoint) const {
+  if (!tls_ || socket.tls() == nullptr || !socket.tls()->refused())
+    return;
+  auto r = socket.tls()->refusal();
+  r.channel = "peer-read";
+  r.address = endpoint.substr(0, endpoint.rfind('#')); // never the key
+  tls_->refused(r);
+}
+
+peer_socket peer_read_client::connect_to(const std::string& access) const {
   constexpr std::string_view scheme = "tcp://";
   const std::string endpoint = access.substr(0, access.rfind('#'));
   const size_t colon = endpoint.rfind(':');
   if (!endpoint.starts_with(scheme) || colon == std::string::npos || colon < scheme.size())
-    return unique_fd{};
+    return peer_socket{};
   std::string host = endpoint.substr(scheme.size(), colon - scheme.size());
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
     host = host.substr(1, host.size() - 2);
@@ -343,14 +424,28 @@ unique_fd peer_read_client::connect_to(const std::string& access) const {
         continue;
     }
     set_no_delay(fd.get());
+    std::unique_ptr<tls_stream> tls;
+    if (tls_) {
+      try {
+        tls = std::make_unique<tls_stream>(*tls_, fd.get(), tls_stream::role::client);
+      } catch (const std::exception& e) {
+        spdlog::error("peer-read-tls-failed error={}", e.what());
+        return peer_socket{};
+      }
+      if (!tls->handshake_until(deadline)) {
+        report_refusal(peer_socket{std::move(fd), std::move(tls)}, endpoint);
+        continue;
+      }
+    }
+    const conn c{fd.get(), tls.get()};
     if (auto key = key_of(access)) {
       const uint64_t preface[3] = {preface_magic, (*key)[0], (*key)[1]};
-      if (!write_all(fd.get(), preface, sizeof preface, -1, deadline))
+      if (!write_all(c, preface, sizeof preface, -1, deadline))
         continue;
     }
-    return fd;
+    return peer_socket{std::move(fd), std::move(tls)};
   }
-  return unique_fd{};
+  return peer_socket{};
 }
 
 std::optional<peer_read_client::call> peer_read_client::send(const std::string& endpoint,
@@ -367,8 +462,8 @@ std::optional<peer_read_client::call> peer_read_client::send(const std::string& 
     c.socket = pooled ? take_idle(endpoint) : connect_to(endpoint);
     if (!c.socket)
       continue;
-    if (write_all(c.socket.get(), request.data(), request.size() * sizeof(uint64_t), -1,
-                  clock::now() + connect_timeout_))
+    if (write_all(conn{c.socket.get(), c.socket.tls()}, request.data(),
+                  request.size() * sizeof(uint64_t), -1, clock::now() + connect_timeout_))
       return c;
   }
   return std::nullopt;
@@ -378,13 +473,15 @@ std::optional<std::vector<uint64_t>> peer_read_client::wait(call& c,
                                                             std::chrono::milliseconds timeout) {
   const auto deadline = clock::now() + timeout;
   uint64_t head[2] = {0, 0};
-  if (!c.socket || !read_exact(c.socket.get(), head, sizeof head, -1, deadline) || head[0] == 0 ||
+  const conn io{c.socket.get(), c.socket.tls()};
+  if (!c.socket || !read_exact(io, head, sizeof head, -1, deadline) || head[0] == 0 ||
       head[0] - 1 > max_reply_words || head[1] != c.id) {
-    c.socket.reset(); // a late or foreign reply must not reach the next call
+    report_refusal(c.socket, c.endpoint); // TLS 1.3: a refusal arrives here
+    c.socket.reset();                     // a late or foreign reply must not reach the next call
     return std::nullopt;
   }
   std::vector<uint64_t> flat;
-  if (!read_words(c.socket.get(), head[0] - 1, flat, -1, deadline)) {
+  if (!read_words(io, head[0] - 1, flat, -1, deadline)) {
     c.socket.reset();
     return std::nullopt;
   }
@@ -403,8 +500,8 @@ void peer_read_client::sweep_closed_locked() {
   for (auto it = idle_.begin(); it != idle_.end();) {
     auto& pool = it->second;
     // An idle connection has nothing to read: readable means closed.
-    std::erase_if(pool, [](const unique_fd& fd) {
-      pollfd p{fd.get(), POLLIN, 0};
+    std::erase_if(pool, [](const peer_socket& s) {
+      pollfd p{s.get(), POLLIN, 0};
       return ::poll(&p, 1, 0) != 0;
     });
     it = pool.empty() ? idle_.erase(it) : std::next(it);
@@ -423,8 +520,13 @@ std::optional<size_t> peer_read_client::wait_any(std::span<const call* const> ca
                                                  std::chrono::milliseconds timeout) {
   std::vector<pollfd> fds;
   fds.reserve(calls.size());
-  for (const call* c : calls)
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const call* c = calls[i];
+    // Bytes TLS already decrypted are ready, though poll does not see them.
+    if (c->socket.tls() != nullptr && c->socket.tls()->pending() > 0)
+      return i;
     fds.push_back(pollfd{c->socket ? c->socket.get() : -1, POLLIN, 0});
+  }
   const auto deadline = clock::now() + timeout;
   while (true) {
     const int n = ::poll(fds.data(), fds.size(), millis_left(deadline));

@@ -25,9 +25,15 @@
 // the cluster secret completes. A connection whose preface is not the magic
 // and the key within preface_timeout is counted (unauthorized()), logged
 // (rate-limited) and closed before it can read anything: reaching the port is
-// not enough to read the index. (The key, like everything between nodes,
-// crosses in clear: use CAF's TLS and a private network where links can be
-// sniffed.) The magic also names this wire format's version.
+// not enough to read the index. The magic also names this wire format's
+// version.
+// With TLS between nodes (node_tls.hpp: lmcc_cluster_tls_*), both ends run
+// mutual TLS over the socket before the preface: the server's thread for the
+// connection does the handshake within preface_timeout, the client within its
+// connect timeout, and a peer without a certificate of the cluster's CA never
+// gets to send a byte of the protocol (the node's hook logs and counts the
+// refusal). Without it the sockets are read and written directly, as before:
+// the key, and the index, cross in clear.
 // A request frame longer than max_keys (or empty) is counted, logged
 // (rate-limited) and its connection closed: a stream that lost its framing
 // cannot be resynchronised, and the caller of a bad frame times out. The
@@ -44,6 +50,7 @@
 // keeps up to max_idle_per_peer open). The client is thread-safe.
 #pragma once
 
+#include "gateway/node_tls.hpp"
 #include "gateway/unique_fd.hpp"
 
 #include <array>
@@ -73,6 +80,28 @@ inline constexpr uint64_t peer_read_uncertain = uint64_t{1} << 63;
 /// peer_read_uncertain). Called concurrently.
 using peer_read_answer_fn = std::function<std::vector<uint64_t>(std::span<const uint64_t> keys)>;
 
+/// A peer-read connection: its socket and, with TLS between nodes, the TLS
+/// session over it (null: plain). Converts from a plain socket.
+class peer_socket {
+public:
+  peer_socket() = default;
+  peer_socket(unique_fd fd) : fd_(std::move(fd)) {} // NOLINT: plain, implicitly
+  peer_socket(unique_fd fd, std::unique_ptr<tls_stream> tls)
+    : fd_(std::move(fd)), tls_(std::move(tls)) {}
+
+  int get() const noexcept { return fd_.get(); }
+  explicit operator bool() const noexcept { return static_cast<bool>(fd_); }
+  tls_stream* tls() const noexcept { return tls_.get(); }
+  void reset() noexcept {
+    tls_.reset();
+    fd_.reset();
+  }
+
+private:
+  unique_fd fd_;
+  std::unique_ptr<tls_stream> tls_; ///< declared last: freed before the socket closes
+};
+
 /// What a server's connections count, shared by their threads.
 struct peer_read_counters {
   std::atomic<uint64_t> requests{0};
@@ -83,10 +112,12 @@ struct peer_read_counters {
 /// Serves one connection (`fd`: connected, non-blocking) until the caller
 /// closes it, breaks the protocol or `stop_fd` becomes readable (-1: never):
 /// the preface must carry `key`, then each request is answered with `answer`.
+/// `tls`: the connection's established TLS session (null: plain).
 /// peer_read_server runs it on a thread per connection; a test can drive it
 /// over a socketpair.
 void serve_peer_reads(int fd, int stop_fd, const peer_read_key& key,
-                      const peer_read_answer_fn& answer, peer_read_counters& counters);
+                      const peer_read_answer_fn& answer, peer_read_counters& counters,
+                      tls_stream* tls = nullptr);
 
 class peer_read_server {
 public:
@@ -104,10 +135,12 @@ public:
 
   /// Listens on bind_host ("0.0.0.0", "*" or an address) at an ephemeral
   /// port; endpoint() names it with `advertised_host`. Readers must present
-  /// `key` (make it random, fresh at every start). Throws std::system_error
-  /// when it cannot bind.
+  /// `key` (make it random, fresh at every start) and, with `tls`, a
+  /// certificate of its CA first (refusals go to its hook). Throws
+  /// std::system_error when it cannot bind.
   peer_read_server(const std::string& bind_host, const std::string& advertised_host,
-                   peer_read_key key, answer_fn answer);
+                   peer_read_key key, answer_fn answer,
+                   std::shared_ptr<const node_tls> tls = nullptr);
   ~peer_read_server();
   peer_read_server(const peer_read_server&) = delete;
   peer_read_server& operator=(const peer_read_server&) = delete;
@@ -132,9 +165,12 @@ private:
 
   void accept_loop();
   void reap(bool all);
+  /// One connection's thread: TLS (if on), the preface, then requests.
+  void serve(int fd);
 
   peer_read_key key_;
   answer_fn answer_;
+  std::shared_ptr<const node_tls> tls_;
   unique_fd listener_;
   unique_fd stop_event_; // eventfd: wakes every poll at shutdown
   std::string endpoint_;
@@ -153,9 +189,11 @@ public:
   /// Most words a reply may carry (a lookup's keys times their holders).
   static constexpr size_t max_reply_words = size_t{1} << 26;
 
-  /// `connect_timeout`: how long send() waits for a new connection.
-  explicit peer_read_client(std::chrono::milliseconds connect_timeout = std::chrono::seconds{1})
-    : connect_timeout_(connect_timeout) {}
+  /// `connect_timeout`: how long send() waits for a new connection (its TLS
+  /// handshake included). `tls`: mutual TLS with every server (null: plain).
+  explicit peer_read_client(std::chrono::milliseconds connect_timeout = std::chrono::seconds{1},
+                            std::shared_ptr<const node_tls> tls = nullptr)
+    : connect_timeout_(connect_timeout), tls_(std::move(tls)) {}
   peer_read_client(const peer_read_client&) = delete;
   peer_read_client& operator=(const peer_read_client&) = delete;
 
@@ -163,7 +201,7 @@ public:
   struct call {
     std::string endpoint;
     uint64_t id = 0;
-    unique_fd socket;
+    peer_socket socket;
   };
 
   /// Sends the request to `endpoint` (a server's access_endpoint(); without
@@ -186,16 +224,20 @@ public:
   static constexpr std::chrono::seconds sweep_interval{1};
 
 private:
-  unique_fd take_idle(const std::string& endpoint);
-  unique_fd connect_to(const std::string& endpoint) const;
+  peer_socket take_idle(const std::string& endpoint);
+  peer_socket connect_to(const std::string& endpoint) const;
+  /// Passes a TLS refusal seen on `socket` (the server refused this node's
+  /// certificate: its alert arrives at the first read) to the node's hook.
+  void report_refusal(const peer_socket& socket, const std::string& endpoint) const;
   /// Closes idle connections the peer closed (it stopped or restarted: a
   /// restarted peer has a new endpoint, so its old pool is never taken from
   /// again and would keep its descriptors for good). REQUIRES: mutex_ held.
   void sweep_closed_locked();
 
   std::chrono::milliseconds connect_timeout_;
+  std::shared_ptr<const node_tls> tls_;
   std::mutex mutex_;
-  std::map<std::string, std::vector<unique_fd>> idle_;
+  std::map<std::string, std::vector<peer_socket>> idle_;
   std::chrono::steady_clock::time_point next_sweep_{};
   std::atomic<uint64_t> next_id_{1};
 };
