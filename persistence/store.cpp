@@ -40,6 +40,7 @@ rocksdb::DBOptions db_options(const store_options& o) {
   opt.create_if_missing = o.create_if_missing;
   opt.create_missing_column_families = o.create_if_missing;
   opt.max_background_jobs = o.max_background_jobs;
+  opt.max_total_wal_size = o.max_wal_bytes;
   // RocksDB's own info log: keep it small, it lives in the data dir.
   opt.keep_log_file_num = 3;
   opt.max_log_file_size = size_t{8} << 20;

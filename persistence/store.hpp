@@ -81,6 +81,16 @@ struct store_options {
   /// Default: 2.
   int max_write_buffer_number = 2;
 
+  /// Bound on the write-ahead log's files. A WAL file is freed only once every
+  /// family with records in it has flushed them; the slot-snapshot family
+  /// fills its memtable slowly, so without a bound the WAL kept the op log's
+  /// records (deleted long ago) for as long as RocksDB's default allows, four
+  /// times all memtables (512 MiB at the defaults): a soak's data dir swung
+  /// between ~50 and ~220 MiB. Past the bound RocksDB flushes the families
+  /// holding the oldest WAL file. 0: RocksDB's default.
+  /// Default: 64 MiB.
+  size_t max_wal_bytes = size_t{64} << 20;
+
   /// Compress SST blocks of the default family with LZ4 (slot snapshots are
   /// hash bits and do not compress; worker rows do). The op log is never
   /// compressed (it lives briefly and is random bits).

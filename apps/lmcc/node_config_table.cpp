@@ -322,6 +322,13 @@ std::vector<option_spec> make_table() {
                 mebibytes_kind{.max_mib = int64_t{1} << 16},
                 member([](auto& o) -> auto& { return o.store.write_buffer_bytes; }),
                 size_t{32} << 20),
+    make_option({.key = "lmcc_rocksdb_max_wal_mb", .flag = "--rocksdb-max-wal-mb",
+                 .value_name = "MIB",
+                 .help = "bound on RocksDB's write-ahead log files: past it the oldest "
+                         "memtables are flushed (0: RocksDB's default, 4x all memtables)"},
+                mebibytes_kind{.min_mib = 0, .max_mib = int64_t{1} << 20},
+                member([](auto& o) -> auto& { return o.store.max_wal_bytes; }),
+                size_t{64} << 20),
     make_option({.key = "lmcc_memory_free_limit_mb", .flag = "--memory-free-limit-mb",
                  .value_name = "MIB",
                  .help = "freed memory the allocator may keep before the node gives it back to "

@@ -19,8 +19,12 @@ Bounds, and why:
   bench/RESULTS.md), the op log since the last snapshot round (a round starts
   once the log grew max(lmcc_snapshot_log_mb = 32 MiB, 50 % of the last
   round)), the previous round's files until RocksDB compacts them away (one
-  more snapshot), and RocksDB's WAL and memtables (2 x 32 MiB). Hence
-  3 x 12 = 36 B per entry + 32 + 64 MiB, rounded to 40 B per entry + 128 MiB.
+  more snapshot), and RocksDB's WAL: the live file (what both families'
+  memtables hold, up to 2 x 32 MiB) plus older files up to
+  lmcc_rocksdb_max_wal_mb (64 MiB; before that bound RocksDB let them grow to
+  four times all memtables, and a 2-hour soak's data dir peaked at 228 MiB).
+  Hence 3 x 12 = 36 B per entry + 32 + 64 MiB, rounded to 40 B per entry +
+  128 MiB; a WAL at its bound is the spike the 128 MiB leaves room for.
   Both bounds are checked on every sample of every node, not only at the end.
 No upward trend in file descriptors or threads: over the samples taken once
 the index holds its size, per node, the Theil-Sen slope (the median of the
