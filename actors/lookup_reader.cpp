@@ -6,9 +6,9 @@
 
 namespace lmcc::actors {
 
-std::vector<holder_list> local_holders(const kv_index& index, const std::vector<uint64_t>& keys) {
-  std::vector<holder_list> out(keys.size());
-  index.lookup(keys, out);
+holder_reads local_holders(const kv_index& index, const std::vector<uint64_t>& keys) {
+  holder_reads out{std::vector<holder_list>(keys.size()), keys.size()};
+  index.lookup(keys, out.lists);
   return out;
 }
 
@@ -20,14 +20,18 @@ msg::Msg answer_lookup(const directory_view& view, const holder_source& source,
     keys.reserve(chunks.size());
     for (const auto& c : chunks)
       keys.push_back(static_cast<uint64_t>(c.key));
-    return msg::Msg{multi_holder_layout(view, l->event_id, chunks, source(keys))};
+    auto reads = source(keys);
+    auto ret = multi_holder_layout(view, l->event_id, chunks, reads.lists);
+    if (reads.first_unsure < chunks.size())
+      ret.unsure_from_tokens = chunks[reads.first_unsure].start;
+    return msg::Msg{std::move(ret)};
   }
   if (const auto* p = std::get_if<msg::BatchedP2PLookupMsg>(&m)) {
     std::vector<uint64_t> keys;
     keys.reserve(p->hashes.size());
     for (const auto& h : p->hashes)
       keys.push_back(h.bits());
-    return msg::Msg{p2p_layout(view, p->instance_id, p->worker_id, source(keys))};
+    return msg::Msg{p2p_layout(view, p->instance_id, p->worker_id, source(keys).lists)};
   }
   return msg::Msg{msg::ErrorMsg{"a lookup cannot handle " + std::string(msg::type_tag_of(m))}};
 }

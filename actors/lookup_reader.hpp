@@ -30,13 +30,21 @@
 
 namespace lmcc::actors {
 
+/// What a lookup read: one holder list per key, in order, and the first key
+/// whose list may be short (read only from uncertain copies, or from no
+/// owner); lists.size() when none.
+struct holder_reads {
+  std::vector<holder_list> lists;
+  size_t first_unsure = 0;
+};
+
 /// Where a lookup reads each key's holders: the node's own index, or (in a
 /// cluster) that for the slots this node holds and the other owners for the
-/// rest. Returns one holder list per key, in order.
-using holder_source = std::function<std::vector<holder_list>(const std::vector<uint64_t>& keys)>;
+/// rest.
+using holder_source = std::function<holder_reads(const std::vector<uint64_t>& keys)>;
 
 /// The holders of each key from `index`, read under one shared lock.
-std::vector<holder_list> local_holders(const kv_index& index, const std::vector<uint64_t>& keys);
+holder_reads local_holders(const kv_index& index, const std::vector<uint64_t>& keys);
 
 /// The answer to a LookupMsg or BatchedP2PLookupMsg from `view` and the
 /// holders `source` gives (an ErrorMsg for any other message).

@@ -35,6 +35,13 @@
 
 namespace lmcc::gateway {
 
+/// A /lookup reply header of lmcc's own (LMCache's routers ignore it): present
+/// when some chunk was read only from copies their owners were uncertain of
+/// (mid-fault: a node back empty, a slot still being copied) or from no owner;
+/// its value is the token count from which an instance's prefix may be short.
+/// Absent: every chunk was read from a whole copy.
+inline constexpr const char* lookup_unsure_header = "Lmcc-Unsure-From-Tokens";
+
 class http_api {
 public:
   // -- construction ------------------------------------------------------------

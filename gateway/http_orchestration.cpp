@@ -74,6 +74,10 @@ void add_orchestration_routes(route_table& routes, controller_api& controller,
         reply_json layout = reply_json::object();
         for (const auto& [instance, where] : ret.layout_info)
           layout[instance] = reply_json::array({where.first, int_json(where.second)});
+        // lmcc's own, ignored by LMCache's routers: prefixes from here on may be
+        // short (read from copies their owners were uncertain of, mid-fault).
+        if (ret.unsure_from_tokens != msg::LookupRetMsg::no_unsure_tokens)
+          res.set_header(lookup_unsure_header, std::to_string(ret.unsure_from_tokens));
         send_json(res, 200,
                   reply_json{{"event_id", ret.event_id}, {"layout_info", std::move(layout)}});
       });

@@ -41,9 +41,7 @@ public:
         continue; // no owner left: unanswered unless an open call answers
       asked = true;
       if (owner == routes_.self) {
-        routes_.read_local(its);
-        for (uint32_t i : its)
-          answered_[i] = answered;
+        read_local(its);
         continue;
       }
       asked_.clear();
@@ -103,8 +101,11 @@ public:
       const bool from_uncertain = ((*flat)[at] & peer_read_uncertain) != 0;
       const uint64_t count =
           std::min<uint64_t>((*flat)[at] & ~peer_read_uncertain, flat->size() - at - 1);
-      if (answered_[i] == unanswered || (answered_[i] == provisionally && !from_uncertain)) {
-        routes_.fill(i, std::span<const uint64_t>{flat->data() + at + 1, count});
+      if (answered_[i] != answered) {
+        // A provisional answer adds to another provisional one; a certain
+        // answer replaces it.
+        const bool add = answered_[i] == provisionally && from_uncertain;
+        routes_.fill(i, std::span<const uint64_t>{flat->data() + at + 1, count}, add);
         answered_[i] = from_uncertain ? provisionally : answered;
         if (from_uncertain)
           uncertain.push_back(i);
@@ -144,10 +145,28 @@ public:
         static_cast<uint32_t>(std::count(answered_.begin(), answered_.end(), unanswered));
     outcome_.provisional =
         static_cast<uint32_t>(std::count(answered_.begin(), answered_.end(), provisionally));
+    outcome_.first_unsure = static_cast<uint32_t>(
+        std::find_if(answered_.begin(), answered_.end(), [](uint8_t a) { return a != answered; }) -
+        answered_.begin());
     return outcome_;
   }
 
 private:
+  /// Reads `items` from this node's copy: certain where it is, provisional
+  /// (added to other provisional answers) where it is uncertain.
+  void read_local(std::span<const uint32_t> items) {
+    std::vector<uint32_t> replace, add;
+    for (uint32_t i : items) {
+      const bool unsure = routes_.local_uncertain && routes_.local_uncertain(i);
+      (unsure && answered_[i] == provisionally ? add : replace).push_back(i);
+      answered_[i] = unsure ? provisionally : answered;
+    }
+    if (!replace.empty())
+      routes_.read_local(replace, false);
+    if (!add.empty())
+      routes_.read_local(add, true);
+  }
+
   std::span<const uint64_t> keys_;
   const owner_read_routes& routes_;
   peer_read_client& client_;

@@ -21,7 +21,15 @@
 //  - a send that fails or a connection that breaks re-routes at once;
 //  - an owner that says its copy of a key's slot is uncertain (it missed ops
 //    and waits for another owner's copy: peer_read_uncertain) answers only
-//    provisionally: the key is asked of the next owner, whose answer wins.
+//    provisionally: the key is asked of the next owner. A certain answer
+//    replaces a provisional one; provisional answers add up (the union of
+//    their holders). An uncertain copy lacks ops another owner applied --
+//    admits as well as evicts -- so no one of them is the better answer, and
+//    taking the first one kept a copy's gap even when the next owner held
+//    the entry (a gained slot still blank answered first). The union misses
+//    no entry any owner holds; at worst it names a holder that evicted the
+//    chunk, which costs the router what a miss costs. This node's own copy
+//    joins the same way when it is uncertain (local_uncertain).
 // Keys stay unanswered only when no owner of their slot is reachable.
 //
 // Context: CAF-free. The node wires `owner_read_routes` to its cluster table
@@ -73,10 +81,15 @@ struct owner_read_routes {
   std::function<void()> refresh;
   /// False once the failure detector took the owner for down.
   std::function<bool(owner_index)> reachable;
-  /// Reads `items` from the local index (and records their holders).
-  std::function<void(std::span<const uint32_t> items)> read_local;
-  /// Item `i`'s holders as another owner answered them.
-  std::function<void(uint32_t i, std::span<const uint64_t> holders)> fill;
+  /// Reads `items` from the local index and records their holders: in place
+  /// of what they had, or with `add` into it (a union: provisional answers).
+  std::function<void(std::span<const uint32_t> items, bool add)> read_local;
+  /// Item `i`'s holders as another owner answered them, in place of what it
+  /// had or (`add`) into it.
+  std::function<void(uint32_t i, std::span<const uint64_t> holders, bool add)> fill;
+  /// Whether this node's copy of item `i`'s slot is uncertain (its answer is
+  /// provisional). Empty: never.
+  std::function<bool(uint32_t i)> local_uncertain;
 };
 
 /// What one lookup's reads took beyond the plain path (the node counts them).
@@ -85,9 +98,12 @@ struct owner_read_outcome {
   uint32_t rerouted = 0;   ///< owners given up (down, unreachable, broken)
   uint32_t unanswered = 0; ///< keys no owner answered
   uint32_t uncertain = 0;  ///< answers from a copy its owner was uncertain of, asked again
-  /// Keys whose only answer came from an owner uncertain of its copy (no
-  /// other owner answered): the answer may be short.
+  /// Keys answered only by owners uncertain of their copies (this node's
+  /// included; no certain owner answered): the answer may be short.
   uint32_t provisional = 0;
+  /// The first such key, or an unanswered one (an index into the keys);
+  /// keys.size() when every key had a certain answer.
+  uint32_t first_unsure = 0;
 };
 
 /// Reads the holders of `keys` from their owners: every owner's request

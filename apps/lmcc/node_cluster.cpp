@@ -362,11 +362,10 @@ std::map<std::string, std::string> node_cluster::snapshot_files() const {
   return files;
 }
 
-std::vector<actors::holder_list> node_cluster::holders(const std::vector<uint64_t>& keys) {
+actors::holder_reads node_cluster::holders(const std::vector<uint64_t>& keys) {
   auto table = board_->current();
   const uint32_t slots = table->owners->slot_count();
   std::vector<actors::holder_list> out(keys.size());
-  uint32_t local_provisional = 0; ///< keys read from this node's uncertain copy, no other owner up
   gateway::owner_read_routes routes;
   routes.self = table->self;
   routes.owner = [&](uint32_t i, std::span<const gateway::owner_index> avoid, bool complete_only) {
@@ -375,24 +374,39 @@ std::vector<actors::holder_list> node_cluster::holders(const std::vector<uint64_
     if (owner != table->self || !parts_.index->uncertain(slot))
       return owner;
     // This node's copy may lack ops another owner's holds (it missed a
-    // sub-batch and waits for a copy: coverage.hpp): read that one when it answers.
+    // sub-batch and waits for a copy: coverage.hpp): read that one when it
+    // answers; this one joins if it is uncertain too (owner_reads.hpp).
     std::vector<gateway::owner_index> also_self(avoid.begin(), avoid.end());
     also_self.push_back(table->self);
     const auto other = table->read_owner(slot, also_self, complete_only);
-    if (other == cluster::no_node)
-      ++local_provisional;
     return other != cluster::no_node ? other : owner;
   };
   routes.endpoint = [&](gateway::owner_index n) { return table->peers[n].handles.read; };
   routes.refresh = [&] { table = board_->current(); };
   routes.reachable = [&](gateway::owner_index n) { return table->reachable(n); };
-  routes.read_local = [&](std::span<const uint32_t> items) {
-    for (uint32_t i : items)
-      parts_.index->lookup(std::span<const uint64_t>{&keys[i], 1},
-                           std::span<actors::holder_list>{&out[i], 1});
+  auto add_holders = [&](uint32_t i, std::span<const actors::holder_id> holders) {
+    for (actors::holder_id h : holders)
+      if (std::find(out[i].begin(), out[i].end(), h) == out[i].end())
+        out[i].push_back(h);
   };
-  routes.fill = [&](uint32_t i, std::span<const uint64_t> holders) {
-    out[i].assign(holders.begin(), holders.end());
+  routes.read_local = [&](std::span<const uint32_t> items, bool add) {
+    actors::holder_list mine;
+    for (uint32_t i : items) {
+      mine.clear();
+      parts_.index->lookup(std::span<const uint64_t>{&keys[i], 1},
+                           std::span<actors::holder_list>{&mine, 1});
+      if (!add)
+        out[i].clear();
+      add_holders(i, mine);
+    }
+  };
+  routes.fill = [&](uint32_t i, std::span<const uint64_t> holders, bool add) {
+    if (!add)
+      out[i].clear();
+    add_holders(i, holders);
+  };
+  routes.local_uncertain = [&](uint32_t i) {
+    return parts_.index->uncertain(actors::slot_of(keys[i], slots));
   };
   gateway::owner_read_options reads;
   reads.timeout = options_.controller.internal_timeout;
@@ -406,19 +420,18 @@ std::vector<actors::holder_list> node_cluster::holders(const std::vector<uint64_
     parts_.metrics.count_event("lookup_read_uncertain", outcome.uncertain);
   // Every owner that answered was uncertain of its copy: the answer may be
   // short until a copy resolves it (docs/convergence.md).
-  if (const uint32_t provisional = outcome.provisional + local_provisional; provisional > 0) {
-    parts_.metrics.count_event("lookup_read_provisional", provisional);
-    const uint64_t keys_since = provisional_since_log_ += provisional;
+  if (outcome.provisional > 0) {
+    parts_.metrics.count_event("lookup_read_provisional", outcome.provisional);
+    const uint64_t keys_since = provisional_since_log_ += outcome.provisional;
     const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
                             std::chrono::steady_clock::now().time_since_epoch())
                             .count();
     int64_t last = provisional_logged_ms_.load();
     if (now - last >= 1000 && provisional_logged_ms_.compare_exchange_strong(last, now)) {
       provisional_since_log_ -= keys_since;
-      spdlog::warn(
-          "lookup-read-provisional keys={} provisional={} local={} keys_since_last_line={} "
-          "reason=every-answering-owner-uncertain",
-          keys.size(), provisional, local_provisional, keys_since);
+      spdlog::warn("lookup-read-provisional keys={} provisional={} first_unsure={} "
+                   "keys_since_last_line={} reason=every-answering-owner-uncertain",
+                   keys.size(), outcome.provisional, outcome.first_unsure, keys_since);
     }
   }
   if (outcome.unanswered > 0) {
@@ -426,7 +439,7 @@ std::vector<actors::holder_list> node_cluster::holders(const std::vector<uint64_
     spdlog::warn("lookup-read-incomplete keys={} unanswered={} hedged={} rerouted={}", keys.size(),
                  outcome.unanswered, outcome.hedged, outcome.rerouted);
   }
-  return out;
+  return actors::holder_reads{std::move(out), outcome.first_unsure};
 }
 
 std::string node_cluster::refill_marker_path() const {

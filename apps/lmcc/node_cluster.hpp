@@ -103,7 +103,7 @@ public:
   /// read per other owner, all in flight at once, hedged to the next owner
   /// after lmcc_read_hedge_ms and moved off an owner found down
   /// (gateway/owner_reads.hpp; a lookup_reader source).
-  std::vector<actors::holder_list> holders(const std::vector<uint64_t>& keys);
+  actors::holder_reads holders(const std::vector<uint64_t>& keys);
 
   /// `s` with the cluster's entry counts (each node counts its primary slots).
   actors::node_stats cluster_wide(actors::node_stats s);

@@ -195,6 +195,12 @@ struct LookupRetMsg {
   static constexpr msg_family family = msg_family::orchestration_reply;
   std::string event_id;
   ordered_map<std::string, std::pair<std::string, wire_int>> layout_info;
+  /// Not on the wire (lmcc's own, for its HTTP reply): prefixes of at least
+  /// this many tokens may be short, because a chunk from here on was read
+  /// only from copies their owners were uncertain of, or from no owner
+  /// (gateway/owner_reads.hpp). no_unsure_tokens: every chunk was read whole.
+  uint64_t unsure_from_tokens = no_unsure_tokens;
+  static constexpr uint64_t no_unsure_tokens = ~uint64_t{0};
 
   template <class Self, class Visitor>
   static void fields(Self& self, Visitor&& v) {

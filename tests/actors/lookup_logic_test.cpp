@@ -1,4 +1,5 @@
 #include "actors/lookup_logic.hpp"
+#include "actors/lookup_reader.hpp"
 
 #if defined(CAF_VERSION)
 #error "lookup_logic pulls in CAF"
@@ -116,4 +117,24 @@ TEST(multi_holder_layout, holders_missing_from_the_view_are_skipped) {
   auto ret = multi_holder_layout(*view, "e", chunks(1), holders);
   ASSERT_EQ(ret.layout_info.size(), 1u);
   EXPECT_EQ(ret.layout_info[0].first, "C");
+}
+
+TEST(answer_lookup, says_from_which_token_a_prefix_may_be_short) {
+  fixture f;
+  auto view = f.reg.make_view();
+  lmcc::msg::chunk_hasher hasher;
+  lmcc::msg::LookupMsg lookup;
+  lookup.event_id = "e";
+  lookup.tokens.assign(3 * 256, lmcc::msg::wire_int{7});
+  size_t first_unsure = 3; // none
+  holder_source source = [&](const std::vector<uint64_t>& keys) {
+    return holder_reads{std::vector<holder_list>(keys.size(), holder_list{f.cpu(f.a0)}),
+                        first_unsure};
+  };
+  auto whole = std::get<lmcc::msg::LookupRetMsg>(answer_lookup(*view, source, hasher, lookup));
+  EXPECT_EQ(whole.unsure_from_tokens, lmcc::msg::LookupRetMsg::no_unsure_tokens);
+  first_unsure = 1; // the second chunk came only from uncertain copies
+  auto unsure = std::get<lmcc::msg::LookupRetMsg>(answer_lookup(*view, source, hasher, lookup));
+  EXPECT_EQ(unsure.unsure_from_tokens, 256u);
+  EXPECT_EQ(unsure.layout_info, whole.layout_info); // the answer itself is the same
 }

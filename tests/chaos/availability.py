@@ -48,6 +48,17 @@ The rule, per run (chaos.py feeds it; test_availability.py tests it):
   held at any moment of the lookup may excuse it. A node back from a disk
   loss starts from the initial member set until its peers tell it more.
 
+  Said unsure. Excused too when the answer said, before the judge asks, that
+  its prefix may be short from where it stops: the node's /lookup reply
+  carries Lmcc-Unsure-From-Tokens (gateway/http_api.hpp) at or below the
+  prefix it credited I with. A node writes it when some chunk from there on
+  was read only from copies their owners were uncertain of (missed ops; a
+  slot gained and not yet copied; a node back empty) or from no owner. What
+  this excuses is an answer given mid-repair, not a loss: the uncertainty
+  itself is judged elsewhere (a cluster not whole 30 s after a heal fails the
+  seed, and every copy must equal the workers' truth at the end). Counted on
+  their own ("unsure") so that a run shows how many it had.
+
   Anything else short is a violation: the seed fails, naming the lookup, the
   node, the prompt, the instance, the chunk, its key, slot and owners, and the
   fence that verified it.
@@ -169,6 +180,7 @@ class Lookup:
     layout: dict | None      # None: failed
     error: str = ""
     fence: int = 0
+    unsure_from: int | None = None  # the reply's Lmcc-Unsure-From-Tokens (tokens)
 
 
 @dataclass
@@ -294,10 +306,11 @@ class Availability:
         return out
 
     def record(self, node: str, prompt: int, sent: float, answered: float, layout: dict | None,
-               error: str = "") -> None:
+               error: str = "", unsure_from: int | None = None) -> None:
         """One lookup of the workload; what it must credit is taken now."""
         self.lookups.append(Lookup(len(self.lookups), node, prompt, sent, answered,
-                                   self.required(prompt), layout, error, len(self.fences) - 1))
+                                   self.required(prompt), layout, error, len(self.fences) - 1,
+                                   unsure_from))
 
     # -- judged at the end -----------------------------------------------------------
 
@@ -320,7 +333,8 @@ class Availability:
     def judge(self, when=lambda t: f"{t:.3f}") -> tuple[dict, list[str]]:
         """Counts (answered, failed, complete, incomplete, excused) and the
         violations, each naming its lookup; `when` writes a time."""
-        counts = {"answered": 0, "failed": 0, "complete": 0, "incomplete": 0, "excused": 0}
+        counts = {"answered": 0, "failed": 0, "complete": 0, "incomplete": 0, "excused": 0,
+                  "unsure": 0}
         self.excused = []
         failures: list[str] = []
         problems: list[str] = []
@@ -342,6 +356,10 @@ class Availability:
             unexcused = []
             reasons = []
             for inst, (got, need) in sorted(short.items()):
+                if lk.unsure_from is not None and got * CHUNK >= lk.unsure_from:
+                    reasons.append(f"{inst} chunk {got} (the node said unsure from "
+                                   f"{lk.unsure_from} tokens)")
+                    continue
                 key = self.prompts[lk.prompt][got]
                 slot = slot_of(key, self.ring.slots)
                 # Excused if, by some view the node held meanwhile, every
@@ -365,6 +383,8 @@ class Availability:
                 problems.extend(unexcused)
             else:
                 counts["excused"] += 1
+                if any("the node said unsure" in r for r in reasons):
+                    counts["unsure"] += 1
                 self.excused.append(f"{where}: " + ", ".join(reasons))
         total = counts["answered"] + counts["failed"]
         if counts["failed"] > int(total * 0.001):

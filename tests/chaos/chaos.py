@@ -70,7 +70,8 @@ for, and the invariants are checked:
      whole within WAIT_S before a planned node fault, or which refused a
      membership change for MEMBER_WAIT_S.
 Each seed writes one row of the report: the plan's digest, faults, lookups
-(answered / failed; complete / incomplete / excused), waits, convergence time,
+(answered / failed; complete / incomplete / excused, and how many of those the
+node itself said were unsure), waits, convergence time,
 entries lost, full syncs asked, verdict.
 Needs python3-zmq and python3-msgpack; runs build/lmcc (or $LMCC_BINARY).
 """
@@ -104,6 +105,9 @@ from availability import Availability, Ring  # noqa: E402
 from schedule import FAULTS, NODE_FAULTS, OPT_IN_FAULTS, check as check_plan, describe, \
     digest, dumps, plan  # noqa: E402
 
+# The /lookup reply header by which a node says its prefixes may be short
+# from that many tokens on (gateway/http_api.hpp; availability.py's rule).
+UNSURE_HEADER = "Lmcc-Unsure-From-Tokens"
 WAIT_S = 30.0         # for a whole cluster before a node fault
 # For a fence's quiet cluster, then the fence is skipped and the last one
 # stands. Not longer: frames a node forwarded to one that died or froze hold
@@ -280,16 +284,19 @@ class Run:
         i = self.rng.choice(live)
         p = self.rng.randrange(len(self.prompts))
         sent = time.monotonic()
-        layout, error = None, ""
+        layout, error, unsure = None, "", None
         try:
             r = self.cluster.nodes[i].post("/lookup", {"tokens": self.prompts[p]}, timeout=15)
             if r.status == 200:
                 layout = r.json()["layout_info"]
+                said = [v for k, v in r.headers.items() if k.lower() == UNSURE_HEADER.lower()]
+                unsure = int(said[0]) if said else None
             else:
                 error = f"HTTP {r.status} {r.text[:200]}"
         except Exception as e:  # noqa: BLE001 - a lookup that fails is counted (invariant 6)
             error = f"{type(e).__name__}: {e}"
-        self.avail.record(self.cluster.ids[i], p, sent, time.monotonic(), layout, error)
+        self.avail.record(self.cluster.ids[i], p, sent, time.monotonic(), layout, error,
+                          unsure_from=unsure)
 
     def truth(self) -> dict[str, set[int]]:
         """Instance -> every key its workers hold (any location)."""
@@ -834,7 +841,8 @@ def row(r: dict) -> str:
              if w else "?")
     return (f"| {r['seed']} | {r.get('schedule', '?')} | {faults} | "
             f"{lk.get('answered', 0)} / {lk.get('failed', 0)} | "
-            f"{lk.get('complete', '?')} / {lk.get('incomplete', '?')} / {lk.get('excused', '?')} | "
+            f"{lk.get('complete', '?')} / {lk.get('incomplete', '?')} / {lk.get('excused', '?')}"
+            + (f" ({lk['unsure']} said unsure)" if lk.get("unsure") else "") + " | "
             f"{waits} | {r['converged_s'] if r['converged_s'] is not None else 'NO'} | "
             f"{r['lost'] if r['lost'] is not None else '?'} | {r['full_syncs']} | "
             f"{','.join(r['crashed']) or '-'} | {r.get('rss_mib', '?')} | "

@@ -105,6 +105,24 @@ def test_a_short_lookup_with_a_reachable_owner_fails_and_names_what_is_missing()
     assert f"missing chunk 1 key 12 slot {slot_of(12, 4096)}, read from owners {owners}" in p
 
 
+def test_a_short_lookup_is_excused_where_the_node_said_its_prefix_may_be_short():
+    a = fenced()
+    # i-a stops at chunk 1 (256 tokens); the node said prefixes from 256 on
+    # may be short (chunk 1 was read only from uncertain copies).
+    a.record("n1", 0, 101.0, 101.1, layout(i_a=1, i_b=1), unsure_from=256)
+    counts, problems = a.judge()
+    assert problems == [] and counts["excused"] == 1 and counts["unsure"] == 1
+    assert "the node said unsure from 256 tokens" in a.excused[0]
+
+
+def test_a_node_unsure_only_past_where_the_answer_stops_excuses_nothing():
+    a = fenced()
+    # Unsure from chunk 2 on: the stop at chunk 1 was read from a whole copy.
+    a.record("n1", 0, 101.0, 101.1, layout(i_a=1, i_b=1), unsure_from=512)
+    counts, problems = a.judge()
+    assert counts["incomplete"] == 1 and counts["unsure"] == 0 and len(problems) == 1
+
+
 def test_the_fence_verifies_the_least_any_node_answered_and_no_more_than_the_workers_hold():
     full = [layout(i_a=3, i_b=1), layout(i_a=3)]
     answers = {"n1": full, "n2": [layout(i_a=2, i_b=1), layout(i_a=3)], "n3": full}

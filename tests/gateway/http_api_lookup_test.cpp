@@ -36,6 +36,24 @@ TEST_F(http_api_test, lookup_answers_layout_info_with_a_lookup_event_id) {
   EXPECT_EQ(j.dump().find("\"A\""), j.dump().find("\"layout_info\":{") + 15);
 }
 
+TEST_F(http_api_test, lookup_says_from_where_its_prefixes_may_be_short_only_when_they_may) {
+  auto whole = post("/lookup", R"({"tokens": [1, 2, 3]})");
+  ASSERT_TRUE(whole);
+  EXPECT_FALSE(whole->has_header(lookup_unsure_header));
+  controller_.set_reply([](const Msg& request) -> Msg {
+    msg::LookupRetMsg ret{.event_id = std::get<msg::LookupMsg>(request).event_id,
+                          .layout_info = {{"A", {"LocalCPUBackend", 512}}}};
+    ret.unsure_from_tokens = 256;
+    return ret;
+  });
+  auto unsure = post("/lookup", R"({"tokens": [1, 2, 3]})");
+  ASSERT_TRUE(unsure);
+  EXPECT_EQ(unsure->get_header_value(lookup_unsure_header), "256");
+  // The body stays LMCache's.
+  EXPECT_EQ(json::parse(unsure->body)["layout_info"],
+            json::parse(R"({"A": ["LocalCPUBackend", 512]})"));
+}
+
 TEST_F(http_api_test, lookup_keeps_negative_and_full_range_unsigned_tokens_intact) {
   auto body =
       R"({"tokens": [-1, 18446744073709551615, -9223372036854775808, 9223372036854775808, 0]})";

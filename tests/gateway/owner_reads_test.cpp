@@ -88,17 +88,32 @@ struct three_nodes {
     r.endpoint = [this](owner_index n) { return endpoints.count(n) ? endpoints[n] : ""; };
     r.refresh = [this] { ++refreshes; };
     r.reachable = [this](owner_index n) { return !down[n]; };
-    r.read_local = [this](std::span<const uint32_t> items) {
+    r.read_local = [this](std::span<const uint32_t> items, bool add) {
       for (uint32_t i : items) {
-        got[i] = owner_answer(std::span<const uint64_t>{&keys[i], 1});
-        got[i].erase(got[i].begin()); // the count
+        auto mine = local_uncertain[i] ? std::vector<uint64_t>{keys[i] + 2}
+                                       : std::vector<uint64_t>{keys[i] + 1, keys[i] + 2};
+        put(i, mine, add);
         local[i] = 1;
       }
     };
-    r.fill = [this](uint32_t i, std::span<const uint64_t> holders) {
-      got[i].assign(holders.begin(), holders.end());
+    r.fill = [this](uint32_t i, std::span<const uint64_t> holders, bool add) {
+      put(i, holders, add);
     };
+    r.local_uncertain = [this](uint32_t i) { return local_uncertain[i] != 0; };
     return r;
+  }
+
+  /// Node 0's copy of item i's slot is uncertain: it holds only key k + 2.
+  std::vector<uint8_t> local_uncertain = std::vector<uint8_t>(64, 0);
+
+  /// Records holders for item i: in place, or added (in order, no repeats).
+  void put(uint32_t i, std::span<const uint64_t> holders, bool add) {
+    if (!add)
+      got[i].clear();
+    for (uint64_t h : holders)
+      if (std::find(got[i].begin(), got[i].end(), h) == got[i].end())
+        got[i].push_back(h);
+    std::sort(got[i].begin(), got[i].end());
   }
 
   void expect_all_answered() const {
@@ -219,6 +234,80 @@ TEST(owner_reads, an_uncertain_answer_stands_when_no_other_owner_is_left) {
   for (uint64_t k : nodes.keys)
     owner_1s += k % 3 == 1 ? 1 : 0;
   EXPECT_EQ(outcome.provisional, owner_1s); // and the caller is told they may be short
+}
+
+/// An uncertain copy that holds only key k + 2 (another owner's gap differs).
+std::vector<uint64_t> other_uncertain_answer(std::span<const uint64_t> keys) {
+  std::vector<uint64_t> flat;
+  for (uint64_t k : keys) {
+    flat.push_back(1 | peer_read_uncertain);
+    flat.push_back(k + 2);
+  }
+  return flat;
+}
+
+TEST(owner_reads, uncertain_owners_answer_the_union_of_their_copies) {
+  // Keys k % 3 == 1 are owned by nodes 1 and 2, both uncertain, each lacking
+  // what the other holds: neither answer alone is the whole one.
+  peer_read_server one{"127.0.0.1", "127.0.0.1", test_key, uncertain_answer};
+  peer_read_server two{"127.0.0.1", "127.0.0.1", test_key, other_uncertain_answer};
+  three_nodes nodes{30};
+  nodes.endpoints = {{1, one.access_endpoint()}, {2, two.access_endpoint()}};
+  peer_read_client client;
+  owner_read_options options;
+  options.hedge_delay = 0ms;
+  const auto outcome = read_owners(nodes.keys, nodes.routes(), client, options);
+  uint32_t both_uncertain = 0;
+  uint32_t first = 0xffffffff;
+  for (size_t i = 0; i < nodes.keys.size(); ++i) {
+    const uint64_t k = nodes.keys[i];
+    if (k % 3 == 1) {
+      EXPECT_EQ(nodes.got[i], (std::vector<uint64_t>{k + 1, k + 2})) << k;
+      ++both_uncertain;
+      first = std::min(first, static_cast<uint32_t>(i));
+    }
+  }
+  EXPECT_EQ(outcome.provisional, both_uncertain); // still told: it may be short
+  EXPECT_EQ(outcome.unanswered, 0u);
+  EXPECT_EQ(outcome.first_unsure, first);
+}
+
+TEST(owner_reads, this_nodes_uncertain_copy_adds_to_another_uncertain_answer) {
+  // Keys k % 3 == 2 are owned by node 2 and this node (0): node 2 answers
+  // k + 1 uncertainly, this node's uncertain copy holds k + 2.
+  peer_read_server one{"127.0.0.1", "127.0.0.1", test_key, owner_answer};
+  peer_read_server two{"127.0.0.1", "127.0.0.1", test_key, uncertain_answer};
+  three_nodes nodes{30};
+  nodes.endpoints = {{1, one.access_endpoint()}, {2, two.access_endpoint()}};
+  for (size_t i = 0; i < nodes.keys.size(); ++i)
+    nodes.local_uncertain[i] = nodes.keys[i] % 3 == 2 ? 1 : 0;
+  peer_read_client client;
+  owner_read_options options;
+  options.hedge_delay = 0ms;
+  const auto outcome = read_owners(nodes.keys, nodes.routes(), client, options);
+  uint32_t unsure = 0;
+  for (size_t i = 0; i < nodes.keys.size(); ++i) {
+    const uint64_t k = nodes.keys[i];
+    if (k % 3 == 2) {
+      EXPECT_EQ(nodes.got[i], (std::vector<uint64_t>{k + 1, k + 2})) << k;
+      ++unsure;
+    }
+  }
+  EXPECT_EQ(outcome.provisional, unsure);
+}
+
+TEST(owner_reads, a_certain_answer_replaces_a_provisional_one) {
+  peer_read_server one{"127.0.0.1", "127.0.0.1", test_key, uncertain_answer};
+  peer_read_server two{"127.0.0.1", "127.0.0.1", test_key, owner_answer};
+  three_nodes nodes{30};
+  nodes.endpoints = {{1, one.access_endpoint()}, {2, two.access_endpoint()}};
+  peer_read_client client;
+  owner_read_options options;
+  options.hedge_delay = 0ms;
+  const auto outcome = read_owners(nodes.keys, nodes.routes(), client, options);
+  nodes.expect_all_answered();
+  EXPECT_EQ(outcome.provisional, 0u);
+  EXPECT_EQ(outcome.first_unsure, nodes.keys.size());
 }
 
 TEST(owner_reads, an_owner_found_down_is_given_up_without_waiting_for_the_hedge) {

@@ -169,10 +169,12 @@ def free_ports(n: int, reserve: bool = False) -> list[int]:
 
 
 class HttpResponse:
-    def __init__(self, status: int, body: bytes, content_type: str):
+    def __init__(self, status: int, body: bytes, content_type: str,
+                 headers: Optional[dict[str, str]] = None):
         self.status = status
         self.body = body
         self.content_type = content_type
+        self.headers = headers or {}  # as sent (names as the server wrote them)
 
     @property
     def text(self) -> str:
@@ -375,7 +377,8 @@ class Node:
         context = ssl.create_default_context(cafile=str(self.tls_ca)) if self.tls_ca else None
         try:
             with urllib.request.urlopen(req, timeout=timeout, context=context) as resp:
-                return HttpResponse(resp.status, resp.read(), resp.headers.get("Content-Type", ""))
+                return HttpResponse(resp.status, resp.read(), resp.headers.get("Content-Type", ""),
+                                    dict(resp.headers.items()))
         except urllib.error.HTTPError as e:
             return HttpResponse(e.code, e.read(), e.headers.get("Content-Type", ""))
 
