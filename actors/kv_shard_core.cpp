@@ -50,8 +50,12 @@ size_t kv_shard_core::retire_older(std::span<const uint64_t> uid_incarnation_pai
     if (auto it = current.find(meta.worker_uid);
         it != current.end() && meta.worker_uid != 0 && meta.incarnation < it->second)
       stale.emplace_back(h, it->second);
-  for (const auto& [h, incarnation] : stale) // after the scan: apply() may add to holders_
+  for (const auto& [h, incarnation] : stale) { // after the scan: apply() may add to holders_
+    const auto& meta = holders_.at(h);
+    spdlog::debug("holder-retired holder={} worker_uid={} incarnation={} registration={}", h,
+                  meta.worker_uid, meta.incarnation, incarnation);
     drop_holder(h, incarnation);
+  }
   return stale.size();
 }
 

@@ -223,8 +223,21 @@ std::string node_cluster::status_json() const {
                      {"dropped_ops", lc->dropped_ops.load()}});
   }
   uint64_t uncertain_slots = 0;
-  for (uint32_t s = 0; s < parts_.index->slot_count(); ++s)
-    uncertain_slots += parts_.index->uncertain(s) ? 1 : 0;
+  // The first few uncertain slots with their owners as this node places them:
+  // what an operator (or a chaos log) needs to see whom a stuck node waits for.
+  constexpr size_t uncertain_shown = 8;
+  json uncertain_first = json::array();
+  for (uint32_t s = 0; s < parts_.index->slot_count(); ++s) {
+    if (!parts_.index->uncertain(s))
+      continue;
+    ++uncertain_slots;
+    if (uncertain_first.size() < uncertain_shown) {
+      json owners = json::array();
+      for (auto n : table->owners->owner_indices(s))
+        owners.push_back(table->members[n].address.id);
+      uncertain_first.push_back({{"slot", s}, {"owners", std::move(owners)}});
+    }
+  }
   const auto& me = table->members[table->self];
   const auto shortfall = live_copies(*table);
   uint64_t keys = 0;
@@ -294,6 +307,7 @@ std::string node_cluster::status_json() const {
                 {"slots_compared", ae_counters_->slots_compared.load()},
                 {"slots_differing", ae_counters_->slots_differing.load()},
                 {"slots_uncertain", uncertain_slots},
+                {"uncertain_first", std::move(uncertain_first)},
                 {"slots_repaired", ae_counters_->slots_repaired.load()},
                 {"copies_taken", ae_counters_->copies_taken.load()},
                 {"conflicts", ae_counters_->conflicts.load()},

@@ -351,7 +351,10 @@ class Run:
             # next fault must not take the owner it waits for.
             uncertain = s.get("anti_entropy", {}).get("slots_uncertain", 0)
             if uncertain:
-                return f"{name} is uncertain of {uncertain} slots"
+                first = ", ".join(f"{u['slot']} ({'+'.join(u['owners'])})"
+                                  for u in s["anti_entropy"].get("uncertain_first", [])[:3])
+                return (f"{name} is uncertain of {uncertain} slots"
+                        + (f", first {first}" if first else ""))
             if quiet and (s["replication_lag_sub_batches"] or s["ingest_inflight_ops"]):
                 return (f"{name} has {s['replication_lag_sub_batches']} sub-batches queued, "
                         f"{s['ingest_inflight_ops']} ops in flight")
