@@ -10,6 +10,7 @@
 #include <caf/io/middleman.hpp>
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <random>
 #include <thread>
 #include <unistd.h>
@@ -359,6 +360,16 @@ void node_runtime::stop() {
   exit(d.shard_);
   exit(d.rows_);
   exit(d.router_);
+  // Each phase says when it starts: a stop that hangs (a supervisor's kill
+  // after its timeout) leaves in the log where it hung.
+  const auto phase_started = std::chrono::steady_clock::now();
+  auto phase = [&, last = phase_started](const char* name) mutable {
+    const auto now = std::chrono::steady_clock::now();
+    spdlog::debug("node-stop-phase phase={} after_ms={}", name,
+                  std::chrono::duration_cast<std::chrono::milliseconds>(now - last).count());
+    last = now;
+  };
+  phase("cluster");
   if (d.cluster_)
     d.cluster_->stop();
   d.lookups_.clear();
@@ -368,10 +379,15 @@ void node_runtime::stop() {
   d.shard_ = nullptr;
   d.rows_ = nullptr;
   d.router_ = nullptr;
+  phase("actors");
   d.system_.await_all_actors_done();
   d.serving_ = false;
+  phase("store");
   d.store_.reset(); // the shard and the row writer committed what they held when they exited
-  spdlog::info("node-stopped node={}", d.options_.controller.node_id);
+  spdlog::info("node-stopped node={} ms={}", d.options_.controller.node_id,
+               std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::steady_clock::now() - phase_started)
+                   .count());
 }
 
 uint16_t node_runtime::http_port() const {
