@@ -345,6 +345,9 @@ void node_cluster::stop() {
   anti_entropy_ = nullptr;
   mover_ = nullptr;
   refill_ = nullptr;
+}
+
+void node_cluster::close_reads() {
   read_server_.reset();
   read_client_.reset();
 }

@@ -93,8 +93,13 @@ public:
   /// a clean stop calls it after the front end handed over its last frames.
   void drain_forwards();
 
-  /// Asks the actors to exit and closes the key-read sockets.
+  /// Asks the cluster's actors to exit.
   void stop();
+
+  /// Closes the key-read server and client. Only once every actor is done:
+  /// a lookup actor inside a P2P lookup reads peers through the client until
+  /// its handler returns, exit message or not.
+  void close_reads();
 
   /// The port the gate listens on (0 before start()).
   uint16_t port() const noexcept { return port_; }

@@ -382,6 +382,8 @@ void node_runtime::stop() {
   phase("actors");
   d.system_.await_all_actors_done();
   d.serving_ = false;
+  if (d.cluster_)
+    d.cluster_->close_reads();
   phase("store");
   d.store_.reset(); // the shard and the row writer committed what they held when they exited
   spdlog::info("node-stopped node={} ms={}", d.options_.controller.node_id,
