@@ -48,8 +48,8 @@ The rule, per run (chaos.py feeds it; test_availability.py tests it):
   held at any moment of the lookup may excuse it. A node back from a disk
   loss starts from the initial member set until its peers tell it more.
 
-  Said unsure. Excused too when the answer said, before the judge asks, that
-  its prefix may be short from where it stops: the node's /lookup reply
+  Said unsure. A short answer no unreachable owner excuses is excused when
+  it said that its prefix may be short from where it stops: the node's reply
   carries Lmcc-Unsure-From-Tokens (gateway/http_api.hpp) at or below the
   prefix it credited I with. A node writes it when some chunk from there on
   was read only from copies their owners were uncertain of (missed ops; a
@@ -57,7 +57,8 @@ The rule, per run (chaos.py feeds it; test_availability.py tests it):
   this excuses is an answer given mid-repair, not a loss: the uncertainty
   itself is judged elsewhere (a cluster not whole 30 s after a heal fails the
   seed, and every copy must equal the workers' truth at the end). Counted on
-  their own ("unsure") so that a run shows how many it had.
+  their own ("unsure": excused by the node's word alone) so that a run shows
+  how many it had.
 
   Anything else short is a violation: the seed fails, naming the lookup, the
   node, the prompt, the instance, the chunk, its key, slot and owners, and the
@@ -356,10 +357,6 @@ class Availability:
             unexcused = []
             reasons = []
             for inst, (got, need) in sorted(short.items()):
-                if lk.unsure_from is not None and got * CHUNK >= lk.unsure_from:
-                    reasons.append(f"{inst} chunk {got} (the node said unsure from "
-                                   f"{lk.unsure_from} tokens)")
-                    continue
                 key = self.prompts[lk.prompt][got]
                 slot = slot_of(key, self.ring.slots)
                 # Excused if, by some view the node held meanwhile, every
@@ -370,6 +367,12 @@ class Availability:
                            for o in owners]
                     if all(why):
                         break
+                if not all(why) and lk.unsure_from is not None and got * CHUNK >= lk.unsure_from:
+                    # A reachable owner, but the node said its answer may be
+                    # short from here (every owner it read was uncertain).
+                    reasons.append(f"{inst} chunk {got} (the node said unsure from "
+                                   f"{lk.unsure_from} tokens)")
+                    continue
                 reasons.append(f"{inst} chunk {got} ({'; '.join(why)})")
                 if not all(why):
                     unexcused.append(
