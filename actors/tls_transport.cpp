@@ -241,8 +241,8 @@ private:
 class tls_doorman : public caf::io::network::doorman_impl {
 public:
   tls_doorman(default_mpx& mpx, native_socket fd, std::shared_ptr<tls_transport::shared> shared,
-              handshake_worker& worker)
-    : doorman_impl(mpx, fd), shared_(std::move(shared)), worker_(worker) {}
+              std::shared_ptr<handshake_worker> worker)
+    : doorman_impl(mpx, fd), shared_(std::move(shared)), worker_(std::move(worker)) {}
 
   bool new_connection() override {
     if (detached())
@@ -259,7 +259,7 @@ public:
       ::close(fd);
       return false;
     }
-    worker_.add(caf::intrusive_ptr<tls_doorman>{this}, fd, std::move(tls));
+    worker_->add(caf::intrusive_ptr<tls_doorman>{this}, fd, std::move(tls));
     return true;
   }
 
@@ -282,7 +282,8 @@ public:
 
 private:
   std::shared_ptr<tls_transport::shared> shared_;
-  handshake_worker& worker_;
+  /// Shared: a doorman may outlive the transport until the middleman stops.
+  std::shared_ptr<handshake_worker> worker_;
 };
 
 void handshake_worker::run() {
@@ -366,8 +367,10 @@ void handshake_worker::finish(job& j, bool established) {
 class tls_middleman : public caf::io::middleman_actor_impl {
 public:
   tls_middleman(caf::actor_config& cfg, caf::actor broker,
-                std::shared_ptr<tls_transport::shared> shared, handshake_worker& worker)
-    : middleman_actor_impl(cfg, std::move(broker)), shared_(std::move(shared)), worker_(worker) {}
+                std::shared_ptr<tls_transport::shared> shared,
+                std::shared_ptr<handshake_worker> worker)
+    : middleman_actor_impl(cfg, std::move(broker)), shared_(std::move(shared)),
+      worker_(std::move(worker)) {}
 
   const char* name() const override { return "lmcc.tls_middleman"; }
 
@@ -413,18 +416,18 @@ private:
   default_mpx& mpx() { return static_cast<default_mpx&>(system().middleman().backend()); }
 
   std::shared_ptr<tls_transport::shared> shared_;
-  handshake_worker& worker_;
+  std::shared_ptr<handshake_worker> worker_;
 };
 
 } // namespace tls_detail
 
 tls_transport::tls_transport(caf::actor_system& sys, tls_transport_options options)
   : sys_(sys), shared_(std::make_shared<shared>(std::move(options))),
-    worker_(std::make_unique<tls_detail::handshake_worker>(shared_)) {
+    worker_(std::make_shared<tls_detail::handshake_worker>(shared_)) {
   auto broker = sys.middleman().named_broker<caf::io::basp_broker>(caf::atom("BASP"));
   // Detached as CAF's own middleman actor: connect() blocks.
   actor_ = sys.spawn<tls_detail::tls_middleman, caf::detached + caf::hidden>(std::move(broker),
-                                                                             shared_, *worker_);
+                                                                             shared_, worker_);
 }
 
 tls_transport::~tls_transport() {

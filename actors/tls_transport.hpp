@@ -108,7 +108,7 @@ public:
 private:
   caf::actor_system& sys_;
   std::shared_ptr<shared> shared_;
-  std::unique_ptr<tls_detail::handshake_worker> worker_;
+  std::shared_ptr<tls_detail::handshake_worker> worker_;
   caf::io::middleman_actor actor_;
 };
 
