@@ -254,6 +254,8 @@ void joined(node_self self, size_t i, std::vector<caf::actor>& hs, std::string& 
   auto& p = st.peers[i];
   p.connecting = false;
   p.failures = 0;
+  if (p.handles.node) // joined again (a new process, or its rejoin): the old ones are done
+    self->demonitor(p.handles.node);
   p.handles = peer_handles{hs[0], hs[1], hs[2], hs[3], std::move(http), std::move(read)};
   self->monitor(p.handles.node);
   const auto& id = st.members->address(static_cast<node_index>(i)).id;
@@ -285,13 +287,16 @@ void connect(node_self self, size_t i) {
     ++st.cfg.counters->connect_attempts;
   const auto& addr = st.members->address(static_cast<node_index>(i));
   const auto timeout = st.cfg.options.connect_timeout;
-  auto mm = self->system().middleman().actor_handle();
+  // Through the TLS transport when the node has one (tls_transport.hpp).
+  auto mm = st.cfg.connector ? st.cfg.connector : self->system().middleman().actor_handle();
   self->request(mm, timeout, caf::connect_atom::value, addr.host, addr.port)
       .then(
           [self, i, timeout](const caf::node_id&, caf::strong_actor_ptr& ptr,
                              const std::set<std::string>& ifs) {
             auto& st = self->state;
-            if (!ptr || !self->system().assignable<cluster_gate_actor>(ifs)) {
+            // Only the first step's interface is the same in every version:
+            // a gate of another one is refused at its answer, below.
+            if (!ptr || !self->system().assignable<cluster_hello_actor>(ifs)) {
               // Before versions were exchanged (an lmcc of 2026-12-01 or
               // older), or not an lmcc gate at all.
               spdlog::error("cluster-peer-refused node={} peer={} reason=protocol-version "
@@ -303,8 +308,8 @@ void connect(node_self self, size_t i) {
             }
             auto gate = caf::actor_cast<cluster_gate_actor>(ptr);
             const uint64_t client_nonce = st.rng();
-            self->request(gate, timeout, hello_atom::value, st.cfg.self_id, client_nonce,
-                          cluster::cluster_protocol_version)
+            self->request(caf::actor_cast<cluster_hello_actor>(ptr), timeout, hello_atom::value,
+                          st.cfg.self_id, client_nonce, cluster::cluster_protocol_version)
                 .then(
                     [self, i, gate, timeout, client_nonce](uint64_t server_nonce,
                                                            uint32_t version) {
@@ -321,33 +326,52 @@ void connect(node_self self, size_t i) {
                       auto mac = cluster::handshake_mac(
                           st.cfg.options.secret, cluster::handshake_role::join, st.cfg.self_id,
                           peer_id, client_nonce, server_nonce);
+                      auto on_accept = [self, i, client_nonce, server_nonce](
+                                           std::string& accept, std::vector<caf::actor>& hs,
+                                           std::string& http, std::string& read) {
+                        auto& st = self->state;
+                        const auto& peer = st.members->address(static_cast<node_index>(i)).id;
+                        auto expected = cluster::handshake_mac(
+                            st.cfg.options.secret, cluster::handshake_role::accept, st.cfg.self_id,
+                            peer, client_nonce, server_nonce);
+                        if (!cluster::mac_equal(accept, expected) || hs.size() != 4 || !hs[0] ||
+                            !hs[1] || !hs[2] || !hs[3]) {
+                          spdlog::error("cluster-peer-refused node={} peer={} "
+                                        "reason=peer-does-not-prove-the-secret",
+                                        st.cfg.self_id, peer);
+                          failed(self, i, caf::make_error(caf::sec::runtime_error));
+                          return;
+                        }
+                        joined(self, i, hs, http, read);
+                      };
+                      auto on_error = [self, i](caf::error& e) { failed(self, i, e); };
+                      if (!st.cfg.options.tls()) {
+                        self->request(gate, timeout, join_atom::value, st.cfg.self_id, client_nonce,
+                                      mac)
+                            .then(std::move(on_accept), std::move(on_error));
+                        return;
+                      }
+                      // With TLS our own handles too: the peer takes us as
+                      // joined from them instead of dialling back.
+                      const auto& own = st.cfg.local;
                       self->request(gate, timeout, join_atom::value, st.cfg.self_id, client_nonce,
-                                    mac)
-                          .then(
-                              [self, i, client_nonce,
-                               server_nonce](std::string& accept, std::vector<caf::actor>& hs,
-                                             std::string& http, std::string& read) {
-                                auto& st = self->state;
-                                const auto& peer =
-                                    st.members->address(static_cast<node_index>(i)).id;
-                                auto expected = cluster::handshake_mac(
-                                    st.cfg.options.secret, cluster::handshake_role::accept,
-                                    st.cfg.self_id, peer, client_nonce, server_nonce);
-                                if (!cluster::mac_equal(accept, expected) || hs.size() != 4 ||
-                                    !hs[0] || !hs[1] || !hs[2] || !hs[3]) {
-                                  spdlog::error("cluster-peer-refused node={} peer={} "
-                                                "reason=peer-does-not-prove-the-secret",
-                                                st.cfg.self_id, peer);
-                                  failed(self, i, caf::make_error(caf::sec::runtime_error));
-                                  return;
-                                }
-                                joined(self, i, hs, http, read);
-                              },
-                              [self, i](caf::error& e) { failed(self, i, e); });
+                                    mac,
+                                    std::vector<caf::actor>{caf::actor_cast<caf::actor>(self),
+                                                            own.shard, own.directory, own.service},
+                                    own.http, own.read)
+                          .then(std::move(on_accept), std::move(on_error));
                     },
                     [self, i](caf::error& e) { failed(self, i, e); });
           },
           [self, i](caf::error& e) { failed(self, i, e); });
+}
+
+/// Whether this node dials peer `i`: always over plain TCP; with TLS only a
+/// peer whose id sorts after this node's (one connection per pair: the other
+/// peer dials us, and our gate passes its handles on).
+bool dials(const cluster_node_state& st, size_t i) {
+  return !st.cfg.options.tls() ||
+         st.cfg.self_id < st.members->address(static_cast<node_index>(i)).id;
 }
 
 void tick(node_self self) {
@@ -359,7 +383,7 @@ void tick(node_self self) {
     auto& p = st.peers[i];
     if (p.handles.node)
       greet(self, p.handles.node);
-    else if (!p.connecting && now >= p.next_attempt)
+    else if (!p.connecting && now >= p.next_attempt && dials(st, i))
       connect(self, i);
   }
   // Silent peers: the greetings stopped although the connection is up.
@@ -557,6 +581,23 @@ cluster_node_main(cluster_node_actor::stateful_pointer<cluster_node_state> self,
             return refuse("\"" + m.id + "\" is not live: start it before adding it");
         adopt(self, next, "operator");
         return cluster::to_json(st.members->record());
+      },
+      [self](join_atom, const std::string& peer, std::vector<caf::actor>& hs, std::string& http,
+             std::string& read) {
+        // A peer dialled us and proved the secret (our gate checked it).
+        auto& st = self->state;
+        auto i = st.members->index_of(peer);
+        if (!i || *i == st.members->self() || dials(st, *i)) {
+          // Not a member we know, or one we dial ourselves (its config
+          // orders the ids otherwise): our own join stands.
+          if (!i || *i == st.members->self())
+            spdlog::warn("cluster-join-ignored node={} peer={} reason=not-a-member", st.cfg.self_id,
+                         peer);
+          return;
+        }
+        if (st.peers[*i].handles.node == hs[0])
+          return; // the same join again
+        joined(self, *i, hs, http, read);
       },
       [self](tick_atom) {
         tick(self);

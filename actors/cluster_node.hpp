@@ -12,6 +12,14 @@
 //   detector (membership.hpp) on the greetings it gets. After every change it
 //   publishes a fresh cluster_table and tells the peer's peer_link the peer's
 //   new shard handle (or that it was lost).
+//   With TLS between nodes (lmcc_cluster_tls_*) each pair has one connection:
+//   a node dials only the peers whose id sorts after its own, and takes the
+//   others as joined when they dial it (its gate passes their handles on).
+//   Both nodes of a pair dialling at once gave each its own route to the
+//   other over a different connection; BASP closed the one it heard nothing
+//   on at its connection timeout and took the peer's proxies with it, and
+//   the slower TLS handshakes made that race the rule (links flapped every
+//   0.5-2 s). Plain TCP keeps both nodes dialling, as before.
 // CAF's own heartbeats and connection timeouts are enabled on every node as
 // well (node_runtime), so a frozen peer's connection is torn down too.
 //
@@ -34,6 +42,8 @@
 #include "cluster/handshake.hpp"
 #include "cluster/membership.hpp"
 
+#include <caf/io/middleman_actor.hpp>
+
 #include <atomic>
 #include <functional>
 #include <map>
@@ -45,15 +55,27 @@
 
 namespace lmcc::actors {
 
-using cluster_gate_actor = caf::typed_actor<
+/// What every gate of every protocol version answers: the first step, which
+/// never changes (handshake.hpp), so that any two versions can tell.
+using cluster_hello_actor = caf::typed_actor<
     // (client id, client nonce, client's cluster protocol version)
-    //   -> (server nonce, server's version); never changes (handshake.hpp)
+    //   -> (server nonce, server's version)
+    caf::replies_to<hello_atom, std::string, uint64_t, uint32_t>::with<uint64_t, uint32_t>>;
+
+using cluster_gate_actor = caf::typed_actor<
     caf::replies_to<hello_atom, std::string, uint64_t, uint32_t>::with<uint64_t, uint32_t>,
     // (client id, client nonce, join MAC)
     //   -> (accept MAC, [node, shard, directory, service], HTTP address,
     //       key-read endpoint)
     caf::replies_to<join_atom, std::string, uint64_t, std::string>::with<
-        std::string, std::vector<caf::actor>, std::string, std::string>>;
+        std::string, std::vector<caf::actor>, std::string, std::string>,
+    // The same, with the client's own [node, shard, directory, service], HTTP
+    // address and key-read endpoint: its node takes the client as joined
+    // without dialling it back (with TLS, one connection per pair:
+    // cluster_node_main). Only nodes with TLS send it.
+    caf::replies_to<join_atom, std::string, uint64_t, std::string, std::vector<caf::actor>,
+                    std::string, std::string>::with<std::string, std::vector<caf::actor>,
+                                                    std::string, std::string>>;
 
 /// A greeting's flags: the sender has the slots of its record (it copied
 /// every slot it gained), and the record is committed.
@@ -79,7 +101,11 @@ using cluster_node_actor = caf::typed_actor<
     // This node stops cleanly: leave the live set (every worker
     // home moves to the peers) and tell them at once; answers
     // once the new table is published.
-    caf::replies_to<leave_atom>::with<bool>>;
+    caf::replies_to<leave_atom>::with<bool>,
+    // From this node's gate: a peer dialled us and proved the secret; its
+    // (id, [node, shard, directory, service], HTTP address, key-read
+    // endpoint). Taken only where this node does not dial that peer itself.
+    caf::reacts_to<join_atom, std::string, std::vector<caf::actor>, std::string, std::string>>;
 
 /// Counts /cluster/status and /metrics show (any thread).
 struct cluster_counters {
@@ -88,6 +114,10 @@ struct cluster_counters {
   std::atomic<uint64_t> peers_lost{0};    ///< live -> down transitions
   std::atomic<uint64_t> connect_attempts{0};
   std::atomic<uint64_t> records_refused{0}; ///< membership records that could not be adopted
+  /// TLS between nodes: connections this node refused (a certificate not of
+  /// the cluster's CA, none, no TLS), and ones a peer refused (ours).
+  std::atomic<uint64_t> tls_refused{0};
+  std::atomic<uint64_t> tls_refused_by_peer{0};
 };
 
 struct gate_config {
@@ -103,6 +133,9 @@ struct gate_config {
   std::shared_ptr<cluster_counters> counters;
   /// cluster::cluster_protocol_version; a test may pretend to be another.
   uint32_t protocol_version = cluster::cluster_protocol_version;
+  /// Tell this node's node actor (handles[0]) of every peer that joined, with
+  /// its handles: with TLS between nodes only one node of a pair dials.
+  bool tell_node = false;
 };
 
 struct gate_state {
@@ -119,6 +152,9 @@ cluster_gate_main(cluster_gate_actor::stateful_pointer<gate_state> self, gate_co
 struct cluster_node_config {
   cluster::cluster_options options;
   std::string self_id;
+  /// The middleman actor peers are dialled through (tls_transport.hpp when
+  /// options.tls(); null: CAF's own middleman).
+  caf::io::middleman_actor connector;
   uint32_t slot_count = 4096;
   /// This node's actors as handed to peers (see gate_config::handles).
   peer_handles local;

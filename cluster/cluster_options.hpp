@@ -54,6 +54,16 @@ struct cluster_options {
   /// The secret itself, resolved at start from the two above (never dumped).
   std::string secret;
 
+  /// Mutual TLS between nodes on every channel (gateway/node_tls.hpp): the
+  /// PEM CA every peer's certificate must chain to, this node's certificate
+  /// (chain) and its private key. All three or none; the secret's handshake
+  /// runs on top. Default: "" (plain TCP)
+  std::string tls_ca_file;
+  std::string tls_cert_file;
+  std::string tls_key_file;
+
+  bool tls() const noexcept { return !tls_cert_file.empty(); }
+
   /// How often a node greets each peer (and CAF's middleman heartbeat).
   /// Default: 250 ms
   std::chrono::milliseconds heartbeat_interval{250};

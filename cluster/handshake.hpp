@@ -7,7 +7,9 @@
 // nonces) and the server answers with the same MAC under "accept", which
 // proves the server to the client. Fresh nonces on both sides make a recorded
 // exchange useless for a later one. The secret itself never crosses the wire;
-// CAF's TLS module (caf::openssl) can encrypt the link on top of this.
+// with lmcc_cluster_tls_* the link runs under mutual TLS as well
+// (actors/tls_transport.hpp): TLS proves the peer holds a key the cluster's CA
+// certified, this that it holds the cluster's secret.
 //
 //   auto mac = handshake_mac(secret, handshake_role::join, "n2", "n1", cn, sn);
 //   if (!mac_equal(mac, received)) refuse();
@@ -32,6 +34,9 @@ namespace lmcc::cluster {
 /// change of it needs a full stop; one within a version needs nothing).
 /// The first step's own interface (hello: id, nonce, version -> nonce,
 /// version) must never change, so that any two versions can tell.
+/// (Version 2 gained a second join that carries the dialling node's handles,
+/// for one connection per pair with TLS between nodes: only nodes with TLS
+/// send it, and they never meet a node without, so version 2 stayed.)
 constexpr uint32_t cluster_protocol_version = 2;
 
 enum class handshake_role : uint8_t { join, accept };

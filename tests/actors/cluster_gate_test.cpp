@@ -26,7 +26,7 @@ struct gate_fixture {
   std::shared_ptr<cluster_counters> counters = std::make_shared<cluster_counters>();
   cluster_gate_actor gate;
 
-  gate_fixture() {
+  explicit gate_fixture(bool tell_node = false) {
     register_message_types(cfg);
     sys = std::make_unique<caf::actor_system>(cfg);
     client = std::make_unique<caf::scoped_actor>(*sys);
@@ -38,11 +38,40 @@ struct gate_fixture {
     gc.http = "127.0.0.1:9000";
     gc.read_endpoint = "tcp://127.0.0.1:5000#key";
     gc.counters = counters;
+    gc.tell_node = tell_node;
     gate = sys->spawn(cluster_gate_main, std::move(gc));
   }
   ~gate_fixture() {
     caf::anon_send_exit(gate, caf::exit_reason::user_shutdown);
     client.reset();
+  }
+
+  /// Step 2 as node "n2", with its own handles (all the client's here):
+  /// (accept MAC, handle count, HTTP address, read endpoint), or nullopt.
+  std::optional<std::tuple<std::string, size_t, std::string, std::string>>
+  join(uint64_t client_nonce, const std::string& mac) {
+    std::optional<std::tuple<std::string, size_t, std::string, std::string>> out;
+    std::vector<caf::actor> mine{caf::actor{*client}, caf::actor{*client}, caf::actor{*client},
+                                 caf::actor{*client}};
+    (*client)
+        ->request(gate, 5s, join_atom::value, std::string{"n2"}, client_nonce, mac, std::move(mine),
+                  std::string{"127.0.0.1:9010"}, std::string{"tcp://127.0.0.1:5010#key2"})
+        .receive([&](std::string& accept, std::vector<caf::actor>& hs, std::string& http,
+                     std::string& read) { out.emplace(accept, hs.size(), http, read); },
+                 [](caf::error&) {});
+    return out;
+  }
+
+  /// Step 2 as node "n2" without TLS: no handles of its own (it is dialled back).
+  std::optional<std::tuple<std::string, size_t, std::string, std::string>>
+  join_plain(uint64_t client_nonce, const std::string& mac) {
+    std::optional<std::tuple<std::string, size_t, std::string, std::string>> out;
+    (*client)
+        ->request(gate, 5s, join_atom::value, std::string{"n2"}, client_nonce, mac)
+        .receive([&](std::string& accept, std::vector<caf::actor>& hs, std::string& http,
+                     std::string& read) { out.emplace(accept, hs.size(), http, read); },
+                 [](caf::error&) {});
+    return out;
   }
 
   /// Step 1 as node "n2" with `version`: the server nonce, or nullopt if refused.
@@ -70,15 +99,7 @@ TEST(cluster_gate, a_peer_of_another_protocol_version_is_refused_at_the_first_st
 
 TEST(cluster_gate, only_a_mac_made_with_the_secret_gets_the_handles) {
   gate_fixture f;
-  auto join = [&](uint64_t client_nonce, const std::string& mac) {
-    std::optional<std::tuple<std::string, size_t, std::string, std::string>> out;
-    (*f.client)
-        ->request(f.gate, 5s, join_atom::value, std::string{"n2"}, client_nonce, mac)
-        .receive([&](std::string& accept, std::vector<caf::actor>& hs, std::string& http,
-                     std::string& read) { out.emplace(accept, hs.size(), http, read); },
-                 [](caf::error&) {});
-    return out;
-  };
+  auto join = [&](uint64_t nonce, const std::string& mac) { return f.join_plain(nonce, mac); };
   auto server_nonce = f.hello(11, cluster::cluster_protocol_version);
   ASSERT_TRUE(server_nonce);
   EXPECT_FALSE(
@@ -98,6 +119,61 @@ TEST(cluster_gate, only_a_mac_made_with_the_secret_gets_the_handles) {
   EXPECT_EQ(handles, 4u);
   EXPECT_EQ(http, "127.0.0.1:9000");
   EXPECT_EQ(read, "tcp://127.0.0.1:5000#key");
+  // Without TLS both nodes dial: the gate keeps the dialler's handles to itself.
+  bool told = false;
+  (*f.client)->receive([&](join_atom, std::string&, std::vector<caf::actor>&, std::string&,
+                           std::string&) { told = true; },
+                       caf::after(std::chrono::milliseconds{0}) >> [] {});
+  EXPECT_FALSE(told);
+}
+
+TEST(cluster_gate, with_one_dialler_per_pair_the_node_hears_of_a_peer_that_proved_the_secret) {
+  gate_fixture f{/*tell_node=*/true};
+  auto nonce = f.hello(21, cluster::cluster_protocol_version);
+  ASSERT_TRUE(nonce);
+  EXPECT_FALSE(
+      f.join(21, cluster::handshake_mac("another-secret-of-16+", cluster::handshake_role::join,
+                                        "n2", "n1", 21, *nonce)));
+  nonce = f.hello(22, cluster::cluster_protocol_version);
+  ASSERT_TRUE(nonce);
+  ASSERT_TRUE(f.join(
+      22, cluster::handshake_mac(secret, cluster::handshake_role::join, "n2", "n1", 22, *nonce)));
+  // The node actor (the fixture's client stands in for it) got the peer's
+  // handles once: for the join that proved the secret, not the one that failed.
+  // The gate sends them before it answers, and CAF keeps the order of one
+  // sender's messages: they are in the mailbox already.
+  int told = 0;
+  std::string peer, http, read;
+  size_t handles = 0;
+  (*f.client)->receive_while([&] { return told < 2; })(
+      [&](join_atom, std::string& p, std::vector<caf::actor>& hs, std::string& h, std::string& r) {
+        ++told;
+        peer = p;
+        handles = hs.size();
+        http = h;
+        read = r;
+      },
+      caf::after(std::chrono::milliseconds{0}) >> [&] { told += 10; });
+  EXPECT_EQ(told, 11); // one, then silence
+  EXPECT_EQ(peer, "n2");
+  EXPECT_EQ(handles, 4u);
+  EXPECT_EQ(http, "127.0.0.1:9010");
+  EXPECT_EQ(read, "tcp://127.0.0.1:5010#key2");
+}
+
+TEST(cluster_gate, a_join_without_handles_tells_the_node_nothing) {
+  // A node without TLS (of this version or the one before) dials back itself.
+  gate_fixture f{/*tell_node=*/true};
+  auto nonce = f.hello(31, cluster::cluster_protocol_version);
+  ASSERT_TRUE(nonce);
+  ASSERT_TRUE(f.join_plain(
+      31, cluster::handshake_mac(secret, cluster::handshake_role::join, "n2", "n1", 31, *nonce)));
+  bool told = false;
+  (*f.client)->receive([&](join_atom, std::string&, std::vector<caf::actor>&, std::string&,
+                           std::string&) { told = true; },
+                       caf::after(std::chrono::milliseconds{0}) >> [] {});
+  EXPECT_FALSE(told);
+  EXPECT_EQ(f.counters->joins_refused.load(), 0u);
 }
 
 } // namespace
