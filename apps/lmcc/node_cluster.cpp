@@ -24,6 +24,27 @@ node_cluster::node_cluster(const node_options& options, node_parts parts)
   if (!secret)
     throw std::runtime_error(secret.error().message);
   options_.cluster.secret = std::move(*secret);
+  if (options_.cluster.tls()) {
+    // Each refused connection, on any channel between nodes: one line, one count.
+    auto* metrics = &parts_.metrics;
+    tls_ = gateway::node_tls::load(
+        {options_.cluster.tls_ca_file, options_.cluster.tls_cert_file,
+         options_.cluster.tls_key_file},
+        [metrics, counters = counters_,
+         id = options_.controller.node_id](const gateway::tls_refusal& r) {
+          if (r.by_peer()) {
+            ++counters->tls_refused_by_peer;
+            metrics->count_event("cluster_tls_refused_by_peer");
+            spdlog::warn("cluster-tls-refused-by-peer node={} {}", id, gateway::describe(r));
+          } else {
+            ++counters->tls_refused;
+            metrics->count_event("cluster_tls_refused");
+            spdlog::warn("cluster-tls-refused node={} {}", id, gateway::describe(r));
+          }
+        });
+    spdlog::info("cluster-tls node={} subject=\"{}\" ca={}", options_.controller.node_id,
+                 tls_->subject(), options_.cluster.tls_ca_file);
+  }
   // The member set this node last adopted, if any (membership_record.hpp).
   // Booting from a snapshot, the one the snapshot carries: the restore puts
   // that file in place of the data dir's (persistence/store.hpp).
@@ -151,11 +172,29 @@ void node_cluster::start(const actors::kv_shard_actor& shard,
           at += 1 + count;
         }
         return flat;
-      });
-  read_client_ = std::make_unique<gateway::peer_read_client>(options_.cluster.connect_timeout);
+      },
+      tls_);
+  read_client_ =
+      std::make_unique<gateway::peer_read_client>(options_.cluster.connect_timeout, tls_);
+  if (tls_) {
+    // The member at host:port, for refusals of connections this node dials.
+    auto name = [members = options_.cluster.members](const std::string& host, uint16_t port) {
+      for (const auto& m : members)
+        if (m.host == host && m.port == port)
+          return m.id;
+      return std::string{};
+    };
+    transport_ = std::make_unique<actors::tls_transport>(
+        system, actors::tls_transport_options{
+                    tls_, std::move(name),
+                    std::max<std::chrono::milliseconds>(options_.cluster.connect_timeout,
+                                                        std::chrono::seconds{5})});
+  }
   actors::cluster_node_config nc;
   nc.options = options_.cluster;
   nc.self_id = c.node_id;
+  if (transport_)
+    nc.connector = transport_->actor_handle();
   nc.slot_count = c.slot_count;
   nc.links = links_;
   nc.board = board_;
@@ -237,9 +276,10 @@ void node_cluster::start(const actors::kv_shard_actor& shard,
   std::vector<caf::actor> handles{
       caf::actor_cast<caf::actor>(node_), caf::actor_cast<caf::actor>(shard),
       caf::actor_cast<caf::actor>(directory), caf::actor_cast<caf::actor>(service_)};
-  gate_ = system.spawn(actors::cluster_gate_main,
-                       actors::gate_config{c.node_id, options_.cluster.secret, handles, http,
-                                           read_server_->access_endpoint(), counters_});
+  actors::gate_config gc{c.node_id, options_.cluster.secret,         handles,
+                         http,      read_server_->access_endpoint(), counters_};
+  gc.tell_node = options_.cluster.tls(); // one connection per pair: peers that dial us join us
+  gate_ = system.spawn(actors::cluster_gate_main, std::move(gc));
   if (options_.cluster.anti_entropy_interval.count() > 0) {
     actors::anti_entropy_config ac;
     ac.board = board_;
@@ -251,14 +291,16 @@ void node_cluster::start(const actors::kv_shard_actor& shard,
     ac.counters = ae_counters_;
     anti_entropy_ = system.spawn(actors::anti_entropy_main, std::move(ac));
   }
-  auto port = system.middleman().publish(gate_, me.port, options_.zmq.host.c_str(),
-                                         /*reuse_addr=*/true);
+  auto port = transport_ ? transport_->publish(gate_, me.port, options_.zmq.host)
+                         : system.middleman().publish(gate_, me.port, options_.zmq.host.c_str(),
+                                                      /*reuse_addr=*/true);
   if (!port)
     throw std::runtime_error("cannot listen on the cluster port " + options_.zmq.host + ":" +
                              std::to_string(me.port) + ": " + system.render(port.error()));
   port_ = *port;
-  spdlog::info("cluster-listening node={} host={} port={} members={} replicas={}", c.node_id,
-               options_.zmq.host, port_, table->peers.size(), options_.cluster.replicas);
+  spdlog::info("cluster-listening node={} host={} port={} members={} replicas={} tls={}", c.node_id,
+               options_.zmq.host, port_, table->peers.size(), options_.cluster.replicas,
+               tls_ != nullptr);
 }
 
 void node_cluster::leave(const actors::directory_actor& directory) {
@@ -345,6 +387,9 @@ void node_cluster::stop() {
   anti_entropy_ = nullptr;
   mover_ = nullptr;
   refill_ = nullptr;
+  // The TLS middleman actor is detached: it must be gone before the system ends.
+  if (transport_)
+    transport_->stop();
 }
 
 void node_cluster::close_reads() {

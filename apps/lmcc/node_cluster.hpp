@@ -26,6 +26,7 @@
 #include "actors/cluster_service.hpp"
 #include "actors/directory.hpp"
 #include "actors/slot_mover.hpp"
+#include "actors/tls_transport.hpp"
 #include "apps/lmcc/node_options.hpp"
 #include "gateway/metrics.hpp"
 #include "gateway/peer_read.hpp"
@@ -54,9 +55,9 @@ public:
     std::shared_ptr<const actors::node_clock> clock;
   };
 
-  /// Resolves the secret (file or environment) and checks the membership;
-  /// marks this node's primary slots as the index's share. Throws
-  /// std::runtime_error with a message for the operator.
+  /// Resolves the secret (file or environment), reads the TLS files if any
+  /// and checks the membership; marks this node's primary slots as the
+  /// index's share. Throws std::runtime_error with a message for the operator.
   node_cluster(const node_options& options, node_parts parts);
   ~node_cluster();
   node_cluster(const node_cluster&) = delete;
@@ -192,6 +193,10 @@ private:
   uint16_t port_ = 0;
   std::unique_ptr<gateway::peer_read_server> read_server_;
   std::unique_ptr<gateway::peer_read_client> read_client_;
+  /// TLS between nodes (lmcc_cluster_tls_*; null: plain TCP): the cluster
+  /// port goes through the transport, the peer reads through node_tls too.
+  std::shared_ptr<const gateway::node_tls> tls_;
+  std::unique_ptr<actors::tls_transport> transport_;
 };
 
 } // namespace lmcc::apps

@@ -176,6 +176,7 @@ uint64_t node_cluster::update_gauges() {
   gauge("cluster_joins_refused", counters_->joins_refused.load());
   gauge("cluster_peer_reads_refused", read_server_ ? read_server_->unauthorized() : 0);
   gauge("cluster_peers_lost", counters_->peers_lost.load());
+  gauge("cluster_tls_refused", counters_->tls_refused.load());
   // The entries of the slots this node is the primary of, so that
   // Prometheus' sum() over the nodes is the cluster's count (docs/cluster.md#metrics).
   return parts_.index->read().share_entries();
@@ -301,6 +302,10 @@ std::string node_cluster::status_json() const {
               {"peer_reads_refused", read_server_ ? read_server_->unauthorized() : 0},
               {"joins_failed", counters_->joins_failed.load()},
               {"peers_lost", counters_->peers_lost.load()},
+              {"tls",
+               {{"enabled", tls_ != nullptr},
+                {"refused", counters_->tls_refused.load()},
+                {"refused_by_peer", counters_->tls_refused_by_peer.load()}}},
               {"anti_entropy",
                {{"interval_ms", options_.cluster.anti_entropy_interval.count()},
                 {"rounds", ae_counters_->rounds.load()},

@@ -43,6 +43,16 @@ void apply_cross_option_rules(resolve_state& s) {
                          std::to_string(c.members.size()) + " members");
   }
 
+  // -- TLS between nodes needs all three files, and a cluster.
+  if (const auto& c = s.options.cluster;
+      !c.tls_ca_file.empty() || !c.tls_cert_file.empty() || !c.tls_key_file.empty()) {
+    if (c.tls_ca_file.empty() || c.tls_cert_file.empty() || c.tls_key_file.empty())
+      s.errors.push_back("lmcc_cluster_tls_ca_file, lmcc_cluster_tls_cert_file and "
+                         "lmcc_cluster_tls_key_file: set all three or none");
+    else if (!c.enabled())
+      s.errors.push_back("lmcc_cluster_tls_*: TLS between nodes needs lmcc_cluster_members");
+  }
+
   // -- HTTPS needs both halves.
   if (const auto& sec = s.options.http.security;
       sec.tls_cert_file.empty() != sec.tls_key_file.empty())

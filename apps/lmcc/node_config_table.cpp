@@ -217,6 +217,28 @@ std::vector<option_spec> make_table() {
                 text_kind{.non_empty = true},
                 member([](auto& o) -> auto& { return o.cluster.secret_env; }),
                 std::string("LMCC_CLUSTER_SECRET")),
+    make_option({.key = "lmcc_cluster_tls_ca_file", .flag = "--cluster-tls-ca-file",
+                 .value_name = "FILE",
+                 .help = "PEM CA that must have signed every peer's certificate: mutual TLS "
+                         "between nodes, on the cluster port and the peer reads (with "
+                         "lmcc_cluster_tls_cert_file and lmcc_cluster_tls_key_file); empty: "
+                         "plain TCP"},
+                text_kind{},
+                member([](auto& o) -> auto& { return o.cluster.tls_ca_file; }),
+                std::string()),
+    make_option({.key = "lmcc_cluster_tls_cert_file", .flag = "--cluster-tls-cert-file",
+                 .value_name = "FILE",
+                 .help = "PEM certificate (chain) this node shows its peers, signed by "
+                         "lmcc_cluster_tls_ca_file"},
+                text_kind{},
+                member([](auto& o) -> auto& { return o.cluster.tls_cert_file; }),
+                std::string()),
+    make_option({.key = "lmcc_cluster_tls_key_file", .flag = "--cluster-tls-key-file",
+                 .value_name = "FILE",
+                 .help = "PEM private key of lmcc_cluster_tls_cert_file"},
+                text_kind{},
+                member([](auto& o) -> auto& { return o.cluster.tls_key_file; }),
+                std::string()),
     make_option({.key = "lmcc_cluster_heartbeat_ms", .value_name = "MS",
                  .help = "how often a node greets each peer (also CAF's middleman heartbeat)"},
                 milliseconds_kind{.min = 10, .max = 60'000},
