@@ -15,11 +15,12 @@
 //   With TLS between nodes (lmcc_cluster_tls_*) each pair has one connection:
 //   a node dials only the peers whose id sorts after its own, and takes the
 //   others as joined when they dial it (its gate passes their handles on).
-//   Both nodes of a pair dialling at once gave each its own route to the
-//   other over a different connection; BASP closed the one it heard nothing
-//   on at its connection timeout and took the peer's proxies with it, and
-//   the slower TLS handshakes made that race the rule (links flapped every
-//   0.5-2 s). Plain TCP keeps both nodes dialling, as before.
+//   Both nodes of a pair dialling at once leave BASP two connections to
+//   reconcile (it closes the later one); over CAF's OpenSSL module, which
+//   runs the TLS handshake inside BASP's stream, links flapped every 0.5-2 s
+//   that way. Over tls_transport both dialling held in a 30 s run, but one
+//   dialler makes one TLS session per pair by construction, not by BASP's
+//   reconciliation. Plain TCP keeps both nodes dialling, as before.
 // CAF's own heartbeats and connection timeouts are enabled on every node as
 // well (node_runtime), so a frozen peer's connection is torn down too.
 //

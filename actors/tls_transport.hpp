@@ -32,10 +32,9 @@
 //   request(transport.actor_handle(), t, connect_atom::value, host, port)  // a peer
 //   transport.stop();                                       // before the system ends
 //
-// Each node dials only the members whose id sorts after its own when TLS is
-// on (cluster_node.hpp): two connections of one pair, dialled at once, would
-// each become one side's route and the other side's idle one, and BASP closes
-// the idle one at its connection timeout, taking the node with it.
+// With TLS each node dials only the members whose id sorts after its own
+// (cluster_node.hpp): one TLS session per pair by construction, rather than
+// two dialled at once that BASP must reconcile.
 //
 // Context: constructed and stopped by the node runtime's thread; the actor
 // and the multiplexer's thread use it meanwhile.
