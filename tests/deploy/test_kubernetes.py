@@ -342,13 +342,13 @@ def cpus(quantity: Any) -> int:
     return int(float(text[:-1]) / 1000) if text.endswith("m") else int(float(text))
 
 
-def pod_config(k8s: Manifests, pod: str, tmp: Path) -> dict[str, Any]:
+def pod_config(k8s: Manifests, pod: str, tmp: Path, lmcc_yaml_text: str | None = None) -> dict[str, Any]:
     """The effective configuration of pod `pod`: the container's own command
-    and environment, the ConfigMap's lmcc.yaml exactly as it ships, and
-    `--dump-config` added to the node's arguments."""
+    and environment, the ConfigMap's lmcc.yaml exactly as it ships (or
+    `lmcc_yaml_text`), and `--dump-config` added to the node's arguments."""
     binary, config = k8s.command_paths()
     lmcc_yaml = tmp / "lmcc.yaml"
-    lmcc_yaml.write_text(k8s.configmap_lmcc_yaml())
+    lmcc_yaml.write_text(k8s.configmap_lmcc_yaml() if lmcc_yaml_text is None else lmcc_yaml_text)
     wrapper = tmp / "lmcc-dump-config"
     wrapper.write_text(f'#!/bin/sh\nexec {shlex.quote(str(BINARY))} "$@" --dump-config\n')
     wrapper.chmod(0o755)
@@ -412,6 +412,29 @@ def test_each_pod_runs_a_configuration_lmcc_node_accepts(k8s, tmp_path):
         assert grace > sleep + clean_stop_bound_s(cfg), \
             f"the grace period {grace} s must cover the preStop {sleep} s and a clean stop " \
             f"(up to {clean_stop_bound_s(cfg)} s)"
+
+
+def test_the_tls_files_the_configmap_shows_are_in_secrets_the_pods_mount(k8s, tmp_path):
+    """HTTPS and TLS between nodes are switched on by uncommenting keys in the
+    ConfigMap: each file they name is in a Secret volume the container mounts
+    read-only, and the pod's configuration with them is one lmcc node takes."""
+    require_binary()
+    text = k8s.configmap_lmcc_yaml()
+    shown = re.findall(r"^\s*#\s*(lmcc_(?:http|cluster)_tls_[a-z_]+):\s*(\S+)\s*$", text, re.M)
+    assert {k for k, _ in shown} == {"lmcc_http_tls_cert_file", "lmcc_http_tls_key_file",
+                                     "lmcc_cluster_tls_ca_file", "lmcc_cluster_tls_cert_file",
+                                     "lmcc_cluster_tls_key_file"}
+    mounts = {m["mountPath"]: m for m in k8s.container["volumeMounts"]}
+    for key, path in shown:
+        mount = mounts.get(os.path.dirname(path))
+        assert mount is not None, f"{key}: {path} is in no mounted volume"
+        assert mount.get("readOnly"), key
+        assert "secret" in k8s.volume(mount["name"]), f"{key}: {path} is not in a Secret"
+    uncommented = re.sub(r"^(\s*)#\s*(lmcc_cluster_tls_[a-z_]+:)", r"\1\2", text, flags=re.M)
+    cfg = pod_config(k8s, k8s.pod_names()[0], tmp_path, uncommented)
+    for key, path in shown:
+        if key.startswith("lmcc_cluster_tls_"):
+            assert cfg[key] == path
 
 
 def test_every_key_the_manifests_name_exists():

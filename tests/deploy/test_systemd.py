@@ -80,3 +80,29 @@ def test_the_example_config_runs_under_the_units_command(tmp_path):
     assert service["Restart"] == "on-failure"
     assert service.get("DynamicUser") == "yes" or service.get("User")
     assert int(service["LimitNOFILE"]) >= 65536
+
+
+def test_the_tls_credentials_the_example_names_are_the_ones_the_unit_hands_over(tmp_path):
+    """TLS between nodes is switched on by uncommenting LoadCredential= lines
+    in the unit and keys in lmcc.yaml: the keys name those credentials in the
+    unit's credentials directory, and the example with them uncommented runs
+    under the unit's command."""
+    shown = dict(re.findall(r"^#LoadCredential=([^:\s]+):(\S+)$", UNIT.read_text(), re.M))
+    keys = dict(re.findall(r"^#\s*(lmcc_cluster_tls_[a-z_]+):\s*(\S+)$", EXAMPLE.read_text(), re.M))
+    assert set(keys) == {"lmcc_cluster_tls_ca_file", "lmcc_cluster_tls_cert_file",
+                         "lmcc_cluster_tls_key_file"}
+    directory = f"/run/credentials/{UNIT.name}"
+    assert {os.path.dirname(p) for p in keys.values()} == {directory}
+    assert {os.path.basename(p) for p in keys.values()} == set(shown)
+    assert all(source.startswith("/etc/lmcc/") for source in shown.values())
+    service = unit()["Service"]
+    argv = shlex.split(service["ExecStart"])
+    secret = tmp_path / "cluster.secret"
+    secret.write_text(os.urandom(32).hex())
+    args = [a.replace("%d", str(tmp_path)) for a in argv[2:]]
+    example = tmp_path / "lmcc.yaml"
+    example.write_text(re.sub(r"^#\s*(lmcc_cluster_tls_)", r"\1", EXAMPLE.read_text(), flags=re.M))
+    args[args.index("--config") + 1] = str(example)
+    cfg = dump_config(*args)
+    for key, path in keys.items():
+        assert cfg[key] == path
