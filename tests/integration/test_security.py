@@ -7,6 +7,8 @@ answer; HTTPS refuses a plain-text client and keeps serving. Between nodes
 another CA or without TLS refused, logged and counted."""
 
 import http.client
+import os
+import signal
 import socket
 import subprocess
 import time
@@ -293,6 +295,43 @@ def test_a_cluster_with_mutual_tls_forms_and_answers_lookups_through_any_node(tm
             assert "cluster-peer-lost" not in log and "cluster-tls-refused" not in log
         # Every lookup above needed peers' slots: the reads went over TLS.
         assert sum(n.event_count("lookup_owner_unreachable") for n in cluster.nodes) == 0
+    finally:
+        cluster.stop()
+
+
+def test_over_tls_a_frozen_or_restarted_node_rejoins_with_one_connection_per_pair(tmp_path, pki):
+    """With one dialler per pair a node that lost a peer may not dial it back:
+    n1 frozen past the failure timeout (it dials both others), then n3 (dialled
+    by both) killed and restarted, and each time the cluster is whole again,
+    still with one connection per pair."""
+    from lmcc_cluster import Cluster
+
+    cluster = Cluster(tmp_path / "cluster")
+    for node, node_id in zip(cluster.nodes, cluster.ids):
+        node.extra_args += pki.args(node_id)
+    cluster.start()
+    n1, n2, n3 = cluster.nodes
+
+    def one_connection_per_pair():
+        return [established_to(p) for p in cluster.cluster_ports] == [0, 1, 2]
+
+    try:
+        os.kill(n1.proc.pid, signal.SIGSTOP)
+        try:
+            wait_until(lambda: all(not cluster.status(n)["members"][0]["live"] for n in (n2, n3)),
+                       timeout=10, message="n1 seen down")
+        finally:
+            os.kill(n1.proc.pid, signal.SIGCONT)
+        cluster.wait_joined()
+        wait_until(one_connection_per_pair, message="one connection per pair after the thaw")
+        n3.kill()
+        wait_until(lambda: all(not cluster.status(n)["members"][2]["live"] for n in (n1, n2)),
+                   message="n3 seen down")
+        n3.start(keep_ports=True)
+        cluster.wait_joined()
+        wait_until(one_connection_per_pair, message="one connection per pair after the restart")
+        for node in cluster.nodes:
+            assert "cluster-tls-refused" not in node.log_text()
     finally:
         cluster.stop()
 
