@@ -6,7 +6,7 @@
 # alternately in one run with the same lmcc-bench commands:
 #   - steady ingest at 100 k ops/s for DURATION s: CPU us per applied op,
 #     summed over the three nodes (found through each node's GET /threads);
-#   - /lookup through every node, idle: 3 clients, 3000 requests per phase
+#   - /lookup through every node, idle: 3 clients, REQUESTS (3000) per phase
 #     (a lookup reads the slots its node does not hold from their owners:
 #     over TLS too with it on).
 # A fresh cluster (fresh data dir) per run; ROUNDS pairs, plain first in each.
@@ -21,6 +21,7 @@ echo "results in $out"
 base=${BASE_PORT:-27000} # node i: HTTP base+10i, pull +1, reply +2
 duration=${DURATION:-20}
 rounds=${ROUNDS:-3}
+requests=${REQUESTS:-3000} # lookups per phase (the first of each pooled connection pays its handshake)
 
 pki=$out/pki
 mkdir -p "$pki"
@@ -89,7 +90,7 @@ for round in $(seq "$rounds"); do
   for mode in plain tls; do
     run "$mode" "$mode-ingest-$round" ingest --rate 100000 --duration "$duration" \
       --settle-timeout 120
-    run "$mode" "$mode-lookup-$round" lookup --clients 3 --duration 10 --requests 3000 \
+    run "$mode" "$mode-lookup-$round" lookup --clients 3 --duration 10 --requests "$requests" \
       --ingest-fraction 0
   done
 done
