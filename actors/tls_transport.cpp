@@ -186,11 +186,23 @@ public:
   handshake_worker(const handshake_worker&) = delete;
   handshake_worker& operator=(const handshake_worker&) = delete;
 
+  /// Most handshakes pending at once; more connections are closed at once:
+  /// strangers cannot make the node hold sockets without bound.
+  static constexpr size_t max_pending = 1024;
+
   void add(caf::intrusive_ptr<tls_doorman> doorman, native_socket fd,
            std::shared_ptr<gateway::tls_stream> tls) {
+    if (pending_.load() >= max_pending) {
+      if (dropped_++ % 100 == 0)
+        spdlog::warn("cluster-tls-handshakes-full pending={} dropped_so_far={}", pending_.load(),
+                     dropped_.load());
+      ::close(fd);
+      return;
+    }
     {
       std::lock_guard lock{mutex_};
       if (!stopping_) {
+        ++pending_;
         incoming_.push_back(job{std::move(doorman), fd, std::move(tls),
                                 clock_type::now() + shared_->handshake_timeout,
                                 gateway::peer_address(fd)});
@@ -230,6 +242,8 @@ private:
 
   std::shared_ptr<tls_transport::shared> shared_;
   int wake_;
+  std::atomic<size_t> pending_{0}; ///< handshakes added and not finished
+  std::atomic<uint64_t> dropped_{0};
   std::mutex mutex_;
   std::vector<job> incoming_; ///< guarded by mutex_
   bool stopping_ = false;     ///< guarded by mutex_
@@ -350,6 +364,7 @@ void handshake_worker::run() {
 }
 
 void handshake_worker::finish(job& j, bool established) {
+  --pending_;
   if (!established) {
     shared_->report(*j.tls, {}, j.address);
     ::close(j.fd);
