@@ -408,18 +408,22 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
         return drain_all(self, workers);
       },
       // The worker's state as its entity reports it (from a local worker or
-      // session actor), replicated to the peers; a peer's copy is applied and
-      // not passed on (two nodes that both see themselves as the home for a
-      // moment would otherwise bounce it between them).
+      // session actor), replicated to the peers; a peer's copy is applied
+      // where the worker is not homed (on_peer_sync_state) and not passed on
+      // (two nodes that both see themselves as the home for a moment would
+      // otherwise bounce it between them). A state changes the heartbeats'
+      // answers: a peer's `completed` is often the last change before a
+      // worker's heartbeats can be answered where they arrive, and no other
+      // message may follow to publish.
       [self](sync_state_atom, uint64_t uid, sync_phase phase, uint64_t missing) {
+        if (from_peer(self)) {
+          self->state.logic->on_peer_sync_state(uid, phase, missing);
+          publish_heartbeats(self);
+          return;
+        }
         self->state.logic->on_sync_state(uid, phase, missing);
-        if (from_peer(self) && phase == sync_phase::completed)
-          self->state.logic->on_peer_sync_completed();
-        // A state changes the heartbeats' answers: a peer's `completed` is
-        // often the last change before a worker's heartbeats can be answered
-        // where they arrive, and no other message may follow to publish.
         publish_heartbeats(self);
-        if (self->state.logic->is_home(uid) && !from_peer(self))
+        if (self->state.logic->is_home(uid))
           directory_effects::replicate(self, sync_state_atom::value, uid, phase, missing);
       },
       [self](seq_gap_atom, uint64_t, uint64_t n) { self->state.logic->on_seq_gap(n); },

@@ -290,6 +290,24 @@ void directory_logic::on_sync_state(uint64_t uid, sync_phase phase, uint64_t mis
   reg_.set_sync_state(uid, phase, missing);
 }
 
+bool directory_logic::on_peer_sync_state(uint64_t uid, sync_phase phase, uint64_t missing) {
+  const bool applied = !is_home(uid);
+  if (applied)
+    reg_.set_sync_state(uid, phase, missing);
+  else
+    spdlog::debug("peer-sync-state-ignored uid={} phase={} reason=home-here", uid,
+                  static_cast<int>(phase));
+  if (phase == sync_phase::completed)
+    on_peer_sync_completed();
+  return applied;
+}
+
+void directory_logic::on_taken_over(uint64_t uid) {
+  const auto* rec = reg_.record(uid);
+  if (rec && rec->sync == sync_phase::syncing)
+    reg_.set_sync_state(uid, sync_phase::none, 0);
+}
+
 void directory_logic::on_peer_sync_completed() {
   if (reg_.need_full_sync_all() && reg_.can_exit_freeze(options_.full_sync_completion_threshold))
     spdlog::info("freeze-exited reason=peer-sync-completed workers={}", reg_.all_workers().size());

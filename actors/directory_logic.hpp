@@ -149,7 +149,22 @@ public:
   void set_tombstone_ttl(std::chrono::milliseconds ttl) { tombstone_ttl_ms_ = ttl.count(); }
   static constexpr size_t max_tombstones = size_t{1} << 20;
 
+  /// A worker's sync phase as its entity or session on this node reports it.
   void on_sync_state(uint64_t uid, sync_phase phase, uint64_t missing);
+  /// A worker's sync phase as a peer replicated it: applied where the worker
+  /// is not homed (a replica's copy), not at its home. A session runs only
+  /// where the worker's entity lives, so a peer's phase at the home is a
+  /// session that ran there under a split view (a partition, a takeover
+  /// racing a restart) and ended when the entity came back here. Its
+  /// `syncing` kept would hold off every ask (should_request_full_sync) with
+  /// no session left to end it: the worker would owe its sync forever. A
+  /// peer's `completed` still lets the freeze end (on_peer_sync_completed).
+  /// True when applied.
+  bool on_peer_sync_state(uint64_t uid, sync_phase phase, uint64_t missing);
+  /// This node took the worker over: its entity starts without a session, so
+  /// a `syncing` copied from the previous home is dropped (a sync cut short
+  /// by the move is asked again through the takeover's marks).
+  void on_taken_over(uint64_t uid);
 
   /// A cluster: a worker homed on another node finished its full sync there
   /// (a replicated `completed`). Its home answered the status queries that

@@ -166,6 +166,7 @@ void finish_takeover(directory_self self, uint64_t uid) {
               for (auto& m : marks) // planted bug: the first op after it is not checked
                 m.mark.state = persistence::seq_state::resynced;
             auto plan = takeover_plan(to_row(*rec), marks, self->state.cfg.clock->wall_s());
+            st.logic->on_taken_over(uid);
             self->send(it->second, handoff_atom::value, marks);
             ++st.homes->taken_over_total;
             std::string sources;
