@@ -245,6 +245,13 @@ void close_round(ae_self self, const cluster_table& table) {
   for (const auto& [uid, lost] : by_worker) {
     if (st.cfg.counters)
       st.cfg.counters->holders_lost += lost.size();
+    if (uid == 0) {
+      // Nobody to ask: said, so that a slot that stays uncertain shows why.
+      spdlog::warn("slot-copies-uncertain worker_uid=0 holder={} slots={} first_slot={} "
+                   "rounds={} action=none reason=worker-unknown",
+                   lost.front().holder, lost.size(), lost.front().slot, lost.front().rounds);
+      continue;
+    }
     if (ask_full_sync(self, uid, "slot_copies_uncertain"))
       spdlog::warn("slot-copies-uncertain worker_uid={} holder={} slots={} first_slot={} "
                    "rounds={} action=full-sync-requested",
