@@ -11,8 +11,11 @@ CMAKE_GENERATOR ?= Ninja
 deps:
 	./deploy/install-deps.sh
 
+# The test build: fault injection (/admin/faults, lmcc_planted_bug) is built in,
+# as the integration, chaos and soak suites need it. A release build (the
+# CMake default, the Dockerfile) leaves it out.
 build: deps
-	cmake -S . -B $(BUILD_DIR) -G $(CMAKE_GENERATOR) -DCMAKE_BUILD_TYPE=Release
+	cmake -S . -B $(BUILD_DIR) -G $(CMAKE_GENERATOR) -DCMAKE_BUILD_TYPE=Release -DLMCC_FAULT_INJECTION=ON
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
 test: build
@@ -81,7 +84,7 @@ soak: build
 
 test-asan: deps
 	cmake -S . -B $(ASAN_DIR) -G $(CMAKE_GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  -DLMCC_SANITIZE=ON -DLMCC_BENCH=OFF
+	  -DLMCC_SANITIZE=ON -DLMCC_BENCH=OFF -DLMCC_FAULT_INJECTION=ON
 	cmake --build $(ASAN_DIR) -j $(JOBS)
 	cd $(ASAN_DIR) && UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:suppressions=$(CURDIR)/tests/ubsan.supp \
 	  ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) --timeout 900
@@ -122,14 +125,16 @@ fuzz-merge:
 	  rm -rf tests/fuzz/corpus/$$t && mv $(FUZZ_DIR)/merged/$$t tests/fuzz/corpus/$$t || exit 1; \
 	done
 
-# Builds only the benchmark binary (Release, LMCC_BENCH forced ON in the cache).
+# Builds only the benchmark binary (Release, LMCC_BENCH forced ON in the cache;
+# fault injection as `make build` has it, so the two share one build).
 bench: deps
-	cmake -S . -B $(BUILD_DIR) -G $(CMAKE_GENERATOR) -DCMAKE_BUILD_TYPE=Release -DLMCC_BENCH=ON
+	cmake -S . -B $(BUILD_DIR) -G $(CMAKE_GENERATOR) -DCMAKE_BUILD_TYPE=Release -DLMCC_BENCH=ON \
+	  -DLMCC_FAULT_INJECTION=ON
 	cmake --build $(BUILD_DIR) -j $(JOBS) --target lmcc-microbench
 	./$(BUILD_DIR)/lmcc-microbench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 
 format:
-	find messages actors persistence cluster gateway apps tests bench -name '*.[ch]pp' 2>/dev/null \
+	find faults messages actors persistence cluster gateway apps tests bench -name '*.[ch]pp' 2>/dev/null \
 	  | xargs clang-format -i
 
 clean:
