@@ -7,6 +7,8 @@
 // Thread-safety: thread-safe.
 #pragma once
 
+#include "faults/fault_injection.hpp"
+
 #include <absl/container/flat_hash_map.h>
 
 #include <algorithm>
@@ -42,10 +44,11 @@ inline double monotonic_s() {
 
 /// The wall clock as one node reads it: the system clock plus an offset that
 /// fault injection moves (`clock_jump_ms` in POST /admin/faults; chaos tests
-/// jump one node's clock). The wall clock serves what is reported (LMCache's
-/// timestamps), registration order (cluster/hlc.hpp is made for jumps) and
-/// deadlines between nodes (corrected by each peer's measured offset,
-/// cluster_table.hpp); never an interval.
+/// jump one node's clock; always 0 in a build without fault injection). The
+/// wall clock serves what is reported (LMCache's timestamps), registration
+/// order (cluster/hlc.hpp is made for jumps) and deadlines between nodes
+/// (corrected by each peer's measured offset, cluster_table.hpp); never an
+/// interval.
 ///
 /// Thread-safety: thread-safe.
 class node_clock {
@@ -53,14 +56,14 @@ public:
   /// Seconds since the Unix epoch, as LMCache's time.time().
   double wall_s() const noexcept { return wall_now() + static_cast<double>(offset_ms()) / 1000.0; }
   uint64_t wall_ms() const noexcept { return static_cast<uint64_t>(wall_s() * 1000.0); }
-  /// Moves this node's wall clock by `by` (negative: back), on top of earlier jumps.
-  void jump(std::chrono::milliseconds by) noexcept {
-    offset_ms_.fetch_add(by.count(), std::memory_order_relaxed);
-  }
-  int64_t offset_ms() const noexcept { return offset_ms_.load(std::memory_order_relaxed); }
+  /// The injected offset in ms (the sum of the jumps).
+  int64_t offset_ms() const noexcept { return injected_.ms(); }
+  /// What jumps the clock: `injected().jump(by)` moves it by `by` (negative:
+  /// back), on top of earlier jumps. Only a build with fault injection can.
+  faults::clock_offset& injected() noexcept { return injected_; }
 
 private:
-  std::atomic<int64_t> offset_ms_{0};
+  faults::clock_offset injected_;
 };
 
 /// Each peer's wall clock minus this node's, in ms, as measured from the

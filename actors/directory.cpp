@@ -509,7 +509,7 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
             self->send(peer, location_atom::value, rec->uid, loc);
           if (rec->sync != sync_phase::none)
             self->send(peer, sync_state_atom::value, rec->uid, rec->sync, rec->missing_batches);
-          if (!rec->resync_reason.empty() && !st.cfg.planted_no_owed_resend)
+          if (!rec->resync_reason.empty() && !st.cfg.planted_no_owed_resend.on())
             self->send(peer, resync_atom::value, rec->uid, rec->resync_reason);
         }
       },

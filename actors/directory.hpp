@@ -154,13 +154,14 @@ struct directory_config {
   /// for workers homed elsewhere before it tells their homes (at most a
   /// quarter of lmcache_worker_timeout; cluster_options). 0: at once.
   std::chrono::milliseconds heartbeat_replication_delay{1000};
-  /// A planted bug (chaos-checker tests, lmcc_planted_bug): a takeover forgets
-  /// the worker's seq watermarks, so a gap across it goes unnoticed (marks
-  /// turned `resynced`: the first op is not checked). Default: false
-  bool planted_forget_marks = false;
+  /// A planted bug (chaos-checker tests, lmcc_planted_bug; absent in a build
+  /// without fault injection): a takeover forgets the worker's seq
+  /// watermarks, so a gap across it goes unnoticed (marks turned `resynced`:
+  /// the first op is not checked). Default: off
+  faults::planted_flag planted_forget_marks;
   /// A planted bug (lmcc_planted_bug 4): a peer that comes back is not told
-  /// the full syncs owed by the workers homed here. Default: false
-  bool planted_no_owed_resend = false;
+  /// the full syncs owed by the workers homed here. Default: off
+  faults::planted_flag planted_no_owed_resend;
   /// A cluster: how long one attempt of a request forwarded to the worker's
   /// home waits before it is asked again (the home may have died unnoticed).
   std::chrono::milliseconds home_request_timeout{2'500};

@@ -101,8 +101,7 @@ void kv_shard_core::apply(const kv_sub_batch& sb) {
     meta.durable.reset();
     meta.changed = true;
   }
-  if (opts_.planted_drop_every != 0 && !sb.drop && !sb.ops.empty() &&
-      ++planted_count_ % opts_.planted_drop_every == 0)
+  if (!sb.drop && !sb.ops.empty() && opts_.planted_drop.strikes())
     return; // planted bug: acknowledged (the caller acks every apply), never applied
   // What the sub-batch does to this node's copy follows from where it stands
   // in the holder's stream (coverage.hpp): a stale one does nothing, a drop

@@ -44,6 +44,7 @@
 #include "actors/kv_index.hpp"
 #include "actors/slot_copy.hpp"
 #include "actors/sub_batch.hpp"
+#include "faults/fault_injection.hpp"
 #include "persistence/store.hpp"
 
 #include <absl/container/flat_hash_map.h>
@@ -115,9 +116,10 @@ struct shard_options {
   /// Default: 100000 (a few ms)
   uint64_t drop_step_keys = 100'000;
 
-  /// A planted bug (chaos-checker tests, lmcc_planted_bug): every Nth
-  /// sub-batch with ops is acknowledged but not applied. 0: off. Default: 0
-  uint32_t planted_drop_every = 0;
+  /// A planted bug (chaos-checker tests, lmcc_planted_bug; absent in a build
+  /// without fault injection): every Nth sub-batch with ops is acknowledged
+  /// but not applied. Default: never
+  faults::planted_every planted_drop;
 
   /// How long commits may keep failing before the pending records are given
   /// up (acked, their holders marked `gap`). Default: 5 s
@@ -365,7 +367,6 @@ private:
   bool snapshot_requested_ = false;
   uint64_t last_round_start_ms_ = 0;
   bool drops_pending_ = false;
-  uint64_t planted_count_ = 0;       ///< sub-batches seen by the planted bug
   std::vector<uint64_t> era_behind_; ///< take_era_behind()
   /// Slots whose snapshot is in the pending batch (dirty again if it is lost).
   std::vector<uint32_t> pending_slots_;

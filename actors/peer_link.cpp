@@ -114,8 +114,7 @@ void on_ack(link_self self, uint64_t stream, uint64_t number) {
 
 void enqueue(link_self self, kv_sub_batch&& sb, caf::strong_actor_ptr sender) {
   auto& st = self->state;
-  if (st.cfg.planted_skip_every != 0 && !sb.ops.empty() &&
-      ++st.planted_count % st.cfg.planted_skip_every == 0) {
+  if (!sb.ops.empty() && st.cfg.planted_skip.strikes()) {
     ack_sender(self, sender, sb.stream, sb.number); // planted bug: "replicated", never sent
     return;
   }

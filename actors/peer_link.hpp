@@ -27,6 +27,7 @@
 #pragma once
 
 #include "actors/kv_shard.hpp"
+#include "faults/fault_injection.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -63,9 +64,10 @@ struct peer_link_config {
   std::chrono::milliseconds replication_timeout{5000};
   uint64_t buffer_ops = uint64_t{1} << 22;
   std::shared_ptr<peer_link_counters> counters;
-  /// A planted bug (chaos-checker tests, lmcc_planted_bug): every Nth
-  /// sub-batch with ops is acknowledged to its sender and never sent. 0: off.
-  uint32_t planted_skip_every = 0;
+  /// A planted bug (chaos-checker tests, lmcc_planted_bug; absent in a build
+  /// without fault injection): every Nth sub-batch with ops is acknowledged
+  /// to its sender and never sent. Default: never
+  faults::planted_every planted_skip;
 };
 
 struct peer_link_state {
@@ -89,7 +91,6 @@ struct peer_link_state {
   /// false before the first word about it: a peer not connected yet is
   /// waited for (the replication timeout), one found down is not.
   bool peer_down = false;
-  uint64_t planted_count = 0;
 };
 
 peer_link_actor::behavior_type

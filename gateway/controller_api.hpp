@@ -8,6 +8,7 @@
 // Thread-safety: implementations must accept calls from many HTTP threads.
 #pragma once
 
+#include "faults/fault_injection.hpp"
 #include "messages/lmcache_msgs.hpp"
 
 #include <cstdint>
@@ -89,7 +90,8 @@ struct snapshot_outcome {
 };
 
 /// POST /admin/faults: store failures injected for crash and chaos tests (only
-/// on a node started with --fault-injection on). Absent fields stay as they are.
+/// in a build with fault injection, faults/fault_injection.hpp, on a node
+/// started with --fault-injection on). Absent fields stay as they are.
 struct store_fault_settings {
   std::optional<uint64_t> fail_commits;    ///< the next N commits fail
   std::optional<bool> fail_all_commits;    ///< every commit fails while true
@@ -161,13 +163,16 @@ public:
                                     "(lmcc_cluster_members is empty)"};
   }
 
+#if LMCC_FAULT_INJECTION
   /// Applies injected store faults (see store_fault_settings). The default
-  /// refuses: only a node started with fault injection on accepts them.
+  /// refuses: only a node started with fault injection on accepts them. A
+  /// build without fault injection has neither this nor POST /admin/faults.
   virtual fault_outcome set_store_faults(const store_fault_settings&) {
     return fault_outcome{.status = 404,
                          .error =
                              "fault injection is off (start the node with --fault-injection on)"};
   }
+#endif
 };
 
 } // namespace lmcc::gateway

@@ -2,8 +2,9 @@
 // GET /controller/workers, /controller/key-stats, /metrics (Prometheus text),
 // /threads and /env, lmcc's /healthz, /readyz, /cluster/status,
 // /cluster/workers, POST /cluster/members, /admin/snapshot and
-// /admin/faults, and the
+// /admin/faults (only in a build with fault injection), and the
 // dashboard's absent page at /.
+#include "faults/fault_injection.hpp"
 #include "gateway/http_reply.hpp"
 #include "gateway/http_routes.hpp"
 
@@ -236,9 +237,11 @@ void add_admin_routes(route_table& routes, controller_api& controller, node_metr
                                      {"seconds", out.seconds}});
               });
 
+#if LMCC_FAULT_INJECTION
   // Injected faults (lmcc node --fault-injection on): crash and chaos tests
   // make commits fail or slow down, or jump the node's wall clock, then check
-  // what the node does.
+  // what the node does. A build without fault injection has no such route:
+  // 404, as any unknown path.
   routes.post("/admin/faults", route_access::change,
               [&controller](const httplib::Request& req, httplib::Response& res) {
                 auto settings = read_faults_body(req.body);
@@ -253,6 +256,7 @@ void add_admin_routes(route_table& routes, controller_api& controller, node_metr
                                      {"commit_delay_us", out.commit_delay_us},
                                      {"clock_offset_ms", out.clock_offset_ms}});
               });
+#endif
 
   // The cluster as this node sees it (lmcc cluster up waits on it).
   routes.get("/cluster/status", route_access::read,

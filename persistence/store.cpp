@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <mutex>
-#include <thread>
 
 namespace lmcc::persistence {
 
@@ -179,13 +178,8 @@ store::impl::~impl() {
 
 expected<void> store::impl::write(rocksdb::WriteBatch& wb, const rocksdb::WriteOptions& wo) {
   writes.fetch_add(1, std::memory_order_relaxed);
-  if (auto us = faults.commit_delay_us.load(std::memory_order_relaxed); us > 0)
-    std::this_thread::sleep_for(std::chrono::microseconds(us));
-  if (faults.fail_all_commits.load(std::memory_order_relaxed))
-    return error{"commit " + options.path + ": injected failure (fail_all_commits)"};
-  for (uint64_t n = faults.fail_commits.load(); n > 0;)
-    if (faults.fail_commits.compare_exchange_weak(n, n - 1))
-      return error{"commit " + options.path + ": injected failure (fail_commits)"};
+  if (const char* why = faults.before_commit())
+    return error{"commit " + options.path + ": injected failure (" + why + ")"};
   if (auto s = db->Write(wo, &wb); !s.ok())
     return wrap("commit", options.path, s);
   return {};

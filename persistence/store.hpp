@@ -30,6 +30,7 @@
 // commits rows, both off the socket threads.
 #pragma once
 
+#include "faults/fault_injection.hpp"
 #include "persistence/expected.hpp"
 #include "persistence/records.hpp"
 #include "persistence/schema.hpp"
@@ -112,16 +113,10 @@ struct store_options {
   bool create_if_missing = true;
 };
 
-/// Injected failures for crash and chaos tests (a node enables them only with
-/// its fault-injection option). All fields may be changed from any thread.
-struct store_faults {
-  /// Commits left to fail (each failing one decrements it). Default: 0
-  std::atomic<uint64_t> fail_commits{0};
-  /// Fail every commit while set. Default: false
-  std::atomic<bool> fail_all_commits{false};
-  /// Extra delay before every commit, in microseconds (a slow disk). Default: 0
-  std::atomic<uint64_t> commit_delay_us{0};
-};
+/// Injected failures for crash and chaos tests (a node sets them only with
+/// its fault-injection option): failing and slow commits. A build without
+/// fault injection has nothing to set and no fault (faults/fault_injection.hpp).
+using store_faults = faults::commit_faults;
 
 /// What load_directory() reads.
 struct directory_data {
@@ -245,7 +240,7 @@ public:
   /// Compacts every key range (drops tombstones; for disk measurements).
   expected<void> compact();
 
-  /// Injected failures (tests, chaos).
+  /// Injected failures (tests, chaos; none in a build without fault injection).
   store_faults& faults() noexcept;
 
   // -- reading (start-up) ------------------------------------------------------

@@ -2,6 +2,7 @@
 
 #include "apps/lmcc/node_config.hpp"
 #include "cluster/handshake.hpp"
+#include "faults/fault_injection.hpp"
 #include "gateway/owner_reads.hpp"
 
 #include <caf/io/middleman.hpp>
@@ -95,7 +96,7 @@ void node_cluster::add_destinations(actors::directory_config& dc,
     actors::peer_link_config lc{table->members[i].address.id, cl.replication_timeout,
                                 cl.peer_buffer_ops, counters};
     if (options_.planted() == planted_bug_kind::skip_replica)
-      lc.planted_skip_every = planted_bug_every;
+      lc.planted_skip = faults::planted_every{planted_bug_every};
     links_.push_back(parts_.system.spawn(actors::peer_link_main, std::move(lc)));
     link_counters_.push_back(counters);
     dc.shards.push_back(caf::actor_cast<actors::kv_shard_actor>(links_.back()));
@@ -114,8 +115,10 @@ void node_cluster::add_destinations(actors::directory_config& dc,
   // One attempt lasts as long as the failure detector takes to find a node
   // down, so the next one goes to the worker's new home.
   dc.home_request_timeout = cl.failure_timeout + std::chrono::milliseconds(500);
-  dc.planted_forget_marks = options_.planted() == planted_bug_kind::forget_watermark;
-  dc.planted_no_owed_resend = options_.planted() == planted_bug_kind::no_owed_resend;
+  dc.planted_forget_marks =
+      faults::planted_flag{options_.planted() == planted_bug_kind::forget_watermark};
+  dc.planted_no_owed_resend =
+      faults::planted_flag{options_.planted() == planted_bug_kind::no_owed_resend};
   dc.hooks.forward_frames = [this](uint16_t node, actors::pushed_msgs msgs) {
     forward(node, std::move(msgs));
   };

@@ -4,6 +4,7 @@
 #include "apps/lmcc/memory_releaser.hpp"
 #include "apps/lmcc/node_config.hpp"
 #include "apps/lmcc/thread_priority.hpp"
+#include "faults/fault_injection.hpp"
 #include "gateway/http_access.hpp"
 
 #include <absl/container/flat_hash_map.h>
@@ -67,7 +68,7 @@ void node_runtime::impl::spawn_actors(node_state& state) {
   auto init = std::make_shared<actors::shard_init>();
   init->options = c.shard;
   if (options_.planted() == planted_bug_kind::drop_acked_sub_batch)
-    init->options.planted_drop_every = planted_bug_every;
+    init->options.planted_drop = faults::planted_every{planted_bug_every};
   init->options.slot_count = c.slot_count;
   init->index = index_;
   init->store = state.store;

@@ -22,6 +22,7 @@
 #pragma once
 
 #include "apps/lmcc/node_options.hpp"
+#include "faults/fault_injection.hpp"
 #include "gateway/controller_api.hpp"
 #include "gateway/frontend_handler.hpp"
 
@@ -56,7 +57,9 @@ public:
   std::future<gateway::controller_gauges> gauges() override;
   bool ready() const override;
   std::future<gateway::snapshot_outcome> snapshot(const std::string& dir) override;
+#if LMCC_FAULT_INJECTION
   gateway::fault_outcome set_store_faults(const gateway::store_fault_settings& s) override;
+#endif
   std::optional<std::string> cluster_status_json() const override;
   gateway::members_outcome change_members(const std::vector<std::string>& ids) override;
 

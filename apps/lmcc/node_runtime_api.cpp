@@ -182,12 +182,13 @@ gateway::members_outcome node_runtime::change_members(const std::vector<std::str
   return impl_->cluster_->change_members(ids);
 }
 
+#if LMCC_FAULT_INJECTION
 gateway::fault_outcome node_runtime::set_store_faults(const gateway::store_fault_settings& s) {
   if (!impl_->options_.fault_injection)
     return controller_api::set_store_faults(s); // refused
   auto& clock = *impl_->clock_;
   if (s.clock_jump_ms) {
-    clock.jump(std::chrono::milliseconds{*s.clock_jump_ms});
+    clock.injected().jump(std::chrono::milliseconds{*s.clock_jump_ms});
     spdlog::warn("clock-jumped by_ms={} offset_ms={}", *s.clock_jump_ms, clock.offset_ms());
   }
   auto store = impl_->store_;
@@ -214,6 +215,7 @@ gateway::fault_outcome node_runtime::set_store_faults(const gateway::store_fault
                out.fail_commits, out.fail_all_commits, out.commit_delay_us);
   return out;
 }
+#endif
 
 std::future<gateway::snapshot_outcome> node_runtime::snapshot(const std::string& dir) {
   gateway::snapshot_outcome out;

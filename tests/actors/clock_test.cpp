@@ -1,5 +1,6 @@
-// node_clock (injected jumps) and peer_clock_offsets (a peer's offset from
-// greetings whose delays vary): CAF-free, linked with lmcc_actor_logic.
+// node_clock (injected jumps, in a build with fault injection) and
+// peer_clock_offsets (a peer's offset from greetings whose delays vary):
+// CAF-free, linked with lmcc_actor_logic.
 #include "actors/clock.hpp"
 
 #if defined(CAF_VERSION)
@@ -11,15 +12,17 @@
 namespace lmcc::actors {
 namespace {
 
+#if LMCC_FAULT_INJECTION // injected clock jumps: a test build only
 TEST(node_clock, jumps_add_up_and_move_the_wall_clock_only) {
   node_clock c;
   const double before = c.wall_s();
-  c.jump(std::chrono::milliseconds{-600'000});
-  c.jump(std::chrono::milliseconds{100'000});
+  c.injected().jump(std::chrono::milliseconds{-600'000});
+  c.injected().jump(std::chrono::milliseconds{100'000});
   EXPECT_EQ(c.offset_ms(), -500'000);
   EXPECT_NEAR(c.wall_s(), before - 500.0, 5.0);
   EXPECT_NEAR(static_cast<double>(c.wall_ms()) / 1000.0, c.wall_s(), 1.0);
 }
+#endif
 
 TEST(peer_clock_offsets, delayed_greetings_do_not_lower_the_estimate) {
   peer_clock_offsets p;

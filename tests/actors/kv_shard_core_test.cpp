@@ -295,6 +295,7 @@ TEST(kv_shard_core, a_full_sync_drops_marks_syncing_and_ends_resynced) {
   EXPECT_EQ(log.at(4).mark, (seq_mark{seq_state::resynced, 0}));
 }
 
+#if LMCC_FAULT_INJECTION // injected commit failures: a test build only
 TEST(kv_shard_core, failing_commits_keep_the_acks_back_until_a_retry_succeeds) {
   shard_fixture f;
   f.core->apply(sb(1, 1, h1, {{1, true}}));
@@ -356,6 +357,7 @@ TEST(kv_shard_core, after_the_grace_the_records_are_given_up_and_their_holders_m
   EXPECT_EQ(std::prev(log.end(), 2)->second.mark, (seq_mark{seq_state::gap, 0}));
   EXPECT_EQ(log.rbegin()->second.mark, (seq_mark{seq_state::syncing, 0}));
 }
+#endif
 
 TEST(kv_shard_core, a_snapshot_round_writes_dirty_slots_and_holder_states_and_truncates_the_log) {
   shard_fixture f;
@@ -592,6 +594,7 @@ TEST(kv_shard_core, drops_are_cleaned_in_background_steps_before_a_round_starts)
   EXPECT_EQ(f.index->read().keys(), 0u);
 }
 
+#if LMCC_FAULT_INJECTION // injected commit failures: a test build only
 TEST(kv_shard_core, a_given_up_round_still_gets_every_holder_state_written_later) {
   shard_fixture f;
   f.opts.commit_failure_grace = std::chrono::milliseconds{1'000};
@@ -614,6 +617,7 @@ TEST(kv_shard_core, a_given_up_round_still_gets_every_holder_state_written_later
   EXPECT_EQ(r.start.holders.at(h1).mark, (seq_mark{seq_state::tracking, 41}));
   EXPECT_EQ(r.start.holders.at(h1).worker_uid, uid_of(1));
 }
+#endif
 
 } // namespace
 } // namespace lmcc::actors

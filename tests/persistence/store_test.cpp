@@ -366,6 +366,7 @@ TEST(persistence_store, one_rocksdb_write_per_commit_and_none_for_an_empty_batch
   EXPECT_EQ(s->write_count(), before + 5);
 }
 
+#if LMCC_FAULT_INJECTION // injected commit failures: a test build only
 TEST(persistence_store, injected_failures_keep_the_batch_for_a_retry) {
   temp_dir tmp;
   auto s = must_open(tmp.sub("db"));
@@ -401,6 +402,7 @@ TEST(persistence_store, injected_failures_keep_the_batch_for_a_retry) {
   ASSERT_TRUE(s->commit(c));
   EXPECT_TRUE(read_all(*s).workers.empty());
 }
+#endif
 
 TEST(persistence_store, concurrent_writers_each_land_whole) {
   temp_dir tmp;

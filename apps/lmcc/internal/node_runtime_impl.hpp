@@ -68,7 +68,8 @@ public:
   std::shared_ptr<actors::credit_gate> gate_;
   gate_adapter gate_adapter_;
   std::shared_ptr<actors::route_board> routes_ = std::make_shared<actors::route_board>();
-  /// The node's wall clock (POST /admin/faults can jump it).
+  /// The node's wall clock (POST /admin/faults can jump it, in a build with
+  /// fault injection).
   std::shared_ptr<actors::node_clock> clock_ = std::make_shared<actors::node_clock>();
   std::shared_ptr<actors::shard_monitor> shard_monitor_ = std::make_shared<actors::shard_monitor>();
   /// Shared so that actors reach it through weak pointers: a directory still
