@@ -19,6 +19,7 @@
 #include "apps/lmcc/node_runtime.hpp"
 #include "apps/lmcc/snapshot_command.hpp"
 #include "apps/lmcc/tool_commands.hpp"
+#include "faults/fault_injection.hpp"
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
@@ -64,7 +65,8 @@ int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"lmcc: a clustered, durable cache controller for LMCache"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", LMCC_VERSION);
+  // The version, and whether this build has fault injection (a release build has not).
+  app.set_version_flag("--version", std::string(LMCC_VERSION) + "; " + lmcc::faults::build_summary);
 
   auto* node_cmd = app.add_subcommand(
       "node", "run a controller node (accepts lmcache_controller's flags, YAML and env)");

@@ -2,6 +2,7 @@
 // flags and their help, --dump-config and the options table of docs/configuration.md.
 #include "apps/lmcc/node_config.hpp"
 #include "apps/lmcc/node_config_table.hpp"
+#include "faults/fault_injection.hpp"
 
 #include <cctype>
 #include <map>
@@ -102,7 +103,9 @@ std::string dump_config(const node_options& options) {
   std::string header =
       "# lmcc node: effective configuration (usable as --config FILE).\n"
       "# lmcc_none_hash is the effective initial chunk hash, also when it was derived\n"
-      "# from lmcc_python_hash_seed; extra_config is accepted but not used.\n";
+      "# from lmcc_python_hash_seed; extra_config is accepted but not used.\n"
+      "# " +
+      std::string(faults::build_summary) + ".\n";
   const auto& zmq = options.zmq;
   if (!zmq.reply_port)
     header += "# controller_monitor_ports is null: LMCache legacy mode, PULL only on port " +

@@ -1,13 +1,37 @@
 // Rules between `lmcc node`'s options, applied once every layer is read: two
 // keys for one setting, a legacy fallback, a cluster's member list against this
-// node and its replica count. The options themselves are in node_config_table.cpp.
+// node and its replica count, fault injection against the build. The options
+// themselves are in node_config_table.cpp.
 #include "apps/lmcc/node_config_table.hpp"
+#include "faults/fault_injection.hpp"
 
 #include <algorithm>
 #include <string>
 #include <vector>
 
 namespace lmcc::apps::config {
+
+std::vector<std::string> fault_injection_errors(const node_options& options, bool built) {
+  std::vector<std::string> errors;
+  const std::string planted = std::to_string(static_cast<int>(options.planted_bug));
+  if (!built) {
+    // A release build: the code is not there, whatever the setting says.
+    const std::string option = faults::build_option;
+    const std::string why = ", but this lmcc is built without fault injection (the CMake option " +
+                            option + " is OFF, as in every release build; a test build passes -D" +
+                            option + "=ON, as `make build` does)";
+    if (options.fault_injection)
+      errors.push_back("lmcc_fault_injection: on" + why);
+    if (options.planted() != planted_bug_kind::none)
+      errors.push_back("lmcc_planted_bug: " + planted + why);
+    return errors;
+  }
+  // A planted bug only where faults may be injected.
+  if (options.planted() != planted_bug_kind::none && !options.fault_injection)
+    errors.push_back("lmcc_planted_bug: " + planted +
+                     " needs lmcc_fault_injection on (it is for chaos-checker tests only)");
+  return errors;
+}
 
 void apply_cross_option_rules(resolve_state& s) {
   // -- controller_monitor_ports null: LMCache's legacy layout, pull only.
@@ -58,11 +82,10 @@ void apply_cross_option_rules(resolve_state& s) {
       sec.tls_cert_file.empty() != sec.tls_key_file.empty())
     s.errors.push_back("lmcc_http_tls_cert_file and lmcc_http_tls_key_file: set both or neither");
 
-  // -- a planted bug only where faults may be injected.
-  if (s.options.planted() != planted_bug_kind::none && !s.options.fault_injection)
-    s.errors.push_back(
-        "lmcc_planted_bug: " + std::to_string(static_cast<int>(s.options.planted_bug)) +
-        " needs lmcc_fault_injection on (it is for chaos-checker tests only)");
+  // -- fault injection only in a build that has it; a planted bug only where
+  // faults may be injected.
+  for (auto& e : fault_injection_errors(s.options, faults::built))
+    s.errors.push_back(std::move(e));
 
   // -- lmcc_none_hash or lmcc_python_hash_seed: the higher layer wins.
   const auto& none = s.none_hash;

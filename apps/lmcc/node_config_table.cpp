@@ -458,7 +458,8 @@ std::vector<option_spec> make_table() {
                 5'000ms),
     make_option({.key = "lmcc_fault_injection", .flag = "--fault-injection", .value_name = "on|off",
                  .help = "accept POST /admin/faults (injected store failures and clock "
-                         "jumps, for crash and chaos tests only)"},
+                         "jumps, for crash and chaos tests only); only a build with "
+                         "-DLMCC_FAULT_INJECTION=ON accepts on"},
                 switch_kind{},
                 member([](auto& o) -> auto& { return o.fault_injection; }),
                 false),

@@ -177,6 +177,12 @@ std::string env_name(std::string_view key);
 /// lmcc_none_hash against lmcc_python_hash_seed.
 void apply_cross_option_rules(resolve_state& s);
 
+/// Why lmcc_fault_injection and lmcc_planted_bug cannot be as `options` has
+/// them, in a build with fault injection (`built`) or without; empty: they
+/// can. apply_cross_option_rules() passes faults::built; a test build's unit
+/// tests pass false to check what a release build refuses.
+std::vector<std::string> fault_injection_errors(const node_options& options, bool built);
+
 // -- building rows -------------------------------------------------------------------
 
 /// The option's value lives in one member: access is [](auto& o) -> auto& { return o.a.b; }.

@@ -84,11 +84,13 @@ struct node_options {
   uint32_t scheduler_threads = 0;
 
   /// Accept POST /admin/faults (injected store failures, for crash and chaos
-  /// tests). Never on in production. Default: false
+  /// tests). Never on in production: a build without fault injection (the
+  /// default, faults/fault_injection.hpp) refuses it at start-up.
+  /// Default: false
   bool fault_injection = false;
 
   /// A deliberate bug, for the chaos checker's negative tests only (requires
-  /// fault_injection). A number, not a name: GCC 12 misreports one more
+  /// fault_injection, and so a build with it). A number, not a name: GCC 12 misreports one more
   /// std::string in this struct as maybe-uninitialized (GCC bug 105562).
   /// Default: none
   uint8_t planted_bug = 0;

@@ -1,7 +1,10 @@
 // `lmcc node` configuration (spec section 6.1): LMCache's flags, YAML file,
 // LMCACHE_CONTROLLER_* environment, extra --key=value arguments, lmcc's own
-// keys, their precedence, validation errors and --dump-config.
+// keys, their precedence, validation errors (fault injection against the
+// build among them) and --dump-config.
 #include "apps/lmcc/node_config.hpp"
+#include "apps/lmcc/node_config_table.hpp"
+#include "faults/fault_injection.hpp"
 #include "messages/chunk_hash.hpp"
 
 #include <CLI/CLI.hpp>
@@ -621,6 +624,62 @@ TEST(NodeConfig, ChunkHashHigherSourceWinsSameSourceConflicts) {
   auto error = resolve_error({}, {{"LMCACHE_CONTROLLER_LMCC_PYTHON_HASH_SEED", "1"},
                                   {"LMCACHE_CONTROLLER_LMCC_NONE_HASH", "2"}});
   EXPECT_NE(error.find("not both"), std::string::npos) << error;
+}
+
+// -- fault injection against the build --------------------------------------------------
+// These tests run in a test build (fault injection built in); what a release
+// build refuses is checked here through fault_injection_errors(options, false),
+// and against a real release binary by `make check-release-build`.
+
+TEST(NodeConfig, ABuildWithoutFaultInjectionRefusesItAndPlantedBugsNamingTheBuildOption) {
+  constexpr auto npos = std::string::npos;
+  node_options o;
+  EXPECT_TRUE(config::fault_injection_errors(o, false).empty()); // off: any build starts
+  o.fault_injection = true;
+  auto errors = config::fault_injection_errors(o, false);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].rfind("lmcc_fault_injection: on, but this lmcc is built without fault "
+                            "injection (the CMake option LMCC_FAULT_INJECTION is OFF",
+                            0),
+            0u)
+      << errors[0];
+  EXPECT_NE(errors[0].find("-DLMCC_FAULT_INJECTION=ON"), npos) << errors[0];
+  o.planted_bug = 2;
+  errors = config::fault_injection_errors(o, false);
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_EQ(
+      errors[1].rfind("lmcc_planted_bug: 2, but this lmcc is built without fault injection", 0), 0u)
+      << errors[1];
+  // A planted bug alone: the build is the reason, not the missing setting.
+  o.fault_injection = false;
+  errors = config::fault_injection_errors(o, false);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("LMCC_FAULT_INJECTION is OFF"), npos) << errors[0];
+}
+
+TEST(NodeConfig, ABuildWithFaultInjectionTakesItAndAPlantedBugNeedsIt) {
+  node_options o;
+  o.fault_injection = true;
+  o.planted_bug = 3;
+  EXPECT_TRUE(config::fault_injection_errors(o, true).empty());
+  o.fault_injection = false;
+  EXPECT_EQ(config::fault_injection_errors(o, true),
+            std::vector<std::string>{"lmcc_planted_bug: 3 needs lmcc_fault_injection on (it is "
+                                     "for chaos-checker tests only)"});
+}
+
+TEST(NodeConfig, ThisBuildTakesOrRefusesFaultInjectionAsItsBuildOptionSays) {
+  const std::string text = dump_config(resolve_ok({}).options);
+  EXPECT_NE(text.find(std::string("\n# ") + faults::build_summary + ".\n"), std::string::npos)
+      << text;
+  if constexpr (faults::built) {
+    auto r = resolve_ok({"--fault-injection", "on", "--lmcc_planted_bug=1"});
+    EXPECT_TRUE(r.options.fault_injection);
+    EXPECT_EQ(r.options.planted(), planted_bug_kind::drop_acked_sub_batch);
+  } else {
+    EXPECT_NE(resolve_error({"--fault-injection", "on"}).find("LMCC_FAULT_INJECTION is OFF"),
+              std::string::npos);
+  }
 }
 
 // -- --dump-config -------------------------------------------------------------------------
