@@ -9,7 +9,10 @@
 # manifests (binary path, user, data volume) and that the runtime stage
 # installs the package of every library the lmcc binary links.
 
-# -- build: the same packages and build as `make build` --------------------------
+# -- build: the packages `make build` uses, and a release build of `lmcc` -------
+# The CMake defaults, not `make build`'s: LMCC_FAULT_INJECTION stays OFF, so
+# the image has no POST /admin/faults and no planted bugs
+# (tests/deploy/test_release_build.py checks this file for it).
 FROM debian:bookworm AS build
 WORKDIR /src
 COPY deploy/install-deps.sh deploy/install-deps.sh

@@ -1,25 +1,43 @@
 # lmcc: the two commands a fresh Debian 12 machine needs are `make run` and `make test`.
 BUILD_DIR ?= build
+RELEASE_DIR ?= build-release
 ASAN_DIR ?= build-asan
 FUZZ_DIR ?= build-fuzz
 JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
 CMAKE_GENERATOR ?= Ninja
 
-.PHONY: deps build test run run-node test-asan fuzz fuzz-merge bench format clean chaos chaos-planted soak
+.PHONY: deps build test run run-node test-asan fuzz fuzz-merge bench format clean chaos chaos-planted soak \
+  check-release-build
 
 deps:
 	./deploy/install-deps.sh
 
 # The test build: fault injection (/admin/faults, lmcc_planted_bug) is built in,
 # as the integration, chaos and soak suites need it. A release build (the
-# CMake default, the Dockerfile) leaves it out.
+# CMake default, the Dockerfile) leaves it out: `make check-release-build`.
 build: deps
 	cmake -S . -B $(BUILD_DIR) -G $(CMAKE_GENERATOR) -DCMAKE_BUILD_TYPE=Release -DLMCC_FAULT_INJECTION=ON
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 600
+
+# A release build beside the test build, configured as the Dockerfile does
+# (the CMake defaults: no fault injection; -U drops an option an earlier
+# configure of the dir may have set), only `lmcc`, then checked: `lmcc
+# --version` says so, POST /admin/faults is 404, lmcc_fault_injection on and
+# lmcc_planted_bug are refused at start-up, none of the injecting code is in
+# the binary (tests/integration/test_fault_injection_build.py), and the
+# Dockerfile and deploy/ build that way (tests/deploy/test_release_build.py).
+# A second full build, so not part of `make test`.
+check-release-build: deps
+	cmake -S . -B $(RELEASE_DIR) -G $(CMAKE_GENERATOR) -U LMCC_FAULT_INJECTION \
+	  -DCMAKE_BUILD_TYPE=Release -DLMCC_BENCH=OFF
+	cmake --build $(RELEASE_DIR) -j $(JOBS) --target lmcc
+	LMCC_BINARY=$(CURDIR)/$(RELEASE_DIR)/lmcc PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 -m pytest \
+	  -q -p no:cacheprovider tests/integration/test_fault_injection_build.py \
+	  tests/deploy/test_release_build.py
 
 # The main job: a three-node cluster on loopback (node i: HTTP 9000+10i, PULL
 # +1, ROUTER +2, heartbeat +3, cluster +4; configs, data and logs in
@@ -138,4 +156,4 @@ format:
 	  | xargs clang-format -i
 
 clean:
-	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(FUZZ_DIR)
+	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(FUZZ_DIR) $(RELEASE_DIR)

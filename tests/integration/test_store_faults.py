@@ -2,7 +2,8 @@
 makes commits fail. Commits retry, the affected watermarks freeze, records that
 cannot be committed within --commit-failure-grace-ms are given up and their
 holders marked with a gap, and the next restart asks exactly those workers for
-a full sync. Without the option the endpoint is refused.
+a full sync. Without the option the endpoint is refused (and a release build,
+without fault injection, has none: test_fault_injection_build.py).
 
 Ground truth is each fake worker's own key set; every wait polls a condition."""
 
