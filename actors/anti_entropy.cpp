@@ -238,10 +238,9 @@ void close_round(ae_self self, const cluster_table& table) {
     return true;
   };
   // One line and one ask per worker: its full sync rebuilds every slot of it.
-  std::map<uint64_t, std::vector<uncertainty_ledger::lost_pair>> by_worker;
   auto uncertain = [&st](uint32_t slot) { return st.cfg.index->uncertain(slot); };
-  for (const auto& lost : st.ledger.close_round(st.cfg.rounds_for_loss, owners_answer, uncertain))
-    by_worker[lost.worker_uid].push_back(lost);
+  const auto by_worker = lost_by_worker(
+      st.ledger.close_round(st.cfg.rounds_for_loss, owners_answer, uncertain), st.cfg.worker_of);
   for (const auto& [uid, lost] : by_worker) {
     if (st.cfg.counters)
       st.cfg.counters->holders_lost += lost.size();

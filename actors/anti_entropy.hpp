@@ -60,6 +60,9 @@ struct anti_entropy_config {
   /// other owner before its worker is asked for a full sync.
   uint32_t rounds_for_loss = 4;
   std::shared_ptr<anti_entropy_counters> counters;
+  /// The worker uid the directory knows a holder by (0: none): who is asked
+  /// to full-sync a holder the shard never tied to a worker. Empty: nobody.
+  std::function<uint64_t(uint64_t holder)> worker_of;
 };
 
 using anti_entropy_actor = caf::typed_actor<caf::reacts_to<tick_atom>,

@@ -70,6 +70,18 @@ uncertainty_ledger::close_round(uint64_t rounds_for_loss,
   return lost;
 }
 
+std::map<uint64_t, std::vector<uncertainty_ledger::lost_pair>>
+lost_by_worker(const std::vector<uncertainty_ledger::lost_pair>& lost,
+               const std::function<uint64_t(uint64_t holder)>& worker_of) {
+  std::map<uint64_t, std::vector<uncertainty_ledger::lost_pair>> out;
+  for (auto pair : lost) {
+    if (pair.worker_uid == 0 && worker_of)
+      pair.worker_uid = worker_of(pair.holder);
+    out[pair.worker_uid].push_back(pair);
+  }
+  return out;
+}
+
 void blank_slot_ledger::after_copy(uint64_t round, uint32_t slot, node_index owner,
                                    bool still_blank) {
   if (!still_blank) {

@@ -116,6 +116,15 @@ private:
   std::map<std::pair<uint32_t, uint64_t>, entry> pairs_;
 };
 
+/// The pairs lost everywhere, grouped by the worker whose full sync gives them
+/// back: one ask per worker. A holder this node's shard never tied to a
+/// worker (its entries came with copies of owners that lost their disks too)
+/// is asked of the worker the directory knows it by (`worker_of`: holder ->
+/// worker uid, 0 when none); pairs that have no worker either way are under 0.
+std::map<uint64_t, std::vector<uncertainty_ledger::lost_pair>>
+lost_by_worker(const std::vector<uncertainty_ledger::lost_pair>& lost,
+               const std::function<uint64_t(uint64_t holder)>& worker_of);
+
 /// Slots still blank here after copies of other owners that were blank too.
 /// Blank after a copy of every other owner, over rounds_for_loss rounds or
 /// more, while all of them answer: no owner knows every holder of the slot.

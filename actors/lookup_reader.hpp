@@ -70,6 +70,14 @@ public:
     return answer_lookup(*view_.current(), source_, hasher_, m);
   }
 
+  /// The uid of the worker whose location `holder` is, in the current view;
+  /// 0 when no registered worker has it.
+  uint64_t worker_of(holder_id holder) const {
+    const auto view = view_.current();
+    const auto it = view->holders.find(holder);
+    return it == view->holders.end() ? 0 : view->workers.at(it->second.worker).uid;
+  }
+
 private:
   std::shared_ptr<const kv_index> index_;
   msg::chunk_hasher hasher_;

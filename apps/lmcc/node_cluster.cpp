@@ -292,6 +292,7 @@ void node_cluster::start(const actors::kv_shard_actor& shard,
     ac.timeout = c.internal_timeout;
     ac.directory = directory;
     ac.counters = ae_counters_;
+    ac.worker_of = holder_workers_;
     anti_entropy_ = system.spawn(actors::anti_entropy_main, std::move(ac));
   }
   auto port = transport_ ? transport_->publish(gate_, me.port, options_.zmq.host)

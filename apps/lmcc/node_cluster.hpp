@@ -35,6 +35,7 @@
 #include <zmq.hpp>
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -68,6 +69,12 @@ public:
   /// Spawns a peer_link per other member and makes them, with `shard` at this
   /// node's index, the destinations worker actors split batches over.
   void add_destinations(actors::directory_config& dc, const actors::kv_shard_actor& shard);
+
+  /// How anti-entropy finds the worker of a holder its shard never tied to
+  /// one (the directory's view: lookup_reader::worker_of). Before start().
+  void set_holder_workers(std::function<uint64_t(uint64_t holder)> worker_of) {
+    holder_workers_ = std::move(worker_of);
+  }
 
   /// Spawns the service, forwarder, node and gate actors and publishes the
   /// gate on this node's cluster port (throws when it cannot listen).
@@ -174,6 +181,7 @@ private:
   actors::cluster_gate_actor gate_;
   actors::frame_forwarder_actor forwarder_;
   actors::anti_entropy_actor anti_entropy_;
+  std::function<uint64_t(uint64_t holder)> holder_workers_;
   actors::slot_mover_actor mover_;
   actors::slot_refill_actor refill_; ///< only when this node started empty
   std::shared_ptr<actors::slot_move_counters> move_counters_ =

@@ -169,8 +169,11 @@ void node_runtime::impl::spawn_actors(node_state& state) {
   directory_ = system_.spawn(actors::directory_main, std::move(dc));
   caf::anon_send(shard_, actors::resync_atom::value, caf::actor_cast<caf::actor>(directory_));
   bridge_ = system_.spawn(actors::request_bridge_main, directory_);
-  if (cluster_)
+  if (cluster_) {
+    cluster_->set_holder_workers([reader = std::shared_ptr<const actors::lookup_reader>{reader_}](
+                                     uint64_t holder) { return reader->worker_of(holder); });
     cluster_->start(shard_, directory_, http_->port(), state.need_full_sync_all);
+  }
 }
 
 template <class Handle>

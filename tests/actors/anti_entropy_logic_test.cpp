@@ -102,6 +102,26 @@ TEST(uncertainty_ledger, a_copy_that_covers_the_pair_or_a_slot_resolved_settles_
   EXPECT_EQ(ledger.close_round(2, all_answer, [](uint32_t) { return true; }).size(), 1u);
 }
 
+// A holder whose entries came only with copies (owners that lost their
+// disks) is not tied to a worker in the shard: its doubt used to end with
+// nobody asked, round after round, the slot uncertain for good.
+TEST(uncertainty_ledger, a_lost_pair_of_an_untied_holder_is_asked_of_the_worker_the_directory_knows) {
+  using lost_pair = uncertainty_ledger::lost_pair;
+  const std::vector<lost_pair> lost{{3, 0, 70, 4}, {54, 0, 70, 4}, {9, 11, 80, 4}, {12, 0, 90, 4}};
+  const auto by_worker = lost_by_worker(lost, [](uint64_t holder) -> uint64_t {
+    return holder == 70 ? 7 : 0; // 90: no registered worker has it
+  });
+  ASSERT_EQ(by_worker.size(), 3u);
+  ASSERT_EQ(by_worker.at(7).size(), 2u);
+  EXPECT_EQ(by_worker.at(7)[0].slot, 3u);
+  EXPECT_EQ(by_worker.at(7)[1].worker_uid, 7u);
+  EXPECT_EQ(by_worker.at(11).size(), 1u);
+  ASSERT_EQ(by_worker.at(0).size(), 1u);
+  EXPECT_EQ(by_worker.at(0)[0].holder, 90u);
+  // Without the directory's word they stay unasked.
+  EXPECT_EQ(lost_by_worker(lost, {}).at(0).size(), 3u);
+}
+
 TEST(blank_slot_ledger, blank_after_every_other_owners_copy_over_four_rounds_is_lost_once) {
   blank_slot_ledger ledger;
   auto others = [](uint32_t) { return uint64_t{0b110}; }; // owners 1 and 2 besides this node
