@@ -200,12 +200,18 @@ void send_heard_to_homes(directory_self self) {
 /// was down, whose resend on the link's return (peer_atom) came from a node
 /// that had not heard of it yet -- and would answer the worker "nothing" for
 /// as long as it lives. The proof goes to that node, which then sends the
-/// worker's heartbeats here, where it is asked.
+/// worker's heartbeats here, where it is asked. The home's sync phase goes
+/// first: a copy that still says `syncing` (a session that ran elsewhere for
+/// a moment, or this node's own before a takeover) answers "nothing owed"
+/// whatever the reason, and only the home can say that no session runs.
 void tell_copy_what_is_owed(directory_self self, uint64_t uid) {
   auto [ask, reason] = self->state.logic->reg().should_request_full_sync(uid);
   const auto& sender = self->current_sender();
   if (!ask || !sender)
     return;
+  if (const auto* rec = self->state.logic->reg().record(uid))
+    self->send(caf::actor_cast<directory_actor>(sender), sync_state_atom::value, uid, rec->sync,
+               rec->missing_batches);
   const auto table = self->state.cfg.cluster->current();
   const auto peer = table->peer_with_directory(caf::actor_cast<caf::actor>(sender));
   const std::string to = peer ? table->members[*peer].address.id : std::string{"?"};

@@ -266,6 +266,26 @@ TEST(directory_logic, a_takeover_drops_the_previous_homes_syncing) {
             (std::vector<std::string>{"restart_during_full_sync"}));
 }
 
+// The soak's next run: the worker's heartbeats reached a replica whose copy
+// still said `syncing` (a session that ran elsewhere and was cut short); it
+// answered "nothing owed" for 106 s while the home told it, every second,
+// what the worker owed. The home's phase, sent before the reason, ends it.
+TEST(directory_logic, a_replicas_syncing_gives_way_to_the_homes_phase) {
+  recording_outbox out;
+  directory_logic d{controller_options{}, out};
+  std::vector<restored_worker> none;
+  d.restore(none, false, wall, 0);
+  d.set_home_filter([](uint64_t) { return false; }); // a replica here
+  d.on_register(reg("A", 0), 1, wall, std::nullopt);
+  const uint64_t uid = worker_uid("A", wire_int{0});
+  ASSERT_TRUE(d.on_peer_sync_state(uid, sync_phase::syncing, 3)); // the far session
+  d.on_replicated_resync(uid, "restart_during_full_sync");        // the home's word
+  EXPECT_FALSE(d.reg().should_request_full_sync(uid).first);
+  ASSERT_TRUE(d.on_peer_sync_state(uid, sync_phase::none, 0)); // the home's phase
+  EXPECT_EQ(d.reg().should_request_full_sync(uid),
+            (std::pair<bool, std::string>{true, "restart_during_full_sync"}));
+}
+
 TEST(directory_logic, deregistration_retires_deletes_and_forgets_the_worker) {
   recording_outbox out;
   directory_logic d{controller_options{}, out};
