@@ -221,49 +221,52 @@ TEST(directory_logic, a_resync_reason_is_asked_of_that_worker_alone) {
   EXPECT_EQ(d.seq_discontinuities(), 5u);
 }
 
-// The 2-hour soak's end check: a partition let
-// two nodes each host a worker; the far one asked it for a full sync, the
-// worker came back home, and the far node's `syncing` reached the home,
-// whose heartbeats then never asked for the sync it owed (500,000 entries
-// missing at the end). Only the home's own session says `syncing` there.
-TEST(directory_logic, a_peers_syncing_does_not_hold_off_the_sync_the_home_owes) {
+// A restored node (no start-up freeze) with worker A/0 registered, homed
+// here while `home_here` says so: the tests of whose sync phase counts.
+struct one_worker_restored {
   recording_outbox out;
   directory_logic d{controller_options{}, out};
-  std::vector<restored_worker> none;
-  d.restore(none, false, wall, 0);
   bool home_here = true;
-  d.set_home_filter([&](uint64_t) { return home_here; });
-  d.on_register(reg("A", 0), 1, wall, std::nullopt);
-  const uint64_t uid = worker_uid("A", wire_int{0});
-  EXPECT_FALSE(d.on_peer_sync_state(uid, sync_phase::syncing, 3));
-  d.on_resync(uid, "entity_split");
-  EXPECT_EQ(commands_of(d.on_heartbeat(hb("A", 0), 2, wall, 2)),
-            (std::vector<std::string>{"entity_split"}));
+  uint64_t uid = worker_uid("A", wire_int{0});
+
+  explicit one_worker_restored(bool homed_here) : home_here(homed_here) {
+    std::vector<restored_worker> none;
+    d.restore(none, false, wall, 0);
+    d.set_home_filter([this](uint64_t) { return home_here; });
+    d.on_register(reg("A", 0), 1, wall, std::nullopt);
+  }
+  std::vector<std::string> heartbeat(double at) {
+    return commands_of(d.on_heartbeat(hb("A", 0), at, wall, at));
+  }
+};
+
+// The 2-hour soak's end check: a partition let two nodes each host a worker;
+// the far one asked it for a full sync, the worker came back home, and the
+// far node's `syncing` reached the home, whose heartbeats then never asked for
+// the sync it owed (500,000 entries missing at the end). Only the home's own
+// session says `syncing` there.
+TEST(directory_logic, a_peers_syncing_does_not_hold_off_the_sync_the_home_owes) {
+  one_worker_restored t{true};
+  EXPECT_FALSE(t.d.on_peer_sync_state(t.uid, sync_phase::syncing, 3));
+  t.d.on_resync(t.uid, "entity_split");
+  EXPECT_EQ(t.heartbeat(2), (std::vector<std::string>{"entity_split"}));
   // Where the worker is a replica the peer's phase is the home's word: kept.
-  home_here = false;
-  EXPECT_TRUE(d.on_peer_sync_state(uid, sync_phase::syncing, 3));
-  EXPECT_EQ(d.reg().record(uid)->sync, sync_phase::syncing);
+  t.home_here = false;
+  EXPECT_TRUE(t.d.on_peer_sync_state(t.uid, sync_phase::syncing, 3));
+  EXPECT_EQ(t.d.reg().record(t.uid)->sync, sync_phase::syncing);
 }
 
-// The same soak, 30 minutes earlier: a node took a worker over while the previous
-// home's session ran; the replica's `syncing` stayed and the takeover's ask
-// (restart_during_full_sync) was never made.
+// The same soak, 30 minutes earlier: a node took a worker over while the
+// previous home's session ran; the replica's `syncing` stayed and the
+// takeover's ask (restart_during_full_sync) was never made.
 TEST(directory_logic, a_takeover_drops_the_previous_homes_syncing) {
-  recording_outbox out;
-  directory_logic d{controller_options{}, out};
-  std::vector<restored_worker> none;
-  d.restore(none, false, wall, 0);
-  bool home_here = false;
-  d.set_home_filter([&](uint64_t) { return home_here; });
-  d.on_register(reg("A", 0), 1, wall, std::nullopt);
-  const uint64_t uid = worker_uid("A", wire_int{0});
-  ASSERT_TRUE(d.on_peer_sync_state(uid, sync_phase::syncing, 3));
-  home_here = true;
-  d.on_resync(uid, "restart_during_full_sync");
-  EXPECT_TRUE(commands_of(d.on_heartbeat(hb("A", 0), 2, wall, 2)).empty());
-  d.on_taken_over(uid);
-  EXPECT_EQ(commands_of(d.on_heartbeat(hb("A", 0), 3, wall, 3)),
-            (std::vector<std::string>{"restart_during_full_sync"}));
+  one_worker_restored t{false};
+  ASSERT_TRUE(t.d.on_peer_sync_state(t.uid, sync_phase::syncing, 3));
+  t.home_here = true;
+  t.d.on_resync(t.uid, "restart_during_full_sync");
+  EXPECT_TRUE(t.heartbeat(2).empty());
+  t.d.on_taken_over(t.uid);
+  EXPECT_EQ(t.heartbeat(3), (std::vector<std::string>{"restart_during_full_sync"}));
 }
 
 // The soak's next run: the worker's heartbeats reached a replica whose copy
@@ -271,19 +274,12 @@ TEST(directory_logic, a_takeover_drops_the_previous_homes_syncing) {
 // answered "nothing owed" for 106 s while the home told it, every second,
 // what the worker owed. The home's phase, sent before the reason, ends it.
 TEST(directory_logic, a_replicas_syncing_gives_way_to_the_homes_phase) {
-  recording_outbox out;
-  directory_logic d{controller_options{}, out};
-  std::vector<restored_worker> none;
-  d.restore(none, false, wall, 0);
-  d.set_home_filter([](uint64_t) { return false; }); // a replica here
-  d.on_register(reg("A", 0), 1, wall, std::nullopt);
-  const uint64_t uid = worker_uid("A", wire_int{0});
-  ASSERT_TRUE(d.on_peer_sync_state(uid, sync_phase::syncing, 3)); // the far session
-  d.on_replicated_resync(uid, "restart_during_full_sync");        // the home's word
-  EXPECT_FALSE(d.reg().should_request_full_sync(uid).first);
-  ASSERT_TRUE(d.on_peer_sync_state(uid, sync_phase::none, 0)); // the home's phase
-  EXPECT_EQ(d.reg().should_request_full_sync(uid),
-            (std::pair<bool, std::string>{true, "restart_during_full_sync"}));
+  one_worker_restored t{false};
+  ASSERT_TRUE(t.d.on_peer_sync_state(t.uid, sync_phase::syncing, 3)); // the far session
+  t.d.on_replicated_resync(t.uid, "restart_during_full_sync");        // the home's word
+  EXPECT_TRUE(t.heartbeat(2).empty());
+  ASSERT_TRUE(t.d.on_peer_sync_state(t.uid, sync_phase::none, 0)); // the home's phase
+  EXPECT_EQ(t.heartbeat(3), (std::vector<std::string>{"restart_during_full_sync"}));
 }
 
 TEST(directory_logic, deregistration_retires_deletes_and_forgets_the_worker) {
