@@ -105,7 +105,7 @@ TEST(uncertainty_ledger, a_copy_that_covers_the_pair_or_a_slot_resolved_settles_
 // A holder whose entries came only with copies (owners that lost their
 // disks) is not tied to a worker in the shard: its doubt used to end with
 // nobody asked, round after round, the slot uncertain for good.
-TEST(uncertainty_ledger, a_lost_pair_of_an_untied_holder_is_asked_of_the_worker_the_directory_knows) {
+TEST(uncertainty_ledger, an_untied_holders_lost_pair_is_asked_of_the_directorys_worker) {
   using lost_pair = uncertainty_ledger::lost_pair;
   const std::vector<lost_pair> lost{{3, 0, 70, 4}, {54, 0, 70, 4}, {9, 11, 80, 4}, {12, 0, 90, 4}};
   const auto by_worker = lost_by_worker(lost, [](uint64_t holder) -> uint64_t {
