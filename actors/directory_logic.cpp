@@ -296,7 +296,7 @@ bool directory_logic::on_peer_sync_state(uint64_t uid, sync_phase phase, uint64_
     reg_.set_sync_state(uid, phase, missing);
   else
     spdlog::debug("peer-sync-state-ignored uid={} phase={} reason=home-here", uid,
-                  static_cast<int>(phase));
+                  to_string(phase));
   if (phase == sync_phase::completed)
     on_peer_sync_completed();
   return applied;
