@@ -18,16 +18,16 @@
 #pragma once
 
 #include "actors/clock.hpp"
-#include "actors/cluster_table.hpp"
+#include "actors/cluster/cluster_table.hpp"
 #include "actors/control_fanout.hpp"
-#include "actors/controller_options.hpp"
-#include "actors/directory_logic.hpp"
-#include "actors/heartbeat_reader.hpp"
 #include "actors/ingest_routes.hpp"
 #include "actors/lookup_actor.hpp"
-#include "actors/lookup_reader.hpp"
-#include "actors/restore_plan.hpp"
 #include "actors/worker_actor.hpp"
+#include "registry/controller_options.hpp"
+#include "registry/directory_logic.hpp"
+#include "registry/heartbeat_reader.hpp"
+#include "registry/lookup_reader.hpp"
+#include "registry/restore_plan.hpp"
 
 #include <absl/container/flat_hash_set.h>
 

@@ -16,9 +16,9 @@
 // Thread-safety: route_board is thread-safe; tables are immutable.
 #pragma once
 
-#include "actors/ids.hpp"
-#include "actors/published.hpp"
 #include "actors/worker_actor.hpp"
+#include "index/ids.hpp"
+#include "registry/published.hpp"
 
 #include <absl/container/flat_hash_map.h>
 

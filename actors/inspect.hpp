@@ -12,12 +12,12 @@
 // Context: header-only; include through actors/type_ids.hpp.
 #pragma once
 
-#include "actors/registry.hpp"
-#include "actors/sub_batch.hpp"
-#include "actors/worker_logic.hpp"
+#include "index/sub_batch.hpp"
 #include "messages/codec_msgpack.hpp"
 #include "persistence/records.hpp"
 #include "persistence/schema.hpp"
+#include "registry/registry.hpp"
+#include "registry/worker_logic.hpp"
 
 #include <caf/error.hpp>
 #include <caf/meta/load_callback.hpp>

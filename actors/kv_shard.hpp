@@ -21,8 +21,8 @@
 #pragma once
 
 #include "actors/ack_batcher.hpp"
-#include "actors/memory_release.hpp"
 #include "actors/type_ids.hpp"
+#include "index/memory_release.hpp"
 
 #include <functional>
 #include <memory>

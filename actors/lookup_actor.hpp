@@ -13,8 +13,8 @@
 // Context: a CAF actor.
 #pragma once
 
-#include "actors/lookup_reader.hpp"
 #include "actors/type_ids.hpp"
+#include "registry/lookup_reader.hpp"
 
 #include <memory>
 

@@ -10,10 +10,10 @@
 // Context: a CAF actor, a child of a worker actor.
 #pragma once
 
-#include "actors/credit_gate.hpp"
 #include "actors/kv_shard.hpp"
-#include "actors/sync_session_logic.hpp"
 #include "actors/type_ids.hpp"
+#include "registry/credit_gate.hpp"
+#include "registry/sync_session_logic.hpp"
 
 #include <memory>
 #include <vector>

@@ -13,14 +13,14 @@
 // Context: included by every actor header; declares no state.
 #pragma once
 
-#include "actors/control_plan.hpp"
 #include "actors/inspect.hpp"
-#include "actors/kv_shard_core.hpp"
-#include "actors/registry.hpp"
-#include "actors/sub_batch.hpp"
-#include "actors/worker_logic.hpp"
+#include "index/kv_shard_core.hpp"
+#include "index/sub_batch.hpp"
 #include "messages/expected.hpp"
 #include "messages/lmcache_msgs.hpp"
+#include "registry/control_plan.hpp"
+#include "registry/registry.hpp"
+#include "registry/worker_logic.hpp"
 
 #include <caf/all.hpp>
 

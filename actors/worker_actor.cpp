@@ -1,7 +1,7 @@
 #include "actors/worker_actor.hpp"
 
 #include "actors/clock.hpp"
-#include "actors/handoff.hpp"
+#include "registry/handoff.hpp"
 
 #include <spdlog/spdlog.h>
 

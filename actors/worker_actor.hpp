@@ -13,11 +13,11 @@
 // Context: a CAF actor spawned and retired by the directory.
 #pragma once
 
-#include "actors/credit_gate.hpp"
 #include "actors/kv_shard.hpp"
 #include "actors/sync_session.hpp"
 #include "actors/type_ids.hpp"
-#include "actors/worker_logic.hpp"
+#include "registry/credit_gate.hpp"
+#include "registry/worker_logic.hpp"
 
 #include <memory>
 #include <optional>

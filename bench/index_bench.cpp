@@ -7,7 +7,7 @@
 // ops. BM_IndexGrowFromEmpty: what an index growing from nothing costs per op
 // (every table doubling; fresh pages or reused ones). BM_IndexLookup8: one iteration
 // reads the holders of 8 keys.
-#include "actors/kv_index.hpp"
+#include "index/kv_index.hpp"
 
 #include <benchmark/benchmark.h>
 

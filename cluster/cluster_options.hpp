@@ -110,7 +110,7 @@ struct cluster_options {
   uint64_t peer_buffer_ops = uint64_t{1} << 22;
 
   /// How often each node compares the digests of the slots it shares with
-  /// every other owner (actors/anti_entropy.hpp); a slot that differs the
+  /// every other owner (actors/cluster/anti_entropy.hpp); a slot that differs the
   /// same way two rounds in a row is copied from the owner that has been up
   /// longest, unless that copy is suspect (its node stood still meanwhile;
   /// anti_entropy_logic.hpp). 0 turns anti-entropy off. Default: 5000 ms

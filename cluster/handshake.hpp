@@ -8,7 +8,7 @@
 // proves the server to the client. Fresh nonces on both sides make a recorded
 // exchange useless for a later one. The secret itself never crosses the wire;
 // with lmcc_cluster_tls_* the link runs under mutual TLS as well
-// (actors/tls_transport.hpp): TLS proves the peer holds a key the cluster's CA
+// (actors/cluster/tls_transport.hpp): TLS proves the peer holds a key the cluster's CA
 // certified, this that it holds the cluster's secret.
 //
 //   auto mac = handshake_mac(secret, handshake_role::join, "n2", "n1", cn, sn);

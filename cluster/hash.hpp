@@ -1,5 +1,5 @@
 // hash: the hash functions every node computes the same way, shared by the
-// ids of actors/ids.hpp (worker uids, holder ids, the slot of a key) and the
+// ids of index/ids.hpp (worker uids, holder ids, the slot of a key) and the
 // ring of cluster/ring.hpp (virtual-node points, placement fingerprints).
 //
 // - mix64: splitmix64's finalizer, a bijection on 64-bit values that makes
@@ -11,7 +11,7 @@
 // They are part of the disk format (worker uids and holder ids are stored, see
 // persistence/schema.hpp) and of the cluster's agreement (every node must place
 // the same slot on the same nodes), so their values are pinned by tests
-// (tests/actors/ids_test.cpp, tests/cluster/hash_test.cpp). Kept in a header of
+// (tests/index/ids_test.cpp, tests/cluster/hash_test.cpp). Kept in a header of
 // their own, free of persistence/ and CAF, so that cluster/ needs nothing else.
 //
 //   uint32_t s = slot_of(key, 4096);

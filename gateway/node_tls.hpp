@@ -1,6 +1,6 @@
 // node_tls: mutual TLS between the nodes of a cluster, over OpenSSL, for
 // every channel they open to each other: the cluster port (CAF's middleman,
-// actors/tls_transport.hpp) and the peer-read connections (peer_read.hpp).
+// actors/cluster/tls_transport.hpp) and the peer-read connections (peer_read.hpp).
 //
 // One node_tls per node holds the CA, the node's certificate and its key
 // (lmcc_cluster_tls_ca_file, _cert_file, _key_file), read once at start; it

@@ -9,7 +9,7 @@
 // thread and back), each a wake-up that waits for a core on a loaded box.
 // Here the calling thread writes to a pooled TCP connection and the peer's
 // thread for that connection reads its index under the reader lock, as a
-// local lookup does (actors/lookup_reader.hpp), and writes back: two wake-ups.
+// local lookup does (registry/lookup_reader.hpp), and writes back: two wake-ups.
 //
 // Wire format (little-endian uint64 words, one frame each way):
 //   preface: [magic, key word 0, key word 1]   once, first on each connection
@@ -21,7 +21,7 @@
 // answer only when none is left.
 // The server's access key is 128 random bits made at each start; peers get it
 // with the endpoint ("tcp://host:port#<32 hex digits>", access_endpoint()) in
-// the cluster handshake (actors/cluster_node.hpp), which only a node proving
+// the cluster handshake (actors/cluster/cluster_node.hpp), which only a node proving
 // the cluster secret completes. A connection whose preface is not the magic
 // and the key within preface_timeout is counted (unauthorized()), logged
 // (rate-limited) and closed before it can read anything: reaching the port is

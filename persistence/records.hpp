@@ -104,7 +104,7 @@ expected<void> decode_log_record(std::string_view value, log_record& rec);
 // -- slot snapshots --------------------------------------------------------------------
 
 /// How one holder's copy of a slot stands when it does not simply follow the
-/// holder's stream (actors/coverage.hpp gives the meaning of each state).
+/// holder's stream (index/coverage.hpp gives the meaning of each state).
 struct slot_cover_record {
   uint64_t holder = 0;
   uint8_t state = 0;
@@ -189,7 +189,7 @@ struct holder_state {
   seq_mark mark;
   /// Where the holder's stream stood at the snapshot round's start, the
   /// highest position its uncertain copies may lack, and the placement
-  /// epoch of the last record applied (actors/coverage.hpp).
+  /// epoch of the last record applied (index/coverage.hpp).
   stream_pos applied;
   stream_pos hole;
   uint64_t placement_epoch = 0;

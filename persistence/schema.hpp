@@ -24,7 +24,7 @@
 //   version (format 1, lmcc before the op log, kept one key per entry) or of
 //   another node, so a data dir is never read by the wrong code or node.
 // - 'W' (Directory): one row per registered worker, keyed by its cluster-wide
-//   uid (actors/ids.hpp); registration order is a field (registration_order),
+//   uid (index/ids.hpp); registration order is a field (registration_order),
 //   so every node sorts the same way.
 // - 'L' (op log): positions are assigned by the node's KV shard, one per record,
 //   increasing. A commit writes every record that queued since the previous

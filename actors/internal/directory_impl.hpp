@@ -7,8 +7,8 @@
 // Private to actors/: included by directory.cpp and directory_requests.cpp only.
 #pragma once
 
+#include "actors/cluster/worker_homes.hpp"
 #include "actors/directory.hpp"
-#include "actors/worker_homes.hpp"
 
 #include <optional>
 #include <string>

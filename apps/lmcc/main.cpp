@@ -14,7 +14,7 @@
 #include "apps/lmcc/client/members_command.hpp"
 #include "apps/lmcc/client/status_command.hpp"
 #include "apps/lmcc/client/workers_command.hpp"
-#include "apps/lmcc/cluster_command.hpp"
+#include "apps/lmcc/launcher/cluster_command.hpp"
 #include "apps/lmcc/node_config.hpp"
 #include "apps/lmcc/node_runtime.hpp"
 #include "apps/lmcc/snapshot_command.hpp"

@@ -1,5 +1,5 @@
 // memory_releaser: hands the allocator's free pages back to the kernel on a
-// thread of its own, when the shard asks (see actors/memory_release.hpp for
+// thread of its own, when the shard asks (see index/memory_release.hpp for
 // when and why) and whenever the process keeps more than `free_limit` bytes
 // resident beyond what malloc has handed out (RSS minus mallinfo2's in-use
 // bytes, checked every `check_interval`). Ingest

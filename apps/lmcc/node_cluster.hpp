@@ -21,12 +21,12 @@
 // gauges() may be called from any thread.
 #pragma once
 
-#include "actors/anti_entropy.hpp"
-#include "actors/cluster_node.hpp"
-#include "actors/cluster_service.hpp"
+#include "actors/cluster/anti_entropy.hpp"
+#include "actors/cluster/cluster_node.hpp"
+#include "actors/cluster/cluster_service.hpp"
+#include "actors/cluster/slot_mover.hpp"
+#include "actors/cluster/tls_transport.hpp"
 #include "actors/directory.hpp"
-#include "actors/slot_mover.hpp"
-#include "actors/tls_transport.hpp"
 #include "apps/lmcc/node_options.hpp"
 #include "gateway/metrics.hpp"
 #include "gateway/peer_read.hpp"
@@ -80,7 +80,7 @@ public:
   /// gate on this node's cluster port (throws when it cannot listen).
   /// `started_empty`: the store was created at this start (nothing restored):
   /// the node copies its slots from its peers before it reads them
-  /// (actors/refill_gate.hpp).
+  /// (cluster/refill_gate.hpp).
   void start(const actors::kv_shard_actor& shard, const actors::directory_actor& directory,
              uint16_t http_port, bool started_empty);
 
@@ -150,7 +150,7 @@ public:
 
   /// The member-set file in a data dir and in a snapshot.
   static constexpr const char* record_file = "lmcc-membership.json";
-  /// Present while a refill (actors/refill_gate.hpp) has not ended: a node
+  /// Present while a refill (cluster/refill_gate.hpp) has not ended: a node
   /// restarted mid-copy holds part of its slots and copies them again.
   static constexpr const char* refill_marker_file = "lmcc-refill-pending";
   /// A refill of an earlier start was cut short (its marker is in the data dir).

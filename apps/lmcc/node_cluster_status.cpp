@@ -278,7 +278,7 @@ std::string node_cluster::status_json() const {
                 {"slots_dropped", move_counters_->slots_dropped.load()},
                 {"records_refused", counters_->records_refused.load()}}},
               // Back with an empty store, copying its slots from the other
-              // owners (actors/refill_gate.hpp): until false, another node's
+              // owners (cluster/refill_gate.hpp): until false, another node's
               // failure may take the only copy of some slots.
               {"refilling", table->peers[table->self].refilling},
               {"slots_primary", me.primary_slots},

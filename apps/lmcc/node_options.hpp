@@ -6,10 +6,10 @@
 // Context: a plain options struct, built once in main().
 #pragma once
 
-#include "actors/controller_options.hpp"
 #include "cluster/cluster_options.hpp"
 #include "gateway/gateway_options.hpp"
 #include "persistence/store.hpp"
+#include "registry/controller_options.hpp"
 
 #include <chrono>
 #include <string>

@@ -1,7 +1,7 @@
 #include "apps/lmcc/node_restore.hpp"
 
 #include "actors/clock.hpp"
-#include "actors/shard_restore.hpp"
+#include "index/shard_restore.hpp"
 
 #include <spdlog/spdlog.h>
 

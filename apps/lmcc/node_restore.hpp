@@ -1,7 +1,7 @@
 // node_restore: how a starting node gets its store and what it had: opens the
 // store (or restores it from a snapshot first), rebuilds the index from the
-// slot snapshots and the op log (actors/shard_restore.hpp), plans the workers'
-// restore (actors/restore_plan.hpp), and hands the actors their starting state.
+// slot snapshots and the op log (index/shard_restore.hpp), plans the workers'
+// restore (registry/restore_plan.hpp), and hands the actors their starting state.
 //
 //   auto loaded = load_node_state(options, index);   // throws std::runtime_error
 //   spawn the shard with loaded.shard, the directory with loaded.workers ...
@@ -9,11 +9,11 @@
 // Context: runs once on the main thread before any actor exists; logs progress.
 #pragma once
 
-#include "actors/kv_index.hpp"
-#include "actors/kv_shard_core.hpp"
-#include "actors/restore_plan.hpp"
 #include "apps/lmcc/node_options.hpp"
+#include "index/kv_index.hpp"
+#include "index/kv_shard_core.hpp"
 #include "persistence/store.hpp"
+#include "registry/restore_plan.hpp"
 
 #include <memory>
 #include <span>

@@ -70,7 +70,7 @@ std::future<gateway::workers_detail> node_runtime::worker_details() {
   out.syncing = s->workers_syncing;
   out.completed = s->workers_completed;
   out.missing_batches = s->missing_batches_total;
-  // What a worker's next heartbeat is answered (actors/heartbeat_reader.hpp):
+  // What a worker's next heartbeat is answered (registry/heartbeat_reader.hpp):
   // the registry's view of the full syncs owed, replicated to every node.
   const auto view = d.heartbeats_ ? d.heartbeats_->current() : nullptr;
   for (auto& w : s->workers) {

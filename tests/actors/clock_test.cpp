@@ -1,6 +1,6 @@
 // node_clock (injected jumps, in a build with fault injection) and
 // peer_clock_offsets (a peer's offset from greetings whose delays vary):
-// CAF-free, linked with lmcc_actor_logic.
+// CAF-free, linked with lmcc_registry.
 #include "actors/clock.hpp"
 
 #if defined(CAF_VERSION)

@@ -6,8 +6,8 @@
 // Links CAF (lmcc_actors).
 #include "actors/clock.hpp"
 #include "actors/kv_shard.hpp"
-#include "actors/shard_restore.hpp"
 #include "actors/type_ids.hpp"
+#include "index/shard_restore.hpp"
 #include "tests/persistence/test_util.hpp"
 
 #include <caf/all.hpp>

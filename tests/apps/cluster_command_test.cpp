@@ -2,7 +2,7 @@
 // (read back with yaml-cpp and with the node's own config resolver), the
 // check of a kept config, the node-ready line, and the judgement of
 // /cluster/status replies (also fetched over HTTP from a fake node).
-#include "apps/lmcc/cluster_command.hpp"
+#include "apps/lmcc/launcher/cluster_command.hpp"
 #include "apps/lmcc/node_config.hpp"
 
 #include <CLI/CLI.hpp>

@@ -49,8 +49,8 @@ FAULTS = ("kill9", "freeze", "clean_restart", "partition", "worker_restart", "ga
           "slow_disk", "clock_jump")
 # Drawn only when --faults names them: disk_loss is a kill -9 whose node comes
 # back with an empty data dir (a replaced disk; the node copies its slots from
-# its peers, actors/slot_refill.hpp); double_disk_loss does that to two nodes
-# at once (more than R = 2 survives: actors/refill_leftovers.hpp).
+# its peers, actors/cluster/slot_refill.hpp); double_disk_loss does that to two nodes
+# at once (more than R = 2 survives: cluster/refill_leftovers.hpp).
 OPT_IN_FAULTS = ("disk_loss", "double_disk_loss")
 # Faults that take a node out of the others' reach or impair it.
 NODE_FAULTS = ("kill9", "freeze", "clean_restart", "partition", "asym_partition", "slow_links",

@@ -128,7 +128,7 @@ ASK_LOST_EARLY = ("[2026-12-06 00:13:35.000] [info] full-sync-requested instance
 
 def test_slots_lost_on_every_owner_prove_an_ask_of_every_worker(tmp_path):
     # Two disks lost: no copy of some slots is left, and every worker is asked
-    # (actors/refill_leftovers.hpp); one line proves them all, but only later asks.
+    # (cluster/refill_leftovers.hpp); one line proves them all, but only later asks.
     assert audit(tmp_path, INDEX_LOST, ASK_LOST, ASK_LOST_OTHER) == []
     problems = audit(tmp_path, ASK_LOST_EARLY, INDEX_LOST)
     assert len(problems) == 1 and "no proof" in problems[0], problems

@@ -25,7 +25,7 @@ except ImportError:  # pragma: no cover - install-deps installs python3-yaml
 
 ENV_PREFIX = "LMCACHE_CONTROLLER_"
 
-# actors/controller_options.hpp's internal_timeout (no config key): the bound
+# registry/controller_options.hpp's internal_timeout (no config key): the bound
 # of each drain a clean stop waits for.
 INTERNAL_TIMEOUT_S = 10.0
 

@@ -446,7 +446,7 @@ def test_an_owner_cut_off_from_a_home_that_dies_gives_way_after_the_heal(tmp_pat
     the slots it owns with n1, and n3 (on disk) those it owns with n1. Whole-
     slot rules ("longest up wins") once copied n1's stale slots over the
     complete ones and lost the entries. Copies are compared holder by holder
-    now, by the stream position each reflects (actors/coverage.hpp): n1's are
+    now, by the stream position each reflects (index/coverage.hpp): n1's are
     older, so n1 takes the others' and nobody takes n1's, and every node
     converges to the reference with no worker asked to resync."""
     import os

@@ -562,7 +562,7 @@ def test_every_metric_the_rules_and_the_dashboard_name_exists(stack):
         for op, value in label_matchers(expr, "op"):
             assert op == "=" and value in ops_exported, (expr, value, sorted(ops_exported))
     literals = set()
-    for folder in ("actors", "apps/lmcc", "gateway"):
+    for folder in ("cluster", "index", "registry", "actors", "apps/lmcc", "gateway"):
         for path in (REPO / folder).rglob("*.[ch]pp"):
             literals |= set(re.findall(r'"([a-z0-9_]+)"', path.read_text(errors="replace")))
     for expr in all_exprs:

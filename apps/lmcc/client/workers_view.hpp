@@ -28,7 +28,7 @@ std::string format_ago(double then_s, double now_s);
 /// "owed (reason)", "none", "unknown" from a worker's full_sync fields.
 std::string full_sync_cell(const nlohmann::json& worker);
 
-/// Only a worker's home asks it for a full sync (actors/heartbeat_reader.hpp),
+/// Only a worker's home asks it for a full sync (registry/heartbeat_reader.hpp),
 /// and nodes may differ on what is owed (each ends LMCache's start-up freeze
 /// on its own), so each worker's `full_sync` and `full_sync_reason` are taken
 /// from its home's GET /cluster/workers when `home_answers` (node id -> its

@@ -7,14 +7,11 @@
 #pragma once
 
 #include "actors/control_fanout.hpp"
-#include "actors/credit_gate.hpp"
 #include "actors/directory.hpp"
-#include "actors/heartbeat_reader.hpp"
 #include "actors/ingest_router.hpp"
 #include "actors/ingest_routes.hpp"
 #include "actors/kv_shard.hpp"
 #include "actors/lookup_actor.hpp"
-#include "actors/lookup_reader.hpp"
 #include "actors/request_bridge.hpp"
 #include "actors/row_writer.hpp"
 #include "apps/lmcc/node_cluster.hpp"
@@ -25,6 +22,9 @@
 #include "gateway/io_lanes.hpp"
 #include "gateway/metrics.hpp"
 #include "gateway/zmq_frontend.hpp"
+#include "registry/credit_gate.hpp"
+#include "registry/heartbeat_reader.hpp"
+#include "registry/lookup_reader.hpp"
 
 #include <caf/all.hpp>
 #include <zmq.hpp>

@@ -1,0 +1,235 @@
+// cluster_node: one node's membership in the cluster, over CAF's middleman.
+//
+// Two actors:
+// - the gate, the only actor a node publishes on its cluster port. A peer
+//   that connects can do nothing but the secret handshake (handshake.hpp):
+//   hello (nonces), then join (MACs); a join with a wrong MAC is refused,
+//   logged and counted, and only a successful join hands out the handles of
+//   this node's actors (cluster_node, shard, directory, service).
+// - the cluster_node, which connects to every configured peer (asynchronous
+//   connects with a timeout, retried with exponential backoff), joins it,
+//   monitors it, greets it every heartbeat interval and runs the failure
+//   detector (membership.hpp) on the greetings it gets. After every change it
+//   publishes a fresh cluster_table and tells the peer's peer_link the peer's
+//   new shard handle (or that it was lost).
+//   With TLS between nodes (lmcc_cluster_tls_*) each pair has one connection:
+//   a node dials only the peers whose id sorts after its own, and takes the
+//   others as joined when they dial it (its gate passes their handles on).
+//   Both nodes of a pair dialling at once leave BASP two connections to
+//   reconcile (it closes the later one); over CAF's OpenSSL module, which
+//   runs the TLS handshake inside BASP's stream, links flapped every 0.5-2 s
+//   that way. Over tls_transport both dialling held in a 30 s run, but one
+//   dialler makes one TLS session per pair by construction, not by BASP's
+//   reconciliation. Plain TCP keeps both nodes dialling, as before.
+// CAF's own heartbeats and connection timeouts are enabled on every node as
+// well (node_runtime), so a frozen peer's connection is torn down too.
+//
+//   auto gate = sys.spawn(cluster_gate_main, gate_config{...});
+//   sys.middleman().publish(gate, port, host, true);
+//   auto node = sys.spawn(cluster_node_main, cluster_node_config{...});
+//
+// Context: CAF actors; one of each per node.
+#pragma once
+
+#include "actors/clock.hpp"
+#include "actors/cluster/cluster_table.hpp"
+#include "actors/cluster/peer_link.hpp"
+#include "actors/cluster/slot_mover.hpp"
+#include "actors/cluster/slot_refill.hpp"
+#include "actors/type_ids.hpp"
+#include "cluster/anti_entropy_logic.hpp"
+#include "cluster/cluster_options.hpp"
+#include "cluster/handshake.hpp"
+#include "cluster/membership.hpp"
+#include "cluster/refill_gate.hpp"
+
+#include <caf/io/middleman_actor.hpp>
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace lmcc::actors {
+
+/// What every gate of every protocol version answers: the first step, which
+/// never changes (handshake.hpp), so that any two versions can tell.
+using cluster_hello_actor = caf::typed_actor<
+    // (client id, client nonce, client's cluster protocol version)
+    //   -> (server nonce, server's version)
+    caf::replies_to<hello_atom, std::string, uint64_t, uint32_t>::with<uint64_t, uint32_t>>;
+
+using cluster_gate_actor = caf::typed_actor<
+    caf::replies_to<hello_atom, std::string, uint64_t, uint32_t>::with<uint64_t, uint32_t>,
+    // (client id, client nonce, join MAC)
+    //   -> (accept MAC, [node, shard, directory, service], HTTP address,
+    //       key-read endpoint)
+    caf::replies_to<join_atom, std::string, uint64_t, std::string>::with<
+        std::string, std::vector<caf::actor>, std::string, std::string>,
+    // The same, with the client's own [node, shard, directory, service], HTTP
+    // address and key-read endpoint: its node takes the client as joined
+    // without dialling it back (with TLS, one connection per pair:
+    // cluster_node_main). Only nodes with TLS send it.
+    caf::replies_to<join_atom, std::string, uint64_t, std::string, std::vector<caf::actor>,
+                    std::string, std::string>::with<std::string, std::vector<caf::actor>,
+                                                    std::string, std::string>>;
+
+/// A greeting's flags: the sender has the slots of its record (it copied
+/// every slot it gained), and the record is committed.
+constexpr uint8_t greet_ready = 1;
+constexpr uint8_t greet_committed = 2;
+/// The sender came back empty and copies its slots (refill_gate.hpp), and
+/// whether its index holds entries.
+constexpr uint8_t greet_refilling = 4;
+constexpr uint8_t greet_holds_index = 8;
+/// The sender came back empty and its refill has not settled (peer_entry::unsettled).
+constexpr uint8_t greet_unsettled = 16;
+
+using cluster_node_actor = caf::typed_actor<
+    // (peer id, leaving, its record's epoch, identity, greet_* flags)
+    // (id, leaving, epoch, identity, flags, its wall clock in ms)
+    caf::reacts_to<greet_atom, std::string, bool, uint64_t, uint64_t, uint8_t, uint64_t>,
+    caf::reacts_to<tick_atom>,
+    // A newer membership record (JSON) from a peer.
+    caf::reacts_to<members_atom, std::string>,
+    // An operator's new member set (ids, comma-separated) -> the new record
+    // (JSON), or an error saying why not (a change under way, an unknown id).
+    caf::replies_to<propose_atom, std::string>::with<std::string>,
+    // This node stops cleanly: leave the live set (every worker
+    // home moves to the peers) and tell them at once; answers
+    // once the new table is published.
+    caf::replies_to<leave_atom>::with<bool>,
+    // From this node's gate: a peer dialled us and proved the secret; its
+    // (id, [node, shard, directory, service], HTTP address, key-read
+    // endpoint). Taken only where this node does not dial that peer itself.
+    caf::reacts_to<join_atom, std::string, std::vector<caf::actor>, std::string, std::string>>;
+
+/// Counts /cluster/status and /metrics show (any thread).
+struct cluster_counters {
+  std::atomic<uint64_t> joins_refused{0}; ///< inbound joins with a wrong secret
+  std::atomic<uint64_t> joins_failed{0};  ///< our joins a peer refused or that failed
+  std::atomic<uint64_t> peers_lost{0};    ///< live -> down transitions
+  std::atomic<uint64_t> connect_attempts{0};
+  std::atomic<uint64_t> records_refused{0}; ///< membership records that could not be adopted
+  /// TLS between nodes: connections this node refused (a certificate not of
+  /// the cluster's CA, none, no TLS), and ones a peer refused (ours).
+  std::atomic<uint64_t> tls_refused{0};
+  std::atomic<uint64_t> tls_refused_by_peer{0};
+};
+
+struct gate_config {
+  std::string self_id;
+  std::string secret;
+  /// This node's node, shard, directory and service, in that order.
+  std::vector<caf::actor> handles;
+  /// Where this node's HTTP API answers (host:port), for tools that reach every
+  /// node from one (lmcc snapshot --cluster).
+  std::string http;
+  /// Where peers read this node's index for lookups (gateway/peer_read.hpp).
+  std::string read_endpoint;
+  std::shared_ptr<cluster_counters> counters;
+  /// cluster::cluster_protocol_version; a test may pretend to be another.
+  uint32_t protocol_version = cluster::cluster_protocol_version;
+  /// Tell this node's node actor (handles[0]) of every peer that joined, with
+  /// its handles: with TLS between nodes only one node of a pair dials.
+  bool tell_node = false;
+};
+
+struct gate_state {
+  static inline const char* name = "lmcc.cluster_gate";
+  gate_config cfg;
+  /// Per client id: (client nonce, server nonce) of its open handshake.
+  std::map<std::string, std::pair<uint64_t, uint64_t>> open;
+  std::mt19937_64 rng{std::random_device{}()};
+};
+
+cluster_gate_actor::behavior_type
+cluster_gate_main(cluster_gate_actor::stateful_pointer<gate_state> self, gate_config cfg);
+
+struct cluster_node_config {
+  cluster::cluster_options options;
+  std::string self_id;
+  /// The middleman actor peers are dialled through (tls_transport.hpp when
+  /// options.tls(); null: CAF's own middleman).
+  caf::io::middleman_actor connector;
+  uint32_t slot_count = 4096;
+  /// This node's actors as handed to peers (see gate_config::handles).
+  peer_handles local;
+  /// One peer_link per member (null at this node's own index).
+  std::vector<peer_link_actor> links;
+  std::shared_ptr<cluster_board> board;
+  std::shared_ptr<cluster_counters> counters;
+  /// The member set to start from (read from record_path at start; empty:
+  /// the configured non-standby members).
+  std::optional<cluster::membership_record> record;
+  /// Where every adopted record is written (empty: kept in memory only).
+  std::string record_path;
+  /// Copies the slots gained in a change, drops those lost (slot_mover.hpp).
+  slot_mover_actor mover;
+  /// Set when this node opened an empty store: until its peers' greetings
+  /// tell whether they hold an index, lookups read its slots elsewhere; if
+  /// one does, it copies every slot it owns first (refill_gate.hpp).
+  slot_refill_actor refill;
+  /// Called when the refill ends without copying: no peer holds an index (a
+  /// new cluster). A copy reports to the refill actor's own hooks instead.
+  std::function<void()> on_refill_skipped;
+  /// Set by the refill once every owned slot is copied or known lost (null:
+  /// this node did not start empty).
+  std::shared_ptr<const std::atomic<bool>> refill_settled;
+  /// Whether this node's index holds entries (sent in greetings). Null: no.
+  std::function<bool()> holds_index;
+  /// Called with the new table whenever the member set changes (the runtime
+  /// swaps the write placement and the index's share of the counts).
+  std::function<void(const cluster_table&)> on_members_changed;
+  /// This node's wall clock (sent in greetings), and where each peer's
+  /// offset from it is kept (the directory's forwarded deadlines use them).
+  std::shared_ptr<const node_clock> clock = std::make_shared<node_clock>();
+  std::shared_ptr<peer_clock_offsets> peer_clocks = std::make_shared<peer_clock_offsets>();
+};
+
+struct cluster_node_state {
+  static inline const char* name = "lmcc.cluster_node";
+
+  struct peer_conn {
+    peer_handles handles;
+    bool connecting = false;
+    uint32_t failures = 0;
+    std::chrono::steady_clock::time_point next_attempt{};
+  };
+
+  cluster_node_config cfg;
+  std::unique_ptr<cluster::membership> members;
+  std::shared_ptr<const cluster::placement> owners;
+  std::vector<peer_conn> peers;
+  /// Which peers greeted as ready for the current record (by node_index).
+  std::vector<uint8_t> peer_ready;
+  /// Which joined peers greeted since they joined, and which of those with a
+  /// newer record than this node's (it is pushed to us; until then our view
+  /// of the member set is stale).
+  std::vector<uint8_t> greeted;
+  std::vector<uint8_t> ahead;
+  /// This node copied every slot it gained under the current record.
+  bool self_ready = true;
+  refill_gate refill{false};
+  /// Which peers greeted as refilling, and as unsettled (by node_index).
+  std::vector<uint8_t> peer_refilling;
+  std::vector<uint8_t> peer_unsettled;
+  std::shared_ptr<const cluster_table> last_published;
+  std::mt19937_64 rng{std::random_device{}()};
+};
+
+cluster_node_actor::behavior_type
+cluster_node_main(cluster_node_actor::stateful_pointer<cluster_node_state> self,
+                  cluster_node_config cfg);
+
+/// The table a node has before any peer joined (for the runtime to publish
+/// before the actors exist). Fails as membership::make does.
+cluster::expected<std::shared_ptr<const cluster_table>>
+initial_cluster_table(const cluster::cluster_options& options, const std::string& self_id,
+                      uint32_t slot_count, std::optional<cluster::membership_record> record = {});
+
+} // namespace lmcc::actors

@@ -1,0 +1,156 @@
+// cluster_service: what a node does for the other nodes of its cluster,
+// besides taking sub-batches (its shard) and requests (its directory):
+// - reads: the holders of a list of keys, for a lookup that arrived at
+//   another node and needs slots this node holds;
+// - forwarded frames: PULL-socket frames of workers whose entity lives here
+//   but whose PUSH socket is connected to another node. They go to the
+//   worker's actor as if they had arrived here; the answer comes once that
+//   actor has everything acknowledged, which is when the sending node gives
+//   the frames' ingest credits back (flow control across nodes). A
+//   DeRegisterMsg among them goes to the directory after the frames before it.
+//
+//   self->request(service, 2s, read_atom::value, keys).then([](std::vector<uint64_t> flat) ...);
+//   // flat: for each key, its holder count then its holders
+//
+// Context: a CAF actor; one per node.
+#pragma once
+
+#include "actors/cluster/cluster_table.hpp"
+#include "actors/deadline_book.hpp"
+#include "actors/directory.hpp"
+#include "actors/ingest_routes.hpp"
+#include "actors/kv_shard.hpp"
+#include "actors/type_ids.hpp"
+#include "cluster/anti_entropy_logic.hpp"
+#include "index/kv_index.hpp"
+
+#include <map>
+#include <memory>
+#include <span>
+
+namespace lmcc::actors {
+
+using cluster_service_actor = caf::typed_actor<
+    caf::replies_to<read_atom, std::vector<uint64_t>>::with<std::vector<uint64_t>>,
+    caf::replies_to<push_atom, pushed_msgs>::with<bool>,
+    // Entries per holder in the slots this node is primary of,
+    // flattened: holder, count, holder, count, ...
+    caf::replies_to<stats_atom>::with<std::vector<uint64_t>>,
+    // The same over the given slots (a dead node's primary
+    // slots, counted by a replica): a scan of those slots.
+    caf::replies_to<stats_atom, std::vector<uint64_t>>::with<std::vector<uint64_t>>,
+    // Anti-entropy: the digest of each given slot, then bit words flagging
+    // the slots this node's copy is uncertain of; and this node's copy of
+    // one slot, every holder labeled (slot_copy.hpp, from its shard).
+    caf::replies_to<digest_atom, std::vector<uint64_t>>::with<std::vector<uint64_t>>,
+    caf::replies_to<copy_atom, uint64_t>::with<std::vector<uint64_t>>,
+    // Time to answer pushes whose workers did not drain within the timeout.
+    caf::reacts_to<tick_atom>>;
+
+struct cluster_service_config {
+  std::shared_ptr<const kv_index> index;
+  std::shared_ptr<route_board> routes;
+  directory_actor directory;
+  std::chrono::milliseconds timeout{10000};
+  /// Counts a named event in the node's metrics.
+  std::function<void(std::string_view)> count_event;
+  /// Frames of a worker homed elsewhere by now (its home moved while they
+  /// travelled) go on to that node through this.
+  std::shared_ptr<cluster_board> board;
+  std::function<void(uint16_t node, pushed_msgs msgs)> forward;
+  /// This node's shard: slot copies come from it (it owns the coverage).
+  kv_shard_actor shard;
+};
+
+struct cluster_service_state {
+  static inline const char* name = "lmcc.cluster_service";
+  cluster_service_config cfg;
+  /// Each forwarded push waiting for its workers' drains, with what its
+  /// timeout does (answer false).
+  deadline_book<std::function<void()>> deadlines;
+  bool expiry_tick_armed = false;
+};
+
+cluster_service_actor::behavior_type
+cluster_service_main(cluster_service_actor::stateful_pointer<cluster_service_state> self,
+                     cluster_service_config cfg);
+
+/// Flattens the holders of each key: count, holders..., count, holders...
+std::vector<uint64_t> read_holders_flat(const kv_index& index, std::span<const uint64_t> keys);
+
+/// This node's share of the entries per holder (the slots it is the primary
+/// of: kv_index::set_share_slots), flattened as holder, count, holder, count...
+std::vector<uint64_t> share_counts_flat(const kv_index& index);
+
+/// Entries per holder in `slots`, flattened the same way (scans the slots).
+std::vector<uint64_t> slot_counts_flat(const kv_index& index, std::span<const uint64_t> slots);
+
+} // namespace lmcc::actors
+
+namespace lmcc::actors {
+
+class credit_gate;
+
+/// Sends PULL-socket frames of workers homed on other nodes to those nodes'
+/// services and gives their ingest credits back once the service answered
+/// (when the node is down by then, to the worker's new home; frames a home
+/// cannot take are dropped and counted: the worker's next batch shows a seq
+/// gap and that worker alone full-syncs). While a forward to a node is
+/// unanswered, frames for it wait and go together with its answer, or after
+/// frame_forwarder_config::max_wait -- self-clocked batching: an idle link
+/// sends at once, a busy one sends fewer, larger messages (each costs thread
+/// wake-ups on both nodes, bench/RESULTS.md).
+using frame_forwarder_actor =
+    caf::typed_actor<caf::reacts_to<push_atom, uint16_t, pushed_msgs>,
+                     // Frames waiting for a node have waited long enough.
+                     caf::reacts_to<tick_atom, uint16_t>,
+                     // Time to expire forwards unanswered past the timeout.
+                     caf::reacts_to<tick_atom>,
+                     // Answers once every forward sent so far was answered
+                     // (a clean stop: nothing in flight is lost with it).
+                     caf::replies_to<drain_atom>::with<bool>>;
+
+struct frame_forwarder_config {
+  std::shared_ptr<cluster_board> board;
+  std::shared_ptr<credit_gate> gate;
+  /// A forward unanswered this long is given up (its frames counted as
+  /// dropped, its credits returned). Checked every timeout / 8 (at most
+  /// 250 ms) by the forwarder's own tick (deadline_book.hpp).
+  std::chrono::milliseconds timeout{10000};
+  /// How long frames wait behind an unanswered forward to their node before
+  /// they go on their own. A forward is answered once the home applied it,
+  /// so while one is in flight the next frames gather into one message
+  /// (self-clocked batching); but a worker stuck at the home (its actor
+  /// moving, its owners unreachable) must not hold every other worker homed
+  /// there until the timeout.
+  std::chrono::milliseconds max_wait{50};
+  std::function<void(std::string_view)> count_event;
+  /// Told the uid of every worker whose frames a forward dropped (given up at
+  /// its timeout, or its home unreachable). They may never reach the home,
+  /// and a worker that goes quiet after them shows no seq gap that would
+  /// prove the loss (chaos seed 1937 lost a worker's last batch so): the node
+  /// has the worker asked for a full sync. Unset: nothing is told.
+  std::function<void(uint64_t worker_uid)> frames_lost;
+};
+
+struct frame_forwarder_state {
+  static inline const char* name = "lmcc.frame_forwarder";
+  frame_forwarder_config cfg;
+  uint64_t dropped = 0;
+  uint64_t in_flight = 0;
+  /// By node index: forwards to it in flight, the frames waiting, and
+  /// whether a tick is due to send them after max_wait.
+  std::map<uint16_t, uint32_t> sent_to;
+  std::map<uint16_t, pushed_msgs> waiting;
+  std::map<uint16_t, bool> tick_due;
+  std::vector<caf::typed_response_promise<bool>> drains;
+  /// Each forward in flight, with what its timeout does.
+  deadline_book<std::function<void()>> deadlines;
+  bool expiry_tick_armed = false;
+};
+
+frame_forwarder_actor::behavior_type
+frame_forwarder_main(frame_forwarder_actor::stateful_pointer<frame_forwarder_state> self,
+                     frame_forwarder_config cfg);
+
+} // namespace lmcc::actors

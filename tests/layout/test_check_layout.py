@@ -1,0 +1,63 @@
+"""cmake/check_layout.cmake: the folder layering the build checks.
+
+The real tree passes; a tree with an include that points up a layer, or CAF in
+a CAF-free folder, fails and names the file, the include and the rule.
+"""
+import pathlib
+import shutil
+import subprocess
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+CHECK = ROOT / "cmake" / "check_layout.cmake"
+
+
+def run_check(root):
+    return subprocess.run(["cmake", f"-DROOT={root}", "-P", str(CHECK)],
+                          capture_output=True, text=True, check=False)
+
+
+def test_the_tree_keeps_its_layers():
+    result = run_check(ROOT)
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.fixture
+def tree(tmp_path):
+    """A copy of the product folders, to break on purpose."""
+    for folder in ("faults", "messages", "persistence", "cluster", "index", "registry",
+                   "gateway", "actors"):
+        shutil.copytree(ROOT / folder, tmp_path / folder)
+    return tmp_path
+
+
+def test_an_include_from_a_layer_above_fails_and_says_which(tree):
+    (tree / "index" / "kv_index.hpp").open("a").write('#include "registry/registry.hpp"\n')
+    result = run_check(tree)
+    assert result.returncode != 0
+    assert 'index/kv_index.hpp includes "registry/registry.hpp"' in result.stderr
+    assert "index/ may include only messages/, persistence/, cluster/, faults/" in result.stderr
+
+
+def test_caf_in_a_caf_free_folder_fails(tree):
+    (tree / "registry" / "probe.cpp").write_text("#include <caf/all.hpp>\n")
+    result = run_check(tree)
+    assert result.returncode != 0
+    assert "registry/probe.cpp includes <caf/all.hpp>: registry/ is CAF-free" in result.stderr
+
+
+def test_the_gateway_reaches_no_actor(tree):
+    (tree / "gateway" / "probe.hpp").write_text('#include "actors/type_ids.hpp"\n')
+    result = run_check(tree)
+    assert result.returncode != 0
+    assert 'gateway/probe.hpp includes "actors/type_ids.hpp"' in result.stderr
+
+
+def test_actors_may_read_the_node_tls_but_nothing_else_of_the_gateway(tree):
+    (tree / "actors" / "probe.hpp").write_text('#include "gateway/node_tls.hpp"\n')
+    assert run_check(tree).returncode == 0
+    (tree / "actors" / "probe.hpp").write_text('#include "gateway/http_api.hpp"\n')
+    result = run_check(tree)
+    assert result.returncode != 0
+    assert 'actors/probe.hpp includes "gateway/http_api.hpp"' in result.stderr
