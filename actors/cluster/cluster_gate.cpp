@@ -1,7 +1,5 @@
-// cluster_gate: see cluster_node.hpp (cluster_gate_main): the handshake a
-// peer passes before it gets this node's handles.
+#include "actors/cluster/cluster_gate.hpp"
 #include "actors/cluster/cluster_node.hpp"
-#include "cluster/handshake.hpp"
 
 #include <spdlog/spdlog.h>
 

@@ -1,37 +1,29 @@
 // cluster_node: one node's membership in the cluster, over CAF's middleman.
 //
-// Two actors:
-// - the gate, the only actor a node publishes on its cluster port. A peer
-//   that connects can do nothing but the secret handshake (handshake.hpp):
-//   hello (nonces), then join (MACs); a join with a wrong MAC is refused,
-//   logged and counted, and only a successful join hands out the handles of
-//   this node's actors (cluster_node, shard, directory, service).
-// - the cluster_node, which connects to every configured peer (asynchronous
-//   connects with a timeout, retried with exponential backoff), joins it,
-//   monitors it, greets it every heartbeat interval and runs the failure
-//   detector (membership.hpp) on the greetings it gets. After every change it
-//   publishes a fresh cluster_table and tells the peer's peer_link the peer's
-//   new shard handle (or that it was lost).
-//   With TLS between nodes (lmcc_cluster_tls_*) each pair has one connection:
-//   a node dials only the peers whose id sorts after its own, and takes the
-//   others as joined when they dial it (its gate passes their handles on).
-//   Both nodes of a pair dialling at once leave BASP two connections to
-//   reconcile (it closes the later one); over CAF's OpenSSL module, which
-//   runs the TLS handshake inside BASP's stream, links flapped every 0.5-2 s
-//   that way. Over tls_transport both dialling held in a 30 s run, but one
-//   dialler makes one TLS session per pair by construction, not by BASP's
-//   reconciliation. Plain TCP keeps both nodes dialling, as before.
+// The cluster_node connects to every configured peer (asynchronous connects
+// with a timeout, retried with exponential backoff), joins it, monitors it,
+// greets it every heartbeat interval and runs the failure detector
+// (membership.hpp) on the greetings it gets. After every change it publishes a
+// fresh cluster_table and tells the peer's peer_link the peer's new shard
+// handle (or that it was lost). With TLS between nodes (lmcc_cluster_tls_*)
+// each pair has one connection: a node dials only the peers whose id sorts
+// after its own, and takes the others as joined when they dial it (its gate
+// passes their handles on). Both nodes of a pair dialling at once leave BASP
+// two connections to reconcile (it closes the later one); over CAF's OpenSSL
+// module, which runs the TLS handshake inside BASP's stream, links flapped
+// every 0.5-2 s that way. Over tls_transport both dialling held in a 30 s run,
+// but one dialler makes one TLS session per pair by construction, not by BASP's
+// reconciliation. Plain TCP keeps both nodes dialling, as before.
 // CAF's own heartbeats and connection timeouts are enabled on every node as
 // well (node_runtime), so a frozen peer's connection is torn down too.
 //
-//   auto gate = sys.spawn(cluster_gate_main, gate_config{...});
-//   sys.middleman().publish(gate, port, host, true);
 //   auto node = sys.spawn(cluster_node_main, cluster_node_config{...});
 //
-// Context: CAF actors; one of each per node.
+// Context: a CAF actor; one per node, beside its gate (cluster_gate.hpp).
 #pragma once
 
 #include "actors/clock.hpp"
+#include "actors/cluster/cluster_gate.hpp"
 #include "actors/cluster/cluster_table.hpp"
 #include "actors/cluster/peer_link.hpp"
 #include "actors/cluster/slot_mover.hpp"
@@ -55,28 +47,6 @@
 #include <vector>
 
 namespace lmcc::actors {
-
-/// What every gate of every protocol version answers: the first step, which
-/// never changes (handshake.hpp), so that any two versions can tell.
-using cluster_hello_actor = caf::typed_actor<
-    // (client id, client nonce, client's cluster protocol version)
-    //   -> (server nonce, server's version)
-    caf::replies_to<hello_atom, std::string, uint64_t, uint32_t>::with<uint64_t, uint32_t>>;
-
-using cluster_gate_actor = caf::typed_actor<
-    caf::replies_to<hello_atom, std::string, uint64_t, uint32_t>::with<uint64_t, uint32_t>,
-    // (client id, client nonce, join MAC)
-    //   -> (accept MAC, [node, shard, directory, service], HTTP address,
-    //       key-read endpoint)
-    caf::replies_to<join_atom, std::string, uint64_t, std::string>::with<
-        std::string, std::vector<caf::actor>, std::string, std::string>,
-    // The same, with the client's own [node, shard, directory, service], HTTP
-    // address and key-read endpoint: its node takes the client as joined
-    // without dialling it back (with TLS, one connection per pair:
-    // cluster_node_main). Only nodes with TLS send it.
-    caf::replies_to<join_atom, std::string, uint64_t, std::string, std::vector<caf::actor>,
-                    std::string, std::string>::with<std::string, std::vector<caf::actor>,
-                                                    std::string, std::string>>;
 
 /// A greeting's flags: the sender has the slots of its record (it copied
 /// every slot it gained), and the record is committed.
@@ -107,48 +77,6 @@ using cluster_node_actor = caf::typed_actor<
     // (id, [node, shard, directory, service], HTTP address, key-read
     // endpoint). Taken only where this node does not dial that peer itself.
     caf::reacts_to<join_atom, std::string, std::vector<caf::actor>, std::string, std::string>>;
-
-/// Counts /cluster/status and /metrics show (any thread).
-struct cluster_counters {
-  std::atomic<uint64_t> joins_refused{0}; ///< inbound joins with a wrong secret
-  std::atomic<uint64_t> joins_failed{0};  ///< our joins a peer refused or that failed
-  std::atomic<uint64_t> peers_lost{0};    ///< live -> down transitions
-  std::atomic<uint64_t> connect_attempts{0};
-  std::atomic<uint64_t> records_refused{0}; ///< membership records that could not be adopted
-  /// TLS between nodes: connections this node refused (a certificate not of
-  /// the cluster's CA, none, no TLS), and ones a peer refused (ours).
-  std::atomic<uint64_t> tls_refused{0};
-  std::atomic<uint64_t> tls_refused_by_peer{0};
-};
-
-struct gate_config {
-  std::string self_id;
-  std::string secret;
-  /// This node's node, shard, directory and service, in that order.
-  std::vector<caf::actor> handles;
-  /// Where this node's HTTP API answers (host:port), for tools that reach every
-  /// node from one (lmcc snapshot --cluster).
-  std::string http;
-  /// Where peers read this node's index for lookups (gateway/peer_read.hpp).
-  std::string read_endpoint;
-  std::shared_ptr<cluster_counters> counters;
-  /// cluster::cluster_protocol_version; a test may pretend to be another.
-  uint32_t protocol_version = cluster::cluster_protocol_version;
-  /// Tell this node's node actor (handles[0]) of every peer that joined, with
-  /// its handles: with TLS between nodes only one node of a pair dials.
-  bool tell_node = false;
-};
-
-struct gate_state {
-  static inline const char* name = "lmcc.cluster_gate";
-  gate_config cfg;
-  /// Per client id: (client nonce, server nonce) of its open handshake.
-  std::map<std::string, std::pair<uint64_t, uint64_t>> open;
-  std::mt19937_64 rng{std::random_device{}()};
-};
-
-cluster_gate_actor::behavior_type
-cluster_gate_main(cluster_gate_actor::stateful_pointer<gate_state> self, gate_config cfg);
 
 struct cluster_node_config {
   cluster::cluster_options options;

@@ -24,6 +24,7 @@
 #include "actors/cluster/anti_entropy.hpp"
 #include "actors/cluster/cluster_node.hpp"
 #include "actors/cluster/cluster_service.hpp"
+#include "actors/cluster/frame_forwarder.hpp"
 #include "actors/cluster/slot_mover.hpp"
 #include "actors/cluster/tls_transport.hpp"
 #include "actors/directory.hpp"

@@ -1,10 +1,11 @@
-// frame_forwarder (cluster_service.hpp) against a fake home node's service in a
+// frame_forwarder (frame_forwarder.hpp) against a fake home node's service in a
 // real actor system: frames for a node gather while a forward to it is
 // unanswered, go on their own after max_wait when the answer is slow (a
 // stuck worker at the home must not hold every worker homed there until the
 // forward timeout), credits come back with each answer, a drain waits for
 // every forward, and a forward given up names its workers for a full sync. Links CAF (lmcc_actors).
 #include "actors/cluster/cluster_service.hpp"
+#include "actors/cluster/frame_forwarder.hpp"
 #include "actors/type_ids.hpp"
 #include "index/ids.hpp"
 #include "registry/credit_gate.hpp"
