@@ -43,6 +43,9 @@ enum class errc : uint8_t {
   no_secret = 10,
   /// A membership record that cannot be read, stored or adopted.
   bad_membership = 11,
+  /// An operator's new member set that cannot be adopted now
+  /// (membership_change.hpp says why).
+  member_change_refused = 12,
 };
 
 /// A refused input: which rule it broke and a one-line message naming the value.

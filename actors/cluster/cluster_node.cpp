@@ -2,6 +2,7 @@
 
 #include "actors/directory.hpp"
 #include "cluster/handshake.hpp"
+#include "cluster/membership_change.hpp"
 
 #include <caf/io/middleman.hpp>
 #include <spdlog/spdlog.h>
@@ -531,55 +532,15 @@ cluster_node_main(cluster_node_actor::stateful_pointer<cluster_node_state> self,
         if (cluster::supersedes(*r, st.members->record()))
           adopt(self, *r, "peer");
       },
-      [self](propose_atom, const std::string& csv) -> caf::result<std::string> {
+      [self](propose_atom, const std::vector<std::string>& ids) -> caf::result<std::string> {
         auto& st = self->state;
-        auto refuse = [&](std::string why) -> caf::result<std::string> {
+        auto next = cluster::propose_members(*st.members, ids, st.cfg.options.replicas);
+        if (!next) {
           spdlog::warn("cluster-members-change-refused node={} members={} reason={}",
-                       st.cfg.self_id, csv, why);
-          return caf::make_error(caf::sec::runtime_error, std::move(why));
-        };
-        const auto& now = st.members->record();
-        if (!now.committed)
-          return refuse("a membership change (epoch " + std::to_string(now.epoch) +
-                        ") is still moving slots; wait until it commits");
-        cluster::membership_record next;
-        next.epoch = now.epoch + 1;
-        next.previous = now.member_ids();
-        next.committed = false;
-        size_t from = 0;
-        while (from <= csv.size()) {
-          const size_t comma = std::min(csv.find(',', from), csv.size());
-          const std::string id = csv.substr(from, comma - from);
-          from = comma + 1;
-          if (id.empty())
-            continue;
-          auto n = st.members->index_of(id);
-          if (!n)
-            return refuse("\"" + id +
-                          "\" is not in this node's lmcc_cluster_members: add its "
-                          "address (standby: true) to every node's config first");
-          if (next.is_member(id))
-            return refuse("\"" + id + "\" is listed twice");
-          auto a = st.members->address(*n);
-          a.standby = false;
-          next.members.push_back(std::move(a));
+                       st.cfg.self_id, fmt::join(ids, ","), next.error().message);
+          return caf::make_error(caf::sec::runtime_error, next.error().message);
         }
-        if (next.members.empty())
-          return refuse("the new member set is empty");
-        if (next.members.size() < st.cfg.options.replicas)
-          return refuse("lmcc_replicas is " + std::to_string(st.cfg.options.replicas) +
-                        ": a member set needs at least that many nodes");
-        std::sort(next.members.begin(), next.members.end(),
-                  [](const auto& a, const auto& b) { return a.id < b.id; });
-        if (next.member_ids() == now.member_ids())
-          return refuse("that is the current member set");
-        // A node added must be up to copy its slots; a member that is down
-        // may stay (it catches up when it returns, as after any failure).
-        for (const auto& m : next.members)
-          if (auto n = st.members->index_of(m.id);
-              !now.is_member(m.id) && *n != st.members->self() && !st.members->live(*n))
-            return refuse("\"" + m.id + "\" is not live: start it before adding it");
-        adopt(self, next, "operator");
+        adopt(self, *next, "operator");
         return cluster::to_json(st.members->record());
       },
       [self](join_atom, const std::string& peer, std::vector<caf::actor>& hs, std::string& http,

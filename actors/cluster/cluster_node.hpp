@@ -66,9 +66,9 @@ using cluster_node_actor = caf::typed_actor<
     caf::reacts_to<tick_atom>,
     // A newer membership record (JSON) from a peer.
     caf::reacts_to<members_atom, std::string>,
-    // An operator's new member set (ids, comma-separated) -> the new record
-    // (JSON), or an error saying why not (a change under way, an unknown id).
-    caf::replies_to<propose_atom, std::string>::with<std::string>,
+    // An operator's new member set (ids) -> the new record (JSON), or an
+    // error saying why not (cluster/membership_change.hpp).
+    caf::replies_to<propose_atom, std::vector<std::string>>::with<std::string>,
     // This node stops cleanly: leave the live set (every worker
     // home moves to the peers) and tell them at once; answers
     // once the new table is published.

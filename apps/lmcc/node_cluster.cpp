@@ -512,15 +512,12 @@ bool node_cluster::founding_member() const {
 }
 
 gateway::members_outcome node_cluster::change_members(const std::vector<std::string>& ids) {
-  std::string csv;
-  for (const auto& id : ids) {
-    if (id.empty() || id.find(',') != std::string::npos)
-      return gateway::members_outcome{.status = 422, .error = "bad node id \"" + id + "\""};
-    csv += (csv.empty() ? "" : ",") + id;
-  }
+  for (const auto& id : ids)
+    if (id.empty())
+      return gateway::members_outcome{.status = 422, .error = "bad node id \"\""};
   gateway::members_outcome out;
   caf::scoped_actor self{parts_.system};
-  self->request(node_, options_.controller.internal_timeout, actors::propose_atom::value, csv)
+  self->request(node_, options_.controller.internal_timeout, actors::propose_atom::value, ids)
       .receive([&](std::string& record) { out.record = std::move(record); },
                [&](caf::error& e) {
                  out.status = 409;
