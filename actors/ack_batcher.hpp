@@ -3,9 +3,9 @@
 //
 // Every message between nodes costs the middleman thread wake-ups on both
 // sides, and a busy peer link's sub-batches commit hundreds of times a second:
-// acking each commit made acks half of all inter-node messages
-// (bench/RESULTS.md, issue 11). Acks are cumulative per stream, so holding
-// them loses nothing: the held number of a stream is the largest seen.
+// acking each commit made acks half of all inter-node messages. Acks are
+// cumulative per stream, so holding them loses nothing: the held number of a
+// stream is the largest seen.
 //
 //   ack_batcher<caf::strong_actor_ptr> acks{20ms};
 //   acks.add(sender, stream, number);                 // after a commit

@@ -83,8 +83,9 @@ private:
 /// estimate counts as 0 (a first greeting can be one that waited), but a
 /// positive one counts at once: a sample is never above the true offset, and a
 /// node that just started (its window empty) would otherwise give a peer far
-/// ahead deadlines already past in that peer's clock (chaos seed 692: a
-/// restarted node's forwarded full-sync start refused as 463 s late).
+/// ahead deadlines already past in that peer's clock (a restarted node's
+/// forwarded full-sync start was refused as 463 s late; guarded by
+/// clock_test's a_peer_ahead_counts_from_its_first_greeting).
 ///
 /// Thread-safety: thread-safe.
 class peer_clock_offsets {

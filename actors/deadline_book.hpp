@@ -6,11 +6,11 @@
 // answer came long before, since 0.17 never cancels it -- and the expired
 // event then wakes the requester for a message it drops. On a forwarding path
 // that makes ~100 requests a second per node that was three wake-ups per
-// request beside the two of the request itself (bench/RESULTS.md, issue 11).
-// An actor that sends such requests with `caf::infinite` files each one here
-// and runs one tick every check interval while any is outstanding; the tick
-// expires the overdue ones (their error path runs, a late answer is then
-// ignored). A deadline fires up to one check interval late.
+// request beside the two of the request itself. An actor that sends such
+// requests with `caf::infinite` files each one here and runs one tick every
+// check interval while any is outstanding; the tick expires the overdue ones
+// (their error path runs, a late answer is then ignored). A deadline fires up
+// to one check interval late.
 //
 //   deadline_book<std::function<void()>> book;          // T: what a timeout does
 //   auto id = book.add(now + timeout, on_timeout);

@@ -441,8 +441,9 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
         // A full sync owed by the worker moves with its entity: whichever node
         // is its home when it next heartbeats asks for it. Every node hears of
         // a proof made here, home or not: the home may be dying as it is
-        // told (chaos seed 436: an entity split told to a frozen home was
-        // lost), and the node that proved it may be the next home.
+        // told (an entity split told only to a frozen home is lost, which the
+        // chaos suite's invariant 4, every proof answered by an ask, catches),
+        // and the node that proved it may be the next home.
         const bool replica = from_peer(self);
         const bool home = self->state.logic->is_home(uid);
         if (!replica && reason == frames_not_forwarded_reason) {

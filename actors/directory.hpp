@@ -181,8 +181,9 @@ struct directory_config {
   /// here that its directory sync lacks were deregistered here. False on a
   /// node that started empty (a lost disk, or no persistence): its registry
   /// comes from its peers, and at its join its list lacks workers it was never
-  /// told of; a peer that took the absence for deregistrations dropped them
-  /// (chaos seed 3152: two disks lost, four registrations gone from every node).
+  /// told of; a peer that took the absence for deregistrations would drop them
+  /// (two disks lost: registrations gone from every node). Guarded by test_failover.py's
+  /// test_two_disks_lost_one_after_the_other_ask_every_worker_for_a_full_sync.
   /// Set once the refill settled (settled_atom): the peers handed it back.
   bool lists_complete = true;
   /// LMCache's need_full_sync_all at start: true on a node that starts empty,

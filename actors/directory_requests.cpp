@@ -194,8 +194,9 @@ uint64_t home_clock_offset(directory_self self, const directory_actor& home) {
 /// Every attempt carries a deadline the home enforces: a frozen or cut-off
 /// home that thaws does not apply the first attempt late (two registrations
 /// of one worker on both sides would be two incarnations clearing each
-/// other's entries; chaos seed 10 before the deadline). A sync start is
-/// asked once: the worker retries it itself (3 x 1 s).
+/// other's entries, which the chaos suite's convergence invariant catches as
+/// lost entries). A sync start is asked once: the worker retries it itself
+/// (3 x 1 s).
 void ask_home(directory_self self, const directory_actor& home, msg::Msg m,
               std::optional<std::string> url, caf::response_promise rp,
               std::chrono::steady_clock::time_point deadline) {

@@ -84,18 +84,17 @@ struct cluster_options {
   /// How long a shard may hold its acks to another node's link so that they
   /// go as one message: at most one ack message per peer per this delay.
   /// Every message between nodes costs the middleman thread wake-ups on both
-  /// sides, and acks were half of them (bench/RESULTS.md: CPU per applied op
-  /// at 100 k ops/s 4.27 -> 2.79 us with 20 ms, 2.27 us with 50 ms). What it
-  /// delays: the senders' credits and durable watermarks, never the data.
-  /// 0 sends each commit's acks at once. Default: 20 ms
+  /// sides, and acks were half of them (CPU per applied op at 100 k ops/s:
+  /// 4.27 -> 2.79 us with 20 ms, 2.27 us with 50 ms). What it delays: the
+  /// senders' credits and durable watermarks, never the data. 0 sends each
+  /// commit's acks at once. Default: 20 ms
   std::chrono::milliseconds replication_ack_delay{20};
 
   /// CAF's BASP worker threads, which deserialize messages from other nodes
   /// (CAF's `middleman.workers`). 0 has the middleman's own thread do it: one
-  /// wake-up fewer per inter-node message (bench/RESULTS.md: -5 % CPU per
-  /// op, -8 % switches at 100 k ops/s on 2 cores), at the price of one
-  /// thread for reading and decoding; raise it on nodes with many cores and
-  /// peers. Default: 0
+  /// wake-up fewer per inter-node message (-5 % CPU per op, -8 % switches at
+  /// 100 k ops/s on 2 cores), at the price of one thread for reading and
+  /// decoding; raise it on nodes with many cores and peers. Default: 0
   uint32_t middleman_workers = 0;
 
   /// How long a lookup waits for another owner's read before it asks the
@@ -132,12 +131,11 @@ struct cluster_options {
   /// How long a worker's home gathers its workers' heartbeat times before it
   /// sends them to every peer, one message per peer. The peers keep the times
   /// for the reaper in case they take a worker over, and a row per heartbeat
-  /// cost every node a message per heartbeat of every worker
-  /// (bench/RESULTS.md). A peer's copy lags by up to this; the reaper's
-  /// timeout (lmcache_worker_timeout) is minutes. The same delay gathers the
-  /// heartbeats a node answered for workers homed elsewhere before it tells
-  /// their homes (never more than a quarter of that timeout). 0 sends each at
-  /// once. Default: 1000 ms
+  /// cost every node a message per heartbeat of every worker. A peer's copy
+  /// lags by up to this; the reaper's timeout (lmcache_worker_timeout) is
+  /// minutes. The same delay gathers the heartbeats a node answered for
+  /// workers homed elsewhere before it tells their homes (never more than a
+  /// quarter of that timeout). 0 sends each at once. Default: 1000 ms
   std::chrono::milliseconds heartbeat_replication_delay{1000};
 
   bool enabled() const noexcept { return !members.empty(); }

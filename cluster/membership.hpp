@@ -156,8 +156,9 @@ public:
   /// When this node itself did not tick for longer than the timeout (frozen,
   /// a VM paused, a stalled loop), its peers' greetings wait unread in its
   /// sockets and their silence proves nothing: each live peer gets a fresh
-  /// timeout from `now` instead (a thawed node took over workers from its
-  /// stale shard at once: chaos seed 1033).
+  /// timeout from `now` instead, or a thawed node would take over workers
+  /// from its stale shard at once (guarded by membership_test's
+  /// a_node_that_stood_still_gives_its_peers_a_fresh_timeout).
   bool tick(time_point now);
   /// How often tick() found this node itself stood still, and for how long
   /// the last time (what its peers may have written around it meanwhile).

@@ -8,9 +8,10 @@
 // length when the registering node was cut off). Those frames are applied
 // under the old incarnation, and the registration's drop then removes them:
 // the index lacks keys the worker holds, and the worker may send nothing more
-// that would show it (chaos seeds 678, 696, 903, 908). One LMCache controller
-// never sees this order, as the worker waits for its registration's answer
-// before it pushes.
+// that would show it (guarded by restart_race_test and test_partitions.py's
+// test_frames_of_a_worker_restarted_through_a_cut_off_node_are_not_lost). One
+// LMCache controller never sees this order, as the worker waits for its
+// registration's answer before it pushes.
 //
 // The new process's frames start again at seq 0. An entity that sees a
 // location's seq go back to 0 -- or, if it took the worker over or restored

@@ -52,27 +52,26 @@ struct zmq_options {
   uint32_t max_pending_per_peer = 1024;
 
   /// How long the PULL thread waits for more frames before it hands a small
-  /// round to the actors (0: never waits). Each round costs thread wake-ups,
-  /// so at moderate rates waiting cuts the CPU per op; it adds at most this
-  /// much to when an op is applied. 10 ms is LMCache's own worker-side
-  /// batching window; at a steady 100 k ops/s it took the node's CPU per op
-  /// from 2.18 (2 ms) to 1.45 us (bench/RESULTS.md). Busy connections are
-  /// held in the kernel instead (pull_hold_bytes) and released once per this
-  /// period; 0 also turns holding off. Default: 10 ms
+  /// round to the actors (0: never waits). Each round costs thread wake-ups, so
+  /// at moderate rates waiting cuts the CPU per op; it adds at most this much
+  /// to when an op is applied. 10 ms is LMCache's own worker-side batching
+  /// window; at a steady 100 k ops/s it took the node's CPU per op from
+  /// 2.18 (2 ms) to 1.45 us. Busy connections are held in the kernel instead
+  /// (pull_hold_bytes) and released once per this period; 0 also turns holding
+  /// off. Default: 10 ms
   std::chrono::milliseconds pull_coalesce{10};
 
   /// A round this large (in ops) is handed over at once. Default: 4096
   uint64_t pull_coalesce_ops = 4096;
 
-  /// Messages libzmq queues per worker connection on S1 (ZMQ_RCVHWM) before
-  /// it stops reading that connection, so that TCP pushes back on the worker.
+  /// Messages libzmq queues per worker connection on S1 (ZMQ_RCVHWM) before it
+  /// stops reading that connection, so that TCP pushes back on the worker.
   /// lmcc's credits (max_inflight_ops) bound the work past the PULL thread;
   /// this bounds what waits before it. libzmq counts a multipart as one
   /// message, and a worker sends up to 50 frames per multipart: at libzmq's
-  /// default of 1000 one connection could queue 50 000 frames, and a flood
-  /// from four workers held ~500 MiB there; 8, 16 and 32 all took that to
-  /// ~0.2 GiB beyond the index and cut the CPU per op (bench/RESULTS.md).
-  /// Default: 16
+  /// default of 1000 one connection could queue 50 000 frames, and a flood from
+  /// four workers held ~500 MiB there; 8, 16 and 32 all took that to ~0.2 GiB
+  /// beyond the index and cut the CPU per op. Default: 16
   uint32_t pull_queue_messages = 16;
 
   /// Kernel-side coalescing of busy S1 connections (pull_loop.hpp): bytes a

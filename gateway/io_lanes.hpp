@@ -11,9 +11,9 @@
 //   zmq::socket_t s{context, zmq::socket_type::router};
 //   gateway::put_on_lane(context, s, gateway::io_lane::requests); // before bind/connect
 //
-// Measured on a 2-core VM under an unthrottled flood (bench/RESULTS.md, medians
-// of three alternated runs): P2P p99 11.3 -> 8.2 ms, heartbeat reply p99
-// 11.3 -> 7.8 ms, at no cost in CPU per op.
+// Measured with `lmcc-bench flood` on a 2-core VM (medians of three
+// alternated runs): P2P p99 11.3 -> 8.2 ms, heartbeat reply p99 11.3 -> 7.8 ms,
+// at no cost in CPU per op.
 #pragma once
 
 #include <zmq.hpp>

@@ -6,11 +6,11 @@
 // Why: a frozen node (SIGSTOP, a VM pause) or one cut off by a partition
 // answers nothing and closes nothing. Until the failure detector takes it for
 // down (lmcc_cluster_failure_timeout_ms) the cluster table still routes its
-// slots' reads to it. Before this, such a read waited the whole internal
-// timeout (10 s) and the lookup then answered without those slots' holders: a
+// slots' reads to it. Unhedged, such a read would wait the whole internal
+// timeout (10 s) and the lookup then answer without those slots' holders: a
 // shorter prefix, i.e. a cache miss that one controller would not have caused
-// (issue 12 asks for complete lookups within the detection timeout + 1 s).
-// Now, for the keys an owner has not answered:
+// (lookups must be complete within the detection timeout + 1 s). So, for the
+// keys an owner has not answered:
 //  - after `hedge_delay` they are asked again of the next owner of their slots
 //    that holds all of them (the first answer wins; a replica may be a few ms
 //    behind the primary, which the AP index of DESIGN.md accepts: a stale

@@ -38,7 +38,8 @@ struct worker_handoff {
   /// A full sync the answering node knows the worker owes (its proof was
   /// made there or replicated to it), empty when none: it moves with the
   /// entity, so the new home asks for it at the worker's next heartbeat even
-  /// if the proof's replication never reached it (chaos seed 2020).
+  /// if the proof's replication never reached it (the chaos suite's invariant
+  /// 4, every proof answered by an ask, catches a reason lost on the way).
   std::string resync_reason;
 };
 

@@ -29,9 +29,9 @@
 // Lookups (lookup()) take neither: each key is read under its slot's own lock,
 // which the writer holds only while it changes that slot (one op, one slot
 // cleaning). Under a saturating flood the shard thread is often preempted
-// with the index's lock held; lookups that took it waited for the shard to be
-// scheduled again, 25-70 ms at p99 (bench/RESULTS.md). A lookup now waits
-// only if the one slot it reads is the one being changed.
+// with the index's lock held; lookups that took it would wait for the shard
+// to be scheduled again, 25-70 ms at p99. So a lookup waits only if the one
+// slot it reads is the one being changed.
 //
 //   kv_index idx{4096};
 //   { auto w = idx.write(); w.apply(h, ops); }

@@ -86,7 +86,9 @@ void kv_shard_core::apply(const kv_sub_batch& sb) {
     ++counters_.fenced;
     // Once per holder and older incarnation: a short drain is normal, but an
     // entity that keeps sending under a replaced registration loses every op
-    // (chaos seed 1853), and this line names it.
+    // until its home renews it, and this line names it (the renewal is
+    // guarded by directory_logic_test's
+    // an_entity_older_than_a_registration_taken_elsewhere_is_behind).
     if (meta.fenced_logged_incarnation != sb.incarnation) {
       meta.fenced_logged_incarnation = sb.incarnation;
       spdlog::warn("sub-batch-fenced holder={} worker_uid={} incarnation={} current={} ops={} "

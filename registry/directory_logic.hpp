@@ -199,7 +199,8 @@ public:
   /// whose worker has registered again since, by the registry: such an
   /// entity's sub-batches are fenced by every owner that knows the newer
   /// registration, so everything the worker sends through it, a full sync
-  /// included, is lost until it is renewed (chaos seed 1853). Ascending uid.
+  /// included, is lost until it is renewed (guarded by directory_logic_test's
+  /// an_entity_older_than_a_registration_taken_elsewhere_is_behind). Ascending uid.
   std::vector<uint64_t>
   entities_behind(const std::map<uint64_t, uint64_t>& entity_incarnations) const;
 

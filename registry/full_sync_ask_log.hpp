@@ -3,13 +3,12 @@
 // A worker owed a full sync is asked on every heartbeat until it starts one,
 // and a worker that never does (it cannot, or its syncs keep failing) is asked
 // on every heartbeat for as long as it lives: 200 such workers heartbeating
-// every 0.5 s wrote 400 identical lines a second (bench/RESULTS.md, issue 9,
-// twenty-first cut). So a worker's first ask under each state of the
-// registry's answers is logged -- a new reason, a new proof, a registration
-// all move that state (registry::answers_version), and the chaos checker
-// needs the ask that follows each proof (tests/chaos/audit.py, invariant 4)
-// -- and after that one line per `every` while the same asks go on, with the
-// number of asks it did not log.
+// every 0.5 s wrote 400 identical lines a second. So a worker's first ask under
+// each state of the registry's answers is logged -- a new reason, a new proof,
+// a registration all move that state (registry::answers_version), and the chaos
+// checker needs the ask that follows each proof (tests/chaos/audit.py,
+// invariant 4) -- and after that one line per `every` while the same asks go
+// on, with the number of asks it did not log.
 //
 //   full_sync_ask_log asks{std::chrono::seconds{60}};
 //   asks.asked(uid, m.instance_id, m.worker_id, reason, reg.answers_version(), now_ms);

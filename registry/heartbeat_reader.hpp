@@ -7,39 +7,38 @@
 // and the replicas read -- is not needed for the answer. So the socket thread
 // answers from the published view and the directory records the time
 // afterwards (heard_atom), off the request's path. Under a saturating flood
-// the directory's hops cost a heartbeat 10-40 ms at p99 on two shared cores
-// (bench/RESULTS.md); a P2P lookup answered where it arrives costs 0.1 ms.
+// the directory's hops cost a heartbeat 10-40 ms at p99 on two shared cores;
+// a P2P lookup answered where it arrives costs 0.1 ms.
 //
-// The directory hears of the heartbeats answered here in batches: the
-// socket thread keeps each worker's latest (note_heard) and asks the directory
-// to take them (take_heard) heard_record_delay after the first, so a fleet's
-// heartbeats cost the scheduler a wake-up per delay, not one per heartbeat
-// (bench/RESULTS.md, issue 9, twenty-first cut). The time recorded is the one
-// the socket thread read; the reaper (minutes) and the replicas (gathered
-// for a second) do not notice the delay.
+// The directory hears of the heartbeats answered here in batches: the socket
+// thread keeps each worker's latest (note_heard) and asks the directory to take
+// them (take_heard) heard_record_delay after the first, so a fleet's heartbeats
+// cost the scheduler a wake-up per delay, not one per heartbeat. The time
+// recorded is the one the socket thread read; the reaper (minutes) and the
+// replicas (gathered for a second) do not notice the delay.
 //
-// The view is used only while it is current: every registry change that
-// could alter an answer bumps the registry's answers version before it
-// happens, and a stale view sends heartbeats to the directory until it
-// publishes a fresh one. The directory answers (as before) a worker's first
-// heartbeat (it is stored) and an unknown worker's (it re-registers).
+// The view is used only while it is current: every registry change that could
+// alter an answer bumps the registry's answers version before it happens, and a
+// stale view sends heartbeats to the directory until it publishes a fresh one.
+// The directory answers a worker's first heartbeat (it is stored) and an
+// unknown worker's (it re-registers).
 //
-// In a cluster a worker heartbeats to the node it registered through, which
-// is its home for one worker in N. Only the home asks for a full sync: it
-// alone knows that a start is on its way (registry::expect_sync_state), and
-// an ask it would not make starts a second sync. But "nothing owed" is what
-// the home's copies on the other nodes say too, almost always: every proof
-// (resync_atom) and every sync state reaches every node. So a node answers a
-// worker homed elsewhere here when its view owes the worker nothing, and
-// sends the directory (hence the home) the heartbeat's time; a view that owes
-// it a sync sends the heartbeat home, as before. What a copy can miss is a
-// proof made in the last few milliseconds, or one a partition holds back: the
-// worker is then asked at a later heartbeat, once the copy has it -- from the
-// proof's replication, from the home's resend when the link comes back, or,
-// if both missed it, from the home, which answers the heartbeats it is told
-// of with the full sync it owes (directory.cpp, tell_copy_what_is_owed). Forwarding
-// each heartbeat home cost the three nodes ~0.5 ms of CPU per heartbeat
-// (bench/RESULTS.md, issue 9, twenty-first cut).
+// In a cluster a worker heartbeats to the node it registered through, which is
+// its home for one worker in N. Only the home asks for a full sync: it alone
+// knows that a start is on its way (registry::expect_sync_state), and an ask it
+// would not make starts a second sync. But "nothing owed" is what the home's
+// copies on the other nodes say too, almost always: every proof (resync_atom)
+// and every sync state reaches every node. So a node answers a worker homed
+// elsewhere here when its view owes the worker nothing, and sends the directory
+// (hence the home) the heartbeat's time; a view that owes it a sync sends the
+// heartbeat home. What a copy can miss is a proof made in the last few
+// milliseconds, or one a partition holds back: the worker is then asked at a
+// later heartbeat, once the copy has it -- from the proof's replication, from
+// the home's resend when the link comes back, or, if both missed it, from the
+// home, which answers the heartbeats it is told of with the full sync it owes
+// (directory.cpp, tell_copy_what_is_owed). Forwarding each heartbeat home would
+// cost the three nodes ~0.5 ms of CPU per heartbeat (`lmcc-bench heartbeats`
+// measures it).
 //
 //   heartbeat_reader reader{home_here};      // null: a single node
 //   reader.publish(registry.make_heartbeat_view());             // directory

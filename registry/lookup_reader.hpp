@@ -4,11 +4,11 @@
 // A lookup only reads: it hashes the prompt's tokens into chunk keys, reads
 // each key's holders from the index under that key's slot lock
 // (kv_index::lookup: never behind a sub-batch, only behind an op in the same
-// slot) and merges them with the latest directory_view. Each actor hop on the way costs
-// two thread wake-ups, 50-100 us on a paravirtualised VM (bench/RESULTS.md) --
-// the whole budget of a P2P lookup -- so the node answers reads where they
-// arrive. The directory publishes a fresh immutable view after every registry
-// change, before it answers the request that caused it.
+// slot) and merges them with the latest directory_view. Each actor hop on the
+// way costs two thread wake-ups, 50-100 us on a paravirtualised VM -- the whole
+// budget of a P2P lookup -- so the node answers reads where they arrive. The
+// directory publishes a fresh immutable view after every registry change,
+// before it answers the request that caused it.
 //
 //   lookup_reader reader{index, hashing};
 //   reader.publish(view);                 // directory

@@ -298,8 +298,9 @@ void registry::set_sync_state(uint64_t uid, sync_phase phase, uint64_t missing_b
   if (it == records_.end())
     return;
   // A sync's start answers every reason owed until then; its progress
-  // reports (also `syncing`) must not clear a reason proven after it started
-  // (chaos seed 1725), which the next heartbeat after it asks for.
+  // reports (also `syncing`) must not clear a reason proven after it started,
+  // which the next heartbeat after it asks for (guarded by registry_test's
+  // a_resync_owed_during_a_sync_survives_its_progress_and_is_asked_after_it).
   const bool starts = phase == sync_phase::syncing && it->second.sync != sync_phase::syncing;
   if (phase != it->second.sync || sync_state_expected_.contains(uid))
     answers_changing();

@@ -67,8 +67,9 @@ worker_logic::location_state& worker_logic::location(const std::string& name) {
   }
   // Told once per entity, also a location it took over with the marks: a node
   // whose own re-registration of the worker cleared its locations learns them
-  // again only from the home's entity (chaos seed 1278: that node answered
-  // lookups without the worker for good).
+  // again only from the home's entity, or it answers lookups without the
+  // worker for good (guarded by worker_logic_test's
+  // a_taken_over_entity_reports_a_locations_first_seq_0_even_without_a_mark).
   if (!it->second.announced) {
     it->second.announced = true;
     out_.new_location(name);
@@ -129,8 +130,10 @@ bool worker_logic::read_before_registration(const pushed_msg& m) {
   // process's frames read before the registration are cleared by it. Here
   // they can come later -- forwarded by a node cut off from this one and
   // delivered at the heal, held in a takeover -- and, numbered from 0 like
-  // the new process's first frames, nothing else tells them apart (chaos
-  // seed 1456: 18 keys of the older process kept under the newer one).
+  // the new process's first frames, nothing else tells them apart: kept, the
+  // older process's keys would stay under the newer one (guarded by
+  // worker_logic_stale_read_test and test_partitions.py's
+  // test_an_older_process_frames_delivered_at_the_heal_are_not_kept).
   ++stale_read_dropped_;
   out_.give_credits(m.credits);
   if (cfg_.registered_here && !m.forwarded)
@@ -188,8 +191,9 @@ void worker_logic::on_batch(const msg::BatchedKVOperationMsg& m, uint64_t credit
   // registration on this location from a newer process's -- may be a new
   // process's frame reaching the old registration's entity (restart_race.hpp).
   // So may a seq that goes back without reaching 0: the new process's first
-  // frames went to another node (chaos seed 1464: the old entity saw 45 where
-  // it expected 314, and the renewal then dropped the 14 keys it applied).
+  // frames went to another node (the old entity sees a lower seq than it
+  // expects, and the renewal then drops the keys it applied; guarded by
+  // worker_logic_test's a_seq_that_goes_back_without_reaching_zero_is_reported_too).
   const auto expected_next = loc.next_seq();
   const bool went_back = expected_next && first < *expected_next;
   if ((first == 0 && (loc.last_seq || cfg_.restored)) || went_back)

@@ -45,7 +45,9 @@ void tell_split_entities(directory_self self, const cluster_table& table, uint64
     // The entity here may have taken a re-registration the home never heard
     // of (a partition): the home applies this row if it is newer and renews
     // its entity, or else the sync it asks for runs under the replaced
-    // registration and every owner fences it (chaos seed 1853).
+    // registration and every owner fences it. directory_logic_test's
+    // an_entity_older_than_a_registration_taken_elsewhere_is_behind guards the
+    // renewal.
     if (const auto* rec = st.logic->reg().record(uid))
       self->send(caf::actor_cast<directory_actor>(table.peers[home].handles.directory),
                  row_put_atom::value, to_row(*rec));
@@ -67,7 +69,8 @@ worker_handoff handoff_answer(directory_self self, uint64_t uid, std::vector<loc
 
 /// Renews the entities hosted here whose worker registered again elsewhere
 /// while the renewal could not reach them (the registration taken by another
-/// node's entity during a partition, then only the row arrived: seed 1853).
+/// node's entity during a partition, then only the row arrived). Guarded by
+/// directory_logic_test's an_entity_older_than_a_registration_taken_elsewhere_is_behind.
 void renew_entities_behind(directory_self self) {
   auto& st = self->state;
   std::erase_if(st.entity_incarnations,
@@ -126,7 +129,8 @@ void begin_handoff(directory_self self, uint64_t uid, node_index to) {
             // an entity of its own meanwhile, and that split is told the same
             // way whatever this entity tracked (tell_split_entities): it may
             // have taken the worker's registration while the other side
-            // applied its frames (chaos seed 1429).
+            // applied its frames (the chaos suite's convergence invariant
+            // catches the entries so lost).
             if (!served)
               h.unserved.insert(uid); // a stopping node waits for the new home to ask
             h.handed[uid] = {monotonic_ms(), std::move(marks)};
@@ -364,7 +368,7 @@ void renew_entity(directory_self self, uint64_t uid) {
   auto it = st.workers.find(uid);
   if (it == st.workers.end()) {
     // Nothing to renew here now; said, because an entity made later from an
-    // older record would send under a replaced registration (seed 1853).
+    // older record would send under a replaced registration.
     spdlog::debug("worker-entity-renew-skipped uid={} reason=no-entity-here", uid);
     return;
   }

@@ -66,7 +66,8 @@ private:
 /// until stop() or destruction; t is seconds since construction. With an
 /// `index_bytes` reader (called on the monitor's thread, so it must own what
 /// it uses), each sample also holds the index's own size read at the same
-/// moment, which gives the RSS beyond the index (issue 9's flood bound).
+/// moment, which gives the RSS beyond the index (the flood scenario's bound:
+/// 256 MiB).
 class rss_monitor {
 public:
   using index_reader = std::function<std::optional<double>()>;

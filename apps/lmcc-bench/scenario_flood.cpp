@@ -12,8 +12,8 @@
 // checks: the RSS falls back to at most 2 x the idle RSS + 64 MiB. Against one
 // node, each RSS sample also reads lmcc_index_memory_bytes (the index's tables)
 // and the report gives the largest RSS beyond it from the push's start until
-// the load is applied (issue 9: within the index + 256 MiB), a figure and not
-// a check, as the probes' latencies are.
+// the load is applied (meant to stay within the index + 256 MiB), a figure
+// and not a check, as the probes' latencies are.
 #include "apps/lmcc-bench/cluster.hpp"
 #include "apps/lmcc-bench/controller_http.hpp"
 #include "apps/lmcc-bench/flood_probes.hpp"

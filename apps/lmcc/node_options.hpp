@@ -70,7 +70,7 @@ struct node_options {
   /// 128 MiB with 1 s checks. CPU: what is trimmed and then reused (the next
   /// tables, RocksDB's next memtables) is faulted in again, ~11 us a page on
   /// the VM measured; at 64 MiB, persistence on spent 1.31x the CPU per op of
-  /// off unthrottled, at 128 MiB 1.17x (bench/RESULTS.md, twenty-fifth cut).
+  /// off unthrottled, at 128 MiB 1.17x.
   /// Default: 128 MiB
   size_t memory_free_limit_bytes = size_t{128} << 20;
 

@@ -30,8 +30,8 @@ caf::actor_system_config& configure(caf::actor_system_config& cfg, const node_op
   // steal (CAF's default 10 ms: 100 wake-ups a second per thread, a third of
   // the scheduler's context switches at a steady 100 k ops/s). Work sent to
   // an idle thread wakes it at once whatever this is; a longer sleep only
-  // delays stealing from a busy thread, which a flood's request latencies
-  // did not show (bench/RESULTS.md).
+  // delays stealing from a busy thread, which the request latencies of
+  // `lmcc-bench flood` did not show.
   cfg.set("work-stealing.relaxed-sleep-duration", caf::timespan{std::chrono::milliseconds{100}});
   // CAF's default lets an actor keep its thread until its mailbox is empty; a
   // busy shard or worker actor would then hold a thread for a whole credit's

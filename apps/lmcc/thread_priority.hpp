@@ -9,7 +9,8 @@
 // cycle while requests jump ahead of it. The price: on a host where other
 // processes keep the cores busy, ingest gets almost nothing and falls behind
 // (the PUSH sockets then push back on the workers). Hence an option, off by
-// default. Measured in bench/RESULTS.md.
+// default. Under `lmcc-bench flood` on two cores it roughly halves request
+// p99.
 //
 //   init->on_thread_start = idle_at_start(options.ingest_idle_priority, "lmcc-shard");
 //

@@ -14,13 +14,13 @@
 // catches up with what the kernel holds (unread_bytes), for a reason given in
 // pull_loop.hpp.
 //
-// Still lost: what is on the wire when a node is killed (kill -9), and,
-// rarely, frames of a worker that floods the node while it stops
-// (bench/RESULTS.md). A hazard on the worker's side: a worker that closes its
-// own PUSH socket at that very moment, blocked with a multipart half sent,
-// can hit an assertion in its libzmq 4.3.4 (session_base.cpp:260). A test
-// whose pusher closed with linger 0 while blocked hit it in 4 of 30 runs
-// (0 of 30 with the plain close); with the pusher open, never.
+// Still lost: what is on the wire when a node is killed (kill -9), and, rarely,
+// frames of a worker that floods the node while it stops. A hazard on the
+// worker's side: a worker that closes its own PUSH socket at that very moment,
+// blocked with a multipart half sent, can hit an assertion in its libzmq 4.3.4
+// (session_base.cpp:260). A test whose pusher closed with linger 0 while
+// blocked hit it in 4 of 30 runs (0 of 30 with the plain close); with the
+// pusher open, never.
 //
 // Holding (kernel-side coalescing, pull_loop.hpp says when): a held
 // connection has SO_RCVLOWAT set to hold_bytes, so the kernel does not wake

@@ -4,8 +4,8 @@
 // at millions of ops a second, on slots picked at random. A std::shared_mutex
 // is 56 bytes: 4096 of them are 224 KiB, which under a flood falls out of the
 // cache, and the writer paid a miss per op for it (the shard's CPU per op
-// rose 0.41 -> 0.46 us; bench/RESULTS.md). This one is 4 bytes and lives in
-// the slot's own state, on the cache lines every op touches anyway.
+// rose 0.41 -> 0.46 us). This one is 4 bytes and lives in the slot's own
+// state, on the cache lines every op touches anyway.
 //
 // The word holds the writer bit, a bit saying someone sleeps on the word, and
 // the number of readers inside. Both sides spin briefly before sleeping on

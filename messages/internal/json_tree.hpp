@@ -3,11 +3,11 @@
 // while it is read.
 //
 // Why not a DOM library: nlohmann's ordered_json inserts each object key by a
-// linear scan (80k keys took seconds, issue 9), and it checks array and map
-// lengths only once a container is complete. Here every value is visited once,
-// the nesting, string, array and map limits are checked as each value arrives
-// (the map limit counts every entry, repeated keys included, since each costs
-// work), and the work is linear in the text apart from the repeated-key check.
+// linear scan (80k keys took seconds), and it checks array and map lengths only
+// once a container is complete. Here every value is visited once, the nesting,
+// string, array and map limits are checked as each value arrives (the map limit
+// counts every entry, repeated keys included, since each costs work), and the
+// work is linear in the text apart from the repeated-key check.
 //
 // Repeated keys keep Python's json module's meaning, as LMCache parses JSON
 // frames with json.loads before msgspec.convert: one entry per key, at the
