@@ -1,9 +1,9 @@
 #include "actors/directory.hpp"
 
-#include "actors/clock.hpp"
 #include "actors/cluster/worker_homes.hpp"
 #include "actors/drain.hpp"
 #include "actors/internal/directory_impl.hpp"
+#include "clock/clock.hpp"
 
 #include <absl/container/flat_hash_set.h>
 #include <spdlog/spdlog.h>

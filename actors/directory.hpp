@@ -17,12 +17,13 @@
 // Context: a CAF actor; one per node.
 #pragma once
 
-#include "actors/clock.hpp"
 #include "actors/cluster/cluster_table.hpp"
 #include "actors/control_fanout.hpp"
 #include "actors/ingest_routes.hpp"
 #include "actors/lookup_actor.hpp"
 #include "actors/worker_actor.hpp"
+#include "clock/clock.hpp"
+#include "cluster/peer_clock_offsets.hpp"
 #include "registry/controller_options.hpp"
 #include "registry/directory_logic.hpp"
 #include "registry/heartbeat_reader.hpp"
@@ -176,7 +177,8 @@ struct directory_config {
   /// This node's wall clock (fault injection can jump it), and the peers'
   /// offsets from it (a forwarded request's deadline is in its home's clock).
   std::shared_ptr<const node_clock> clock = std::make_shared<node_clock>();
-  std::shared_ptr<const peer_clock_offsets> peer_clocks = std::make_shared<peer_clock_offsets>();
+  std::shared_ptr<const cluster::peer_clock_offsets> peer_clocks =
+      std::make_shared<cluster::peer_clock_offsets>();
   /// This node's registry came from its own store, so the workers homed
   /// here that its directory sync lacks were deregistered here. False on a
   /// node that started empty (a lost disk, or no persistence): its registry

@@ -1,8 +1,8 @@
 // directory_requests: the directory's answers to requests (registration,
 // heartbeats, full-sync start and status, registry queries, control commands),
 // and in a cluster the forwarding of a worker's requests to its home node.
-#include "actors/clock.hpp"
 #include "actors/internal/directory_impl.hpp"
+#include "clock/clock.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -200,7 +200,7 @@ uint64_t home_clock_offset(directory_self self, const directory_actor& home) {
 void ask_home(directory_self self, const directory_actor& home, msg::Msg m,
               std::optional<std::string> url, caf::response_promise rp,
               std::chrono::steady_clock::time_point deadline) {
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = steady_now();
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
   const bool may_repeat = !std::holds_alternative<msg::FullSyncStartMsg>(m);
   const auto attempt = may_repeat ? std::min(left, self->state.cfg.home_request_timeout) : left;
@@ -214,8 +214,7 @@ void ask_home(directory_self self, const directory_actor& home, msg::Msg m,
   self->request(home, attempt, request_atom::value, std::move(m), expires)
       .then(deliver_to(rp, url),
             [self, rp, url, deadline, again = std::move(again)](caf::error& e) mutable {
-              const bool time_left =
-                  std::chrono::steady_clock::now() + std::chrono::milliseconds(50) < deadline;
+              const bool time_left = steady_now() + std::chrono::milliseconds(50) < deadline;
               if (e != caf::sec::request_timeout || !time_left) {
                 rp.deliver(msg::Msg{
                     msg::ErrorMsg{"the worker's home node did not answer: " + caf::to_string(e)}});
@@ -233,8 +232,8 @@ void ask_home(directory_self self, const directory_actor& home, msg::Msg m,
                 return;
               }
               // The worker's home is this node now: answer here.
-              const auto rest = std::chrono::duration_cast<std::chrono::milliseconds>(
-                  deadline - std::chrono::steady_clock::now());
+              const auto rest =
+                  std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady_now());
               self->request(caf::actor_cast<directory_actor>(self), rest, request_atom::value,
                             std::move(again))
                   .then(deliver_to(rp, std::move(url)), [rp](caf::error& e2) mutable {
@@ -264,7 +263,7 @@ caf::result<msg::Msg> on_request(directory_self self, msg::Msg& m) {
       url = st.cfg.hooks.heartbeat_url_for(reg->ip);
     auto rp = self->make_response_promise<msg::Msg>();
     ask_home(self, **home, std::move(m), std::move(url), rp,
-             std::chrono::steady_clock::now() + st.cfg.options.internal_timeout);
+             steady_now() + st.cfg.options.internal_timeout);
     return rp;
   }
   return std::visit(

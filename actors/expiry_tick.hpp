@@ -13,6 +13,7 @@
 
 #include "actors/deadline_book.hpp"
 #include "actors/type_ids.hpp"
+#include "clock/clock.hpp"
 
 #include <chrono>
 
@@ -34,7 +35,7 @@ template <class Self>
 void on_expiry_tick(Self self) {
   auto& st = self->state;
   st.expiry_tick_armed = false;
-  for (auto& on_timeout : st.deadlines.expire(std::chrono::steady_clock::now()))
+  for (auto& on_timeout : st.deadlines.expire(steady_now()))
     on_timeout();
   arm_expiry_tick(self);
 }

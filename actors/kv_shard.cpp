@@ -1,6 +1,6 @@
 #include "actors/kv_shard.hpp"
 
-#include "actors/clock.hpp"
+#include "clock/clock.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -25,7 +25,7 @@ void publish(self_ptr self) {
 /// wakes up when the rest are.
 void send_remote_acks(self_ptr self, bool all) {
   auto& st = self->state;
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = steady_now();
   for (auto& [sender, pairs] : st.remote_acks->take_due(now, all))
     self->send(caf::actor_cast<batch_ack_receiver_actor>(sender), ack_atom::value,
                std::move(pairs));
@@ -102,10 +102,9 @@ void answer_round_waiters(self_ptr self) {
 /// Commits; on failure retries later with backoff (its acks wait until then).
 void flush(self_ptr self) {
   auto& st = self->state;
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = steady_now();
   auto r = st.core->commit(monotonic_ms());
-  const double ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  const double ms = std::chrono::duration<double, std::milli>(steady_now() - start).count();
   st.core->note_commit_ms(ms);
   send_acks(self, r);
   if (!r.ok) {
@@ -166,10 +165,10 @@ kv_shard_actor::behavior_type kv_shard(kv_shard_actor::stateful_pointer<kv_shard
     auto& core = *self->state.core;
     const uint64_t dirty = core.durable() ? core.dirty_entries() : 0;
     if (core.durable() && dirty <= core.options().stop_snapshot_entries) {
-      const auto start = std::chrono::steady_clock::now();
+      const auto start = steady_now();
       const bool ok = core.snapshot_now(monotonic_ms(), [](auto&) {});
       spdlog::info("stop-snapshot entries={} ok={} seconds={:.3f}", dirty, ok,
-                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+                   std::chrono::duration<double>(steady_now() - start).count());
     }
     auto r = core.commit(monotonic_ms());
     if (!r.ok)

@@ -1,6 +1,6 @@
 #include "actors/sync_session.hpp"
 
-#include "actors/clock.hpp"
+#include "clock/clock.hpp"
 
 namespace lmcc::actors {
 

@@ -1,6 +1,6 @@
 #include "actors/worker_actor.hpp"
 
-#include "actors/clock.hpp"
+#include "clock/clock.hpp"
 #include "registry/handoff.hpp"
 
 #include <spdlog/spdlog.h>

@@ -7,26 +7,28 @@
 #   cmake -DROOT=/path/to/lmcc -P cmake/check_layout.cmake
 cmake_minimum_required(VERSION 3.25)
 
-set(_ours faults messages persistence cluster index registry gateway actors apps)
+set(_ours faults clock messages persistence cluster index registry gateway actors apps)
 
 set(_may_include_faults "")
+set(_may_include_clock faults)
 set(_may_include_messages faults)
-set(_may_include_persistence messages faults)
-set(_may_include_cluster messages faults)
-set(_may_include_index messages persistence cluster faults)
-set(_may_include_registry messages persistence cluster index faults)
-set(_may_include_gateway messages faults)
+set(_may_include_persistence messages clock faults)
+set(_may_include_cluster messages clock faults)
+set(_may_include_index messages persistence cluster clock faults)
+set(_may_include_registry messages persistence cluster index clock faults)
+set(_may_include_gateway messages clock faults)
 # actors/ and actors/cluster/ are one layer; the TLS transport beneath the
 # cluster port reads the node's certificates through gateway/node_tls.hpp.
-set(_may_include_actors messages persistence cluster index registry faults gateway/node_tls.hpp)
-set(_caf_free faults messages persistence cluster index registry gateway)
+set(_may_include_actors messages persistence cluster index registry clock faults
+    gateway/node_tls.hpp)
+set(_caf_free faults clock messages persistence cluster index registry gateway)
 
 if(NOT ROOT)
   message(FATAL_ERROR "check_layout.cmake: pass -DROOT=<the source folder>")
 endif()
 
 set(_violations "")
-foreach(folder faults messages persistence cluster index registry gateway actors)
+foreach(folder faults clock messages persistence cluster index registry gateway actors)
   file(GLOB_RECURSE _files RELATIVE "${ROOT}" "${ROOT}/${folder}/*.hpp" "${ROOT}/${folder}/*.cpp")
   foreach(file ${_files})
     file(STRINGS "${ROOT}/${file}" _includes REGEX "^[ \t]*#[ \t]*include[ \t]*[\"<]")

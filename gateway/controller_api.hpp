@@ -97,7 +97,7 @@ struct store_fault_settings {
   std::optional<bool> fail_all_commits;    ///< every commit fails while true
   std::optional<uint64_t> commit_delay_us; ///< a slow disk: delay before each commit
   /// Moves the node's wall clock by this many ms (negative: back), on top of
-  /// earlier jumps (actors::node_clock): an NTP step, a restored VM.
+  /// earlier jumps (node_clock, clock/clock.hpp): an NTP step, a restored VM.
   std::optional<int64_t> clock_jump_ms;
 };
 

@@ -1,5 +1,7 @@
 #include "gateway/node_tls.hpp"
 
+#include "clock/clock.hpp"
+
 #include <climits>
 
 #include <algorithm>
@@ -301,9 +303,8 @@ bool tls_stream::handshake_until(std::chrono::steady_clock::time_point deadline,
     if (s == status::failed)
       return false;
     while (true) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                            deadline - std::chrono::steady_clock::now())
-                            .count();
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady_now()).count();
       if (left <= 0) {
         mark_timed_out();
         return false;

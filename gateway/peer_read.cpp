@@ -1,5 +1,7 @@
 #include "gateway/peer_read.hpp"
 
+#include "clock/clock.hpp"
+
 #include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 
@@ -489,7 +491,7 @@ std::optional<std::vector<uint64_t>> peer_read_client::wait(call& c,
   auto& pool = idle_[c.endpoint];
   if (pool.size() < max_idle_per_peer)
     pool.push_back(std::move(c.socket));
-  if (const auto now = std::chrono::steady_clock::now(); now >= next_sweep_) {
+  if (const auto now = steady_now(); now >= next_sweep_) {
     next_sweep_ = now + sweep_interval;
     sweep_closed_locked();
   }

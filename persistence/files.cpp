@@ -1,5 +1,7 @@
 #include "persistence/files.hpp"
 
+#include "clock/clock.hpp"
+
 #include <nlohmann/json.hpp>
 #include <rocksdb/file_checksum.h>
 
@@ -287,7 +289,7 @@ expected<snapshot_info> parse_manifest(const std::string& text, const std::strin
 }
 
 std::string utc_now() {
-  std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::time_t t = static_cast<std::time_t>(wall_now());
   std::tm tm{};
   ::gmtime_r(&t, &tm);
   char buf[32];

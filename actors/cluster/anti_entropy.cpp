@@ -1,5 +1,6 @@
 #include "actors/cluster/anti_entropy.hpp"
 
+#include "clock/clock.hpp"
 #include "index/slot_copy.hpp"
 
 #include <spdlog/spdlog.h>
@@ -143,12 +144,12 @@ void compare_with(ae_self self, const cluster_table& table, node_index peer) {
   self->request(service, st.cfg.timeout, digest_atom::value, slots)
       .then(
           [self, peer, service, peer_id, slots,
-           asked_at = std::chrono::steady_clock::now()](std::vector<uint64_t>& answer) {
+           asked_at = steady_now()](std::vector<uint64_t>& answer) {
             auto& st = self->state;
             // An answer slower than a round was queued (the peer or this node
             // stood still): a burst of them after a thaw would pass for two
             // rounds in a row. Start counting again from the next round.
-            if (std::chrono::steady_clock::now() - asked_at > st.cfg.interval) {
+            if (steady_now() - asked_at > st.cfg.interval) {
               st.tracker.forget(peer);
               return;
             }

@@ -22,17 +22,18 @@
 // Context: a CAF actor; one per node, beside its gate (cluster_gate.hpp).
 #pragma once
 
-#include "actors/clock.hpp"
 #include "actors/cluster/cluster_gate.hpp"
 #include "actors/cluster/cluster_table.hpp"
 #include "actors/cluster/peer_link.hpp"
 #include "actors/cluster/slot_mover.hpp"
 #include "actors/cluster/slot_refill.hpp"
 #include "actors/type_ids.hpp"
+#include "clock/clock.hpp"
 #include "cluster/anti_entropy_logic.hpp"
 #include "cluster/cluster_options.hpp"
 #include "cluster/handshake.hpp"
 #include "cluster/membership.hpp"
+#include "cluster/peer_clock_offsets.hpp"
 #include "cluster/refill_gate.hpp"
 
 #include <caf/io/middleman_actor.hpp>
@@ -116,7 +117,8 @@ struct cluster_node_config {
   /// This node's wall clock (sent in greetings), and where each peer's
   /// offset from it is kept (the directory's forwarded deadlines use them).
   std::shared_ptr<const node_clock> clock = std::make_shared<node_clock>();
-  std::shared_ptr<peer_clock_offsets> peer_clocks = std::make_shared<peer_clock_offsets>();
+  std::shared_ptr<cluster::peer_clock_offsets> peer_clocks =
+      std::make_shared<cluster::peer_clock_offsets>();
 };
 
 struct cluster_node_state {

@@ -1,6 +1,7 @@
 #include "actors/cluster/cluster_service.hpp"
 
 #include "actors/expiry_tick.hpp"
+#include "clock/clock.hpp"
 
 #include <absl/container/flat_hash_map.h>
 #include <spdlog/spdlog.h>
@@ -141,8 +142,8 @@ cluster_service_main(cluster_service_actor::stateful_pointer<cluster_service_sta
         auto all = std::make_shared<bool>(true);
         // One deadline for the whole push, kept here rather than in CAF's
         // clock (deadline_book.hpp); past it the push is answered false.
-        const auto id = st.deadlines.add(std::chrono::steady_clock::now() + st.cfg.timeout,
-                                         [rp]() mutable { rp.deliver(false); });
+        const auto id =
+            st.deadlines.add(steady_now() + st.cfg.timeout, [rp]() mutable { rp.deliver(false); });
         arm_expiry_tick(self);
         auto answered = [self, id, rp, left, all](bool ok) mutable {
           *all = *all && ok;

@@ -2,6 +2,7 @@
 
 #include "actors/cluster/cluster_service.hpp"
 #include "actors/expiry_tick.hpp"
+#include "clock/clock.hpp"
 #include "registry/credit_gate.hpp"
 
 #include <spdlog/spdlog.h>
@@ -127,7 +128,7 @@ void forward_frames(forwarder_self self, uint16_t node, pushed_msgs msgs, bool m
     }
   };
   // The timeout is kept here, not in CAF's clock (deadline_book.hpp).
-  const auto id = st.deadlines.add(std::chrono::steady_clock::now() + st.cfg.timeout, [drop, done] {
+  const auto id = st.deadlines.add(steady_now() + st.cfg.timeout, [drop, done] {
     drop("forward-timeout");
     done();
   });

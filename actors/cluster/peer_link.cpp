@@ -1,5 +1,6 @@
 #include "actors/cluster/peer_link.hpp"
 
+#include "clock/clock.hpp"
 #include "cluster/hash.hpp"
 
 #include <spdlog/spdlog.h>
@@ -58,7 +59,7 @@ void enforce_bound(link_self self) {
 /// They stay queued and are re-sent when the peer joins again.
 uint64_t release(link_self self, bool everything) {
   auto& st = self->state;
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = steady_now();
   uint64_t released = 0;
   for (auto& [stream, q] : st.streams) {
     // Cumulative: release the longest prefix that is overdue.
@@ -129,8 +130,7 @@ void enqueue(link_self self, kv_sub_batch&& sb, caf::strong_actor_ptr sender) {
   st.queued_ops += sb.ops.size();
   const uint64_t stream = sb.stream;
   auto& q = st.streams[stream];
-  q.push_back(peer_link_state::pending{std::move(sb), std::move(sender),
-                                       std::chrono::steady_clock::now(), false});
+  q.push_back(peer_link_state::pending{std::move(sb), std::move(sender), steady_now(), false});
   if (st.peer_down) {
     // The peer is down: held for it at once (queued for its return).
     q.back().released = true;

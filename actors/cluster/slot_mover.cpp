@@ -1,6 +1,7 @@
 // slot_mover: see slot_mover.hpp.
 #include "actors/cluster/slot_mover.hpp"
 
+#include "clock/clock.hpp"
 #include "index/slot_copy.hpp"
 
 #include <spdlog/spdlog.h>
@@ -139,14 +140,14 @@ slot_mover_main(slot_mover_actor::stateful_pointer<slot_mover_state> self, slot_
         auto& st = self->state;
         // The drop itself runs on a tick once the grace is over, against the
         // table of then: a newer change in between may give the slots back.
-        st.retire_pending = slot_mover_state::retirement{
-            epoch, identity, std::chrono::steady_clock::now() + st.cfg.drop_grace};
+        st.retire_pending =
+            slot_mover_state::retirement{epoch, identity, steady_now() + st.cfg.drop_grace};
         self->delayed_send(self, st.cfg.drop_grace, tick_atom::value);
       },
       [self](tick_atom) {
         auto& st = self->state;
         st.retry_armed = false;
-        if (st.retire_pending && std::chrono::steady_clock::now() >= st.retire_pending->at) {
+        if (st.retire_pending && steady_now() >= st.retire_pending->at) {
           const uint64_t epoch = st.retire_pending->epoch;
           const uint64_t identity = st.retire_pending->identity;
           const auto table = st.cfg.board->current();
@@ -171,7 +172,7 @@ slot_mover_main(slot_mover_actor::stateful_pointer<slot_mover_state> self, slot_
           // Early (a retry's tick, or the timer a hair before `at`): again later.
           self->delayed_send(self,
                              std::chrono::duration_cast<std::chrono::milliseconds>(
-                                 st.retire_pending->at - std::chrono::steady_clock::now()) +
+                                 st.retire_pending->at - steady_now()) +
                                  std::chrono::milliseconds(1),
                              tick_atom::value);
         }

@@ -1,6 +1,7 @@
 // slot_refill: see slot_refill.hpp.
 #include "actors/cluster/slot_refill.hpp"
 
+#include "clock/clock.hpp"
 #include "index/slot_copy.hpp"
 
 #include <spdlog/spdlog.h>
@@ -121,9 +122,8 @@ void finish(refill_self self) {
   self->request(st.cfg.shard, caf::infinite, snapshot_atom::value, true).then([self](bool durable) {
     auto& st = self->state;
     st.done = true;
-    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                        std::chrono::steady_clock::now() - st.began)
-                        .count();
+    const auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(steady_now() - st.began).count();
     spdlog::info("slot-refill-done node={} slots={} copied={} entries={} skipped={} left={} "
                  "durable={} ms={}",
                  st.cfg.self_id, st.total, st.copied, st.entries, st.skipped, st.leftovers.size(),
@@ -211,7 +211,7 @@ void pump(refill_self self) {
 void start(refill_self self) {
   auto& st = self->state;
   st.started = true;
-  st.began = std::chrono::steady_clock::now();
+  st.began = steady_now();
   const auto table = st.cfg.board->current();
   for (uint32_t s = 0; s < table->owners->slot_count(); ++s)
     if (cluster::owns(*table->owners, table->self, s))

@@ -1,6 +1,6 @@
 #include "actors/cluster/worker_homes.hpp"
 
-#include "actors/clock.hpp"
+#include "clock/clock.hpp"
 #include "registry/restore_plan.hpp"
 
 #include <spdlog/spdlog.h>

@@ -1,5 +1,7 @@
 #include "apps/lmcc/memory_releaser.hpp"
 
+#include "clock/clock.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -59,14 +61,14 @@ void memory_releaser::run(std::stop_token stop) {
         why = "allocator-free";
     }
     if (why) {
-      const auto start = std::chrono::steady_clock::now();
+      const auto start = steady_now();
       const double before = rss_mib();
       malloc_trim(0);
       const double after = rss_mib();
       spdlog::info("memory-released why={} free_mib={:.0f} rss_before_mib={:.0f} "
                    "rss_after_mib={:.0f} seconds={:.3f}",
                    why, static_cast<double>(free_bytes) / (1024.0 * 1024.0), before, after,
-                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+                   std::chrono::duration<double>(steady_now() - start).count());
     }
     lock.lock();
   }

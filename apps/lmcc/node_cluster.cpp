@@ -1,6 +1,7 @@
 #include "apps/lmcc/node_cluster.hpp"
 
 #include "apps/lmcc/node_config.hpp"
+#include "clock/clock.hpp"
 #include "cluster/handshake.hpp"
 #include "faults/fault_injection.hpp"
 #include "gateway/owner_reads.hpp"
@@ -310,7 +311,7 @@ void node_cluster::start(const actors::kv_shard_actor& shard,
 void node_cluster::leave(const actors::directory_actor& directory) {
   if (!node_ || !directory)
     return;
-  const auto started = std::chrono::steady_clock::now();
+  const auto started = steady_now();
   caf::scoped_actor self{parts_.system};
   // The board shows this node out of the live set before the directory is
   // asked, so that it counts every worker it must hand over.
@@ -321,9 +322,8 @@ void node_cluster::leave(const actors::directory_actor& directory) {
   uint64_t pending = 1;
   self->request(directory, options_.cluster.failure_timeout, actors::leave_atom::value)
       .receive([&](uint64_t n) { pending = n; }, [&](caf::error&) {});
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      std::chrono::steady_clock::now() - started)
-                      .count();
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(steady_now() - started).count();
   if (pending == 0)
     spdlog::info("cluster-left node={} ms={}", options_.controller.node_id, ms);
   else
@@ -344,10 +344,10 @@ size_t node_cluster::await_joined() {
   };
   // The joins arrive on the node actor's thread; the board has no waiters,
   // and this runs once per start, so a short poll is the simple way.
-  const auto deadline = std::chrono::steady_clock::now() + options_.cluster.connect_timeout +
-                        options_.cluster.failure_timeout;
+  const auto deadline =
+      steady_now() + options_.cluster.connect_timeout + options_.cluster.failure_timeout;
   size_t left = presumed();
-  while (left > 0 && std::chrono::steady_clock::now() < deadline) {
+  while (left > 0 && steady_now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
     left = presumed();
   }
@@ -475,9 +475,9 @@ actors::holder_reads node_cluster::holders(const std::vector<uint64_t>& keys) {
   if (outcome.provisional > 0) {
     parts_.metrics.count_event("lookup_read_provisional", outcome.provisional);
     const uint64_t keys_since = provisional_since_log_ += outcome.provisional;
-    const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                            std::chrono::steady_clock::now().time_since_epoch())
-                            .count();
+    const int64_t now =
+        std::chrono::duration_cast<std::chrono::milliseconds>(steady_now().time_since_epoch())
+            .count();
     int64_t last = provisional_logged_ms_.load();
     if (now - last >= 1000 && provisional_logged_ms_.compare_exchange_strong(last, now)) {
       provisional_since_log_ -= keys_since;

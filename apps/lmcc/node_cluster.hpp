@@ -29,6 +29,8 @@
 #include "actors/cluster/tls_transport.hpp"
 #include "actors/directory.hpp"
 #include "apps/lmcc/node_options.hpp"
+#include "clock/clock.hpp"
+#include "cluster/peer_clock_offsets.hpp"
 #include "gateway/metrics.hpp"
 #include "gateway/peer_read.hpp"
 
@@ -54,7 +56,7 @@ public:
     std::shared_ptr<actors::kv_index> index;
     std::shared_ptr<actors::credit_gate> gate;
     std::shared_ptr<actors::route_board> routes;
-    std::shared_ptr<const actors::node_clock> clock;
+    std::shared_ptr<const node_clock> clock;
   };
 
   /// Resolves the secret (file or environment), reads the TLS files if any
@@ -171,8 +173,8 @@ private:
   std::atomic<uint64_t> provisional_since_log_{0};
   std::shared_ptr<actors::cluster_board> board_ = std::make_shared<actors::cluster_board>();
   /// Each peer's clock offset, measured by cluster_node, read by the directory.
-  std::shared_ptr<actors::peer_clock_offsets> peer_clocks_ =
-      std::make_shared<actors::peer_clock_offsets>();
+  std::shared_ptr<cluster::peer_clock_offsets> peer_clocks_ =
+      std::make_shared<cluster::peer_clock_offsets>();
   std::shared_ptr<actors::cluster_counters> counters_ =
       std::make_shared<actors::cluster_counters>();
   std::vector<actors::peer_link_actor> links_; ///< by node_index; null at self
@@ -198,7 +200,7 @@ private:
   /// This node's shard (start()): told of every change of the member set.
   actors::kv_shard_actor shard_;
   /// When this node started: anti-entropy's seniority (anti_entropy_logic.hpp).
-  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point started_ = steady_now();
   uint16_t port_ = 0;
   std::unique_ptr<gateway::peer_read_server> read_server_;
   std::unique_ptr<gateway::peer_read_client> read_client_;

@@ -2,6 +2,7 @@
 // node counts its primary slots; a node that does not answer is counted by the
 // next owner of its slots), the lmcc_cluster_* gauges and GET /cluster/status.
 #include "apps/lmcc/node_cluster.hpp"
+#include "clock/clock.hpp"
 
 #ifndef LMCC_VERSION
 #define LMCC_VERSION "unknown" // CMake passes the project's VERSION
@@ -253,9 +254,8 @@ std::string node_cluster::status_json() const {
   char version[17];
   std::snprintf(version, sizeof version, "%016llx",
                 static_cast<unsigned long long>(table->ring_version));
-  const auto uptime_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                             std::chrono::steady_clock::now() - started_)
-                             .count();
+  const auto uptime_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(steady_now() - started_).count();
   json out = {{"node", options_.controller.node_id},
               {"version", LMCC_VERSION},
               {"pid", static_cast<int64_t>(::getpid())},

@@ -1,6 +1,6 @@
 #include "apps/lmcc/node_restore.hpp"
 
-#include "actors/clock.hpp"
+#include "clock/clock.hpp"
 #include "index/shard_restore.hpp"
 
 #include <spdlog/spdlog.h>
@@ -63,7 +63,7 @@ node_state load_node_state(const node_options& options, actors::kv_index& index,
   const auto& c = options.controller;
   node_state state;
   state.shard.slot_stamps.assign(c.slot_count, 0);
-  state.shard.started_ms = actors::monotonic_ms();
+  state.shard.started_ms = monotonic_ms();
   state.shard.covers = std::make_shared<actors::coverage_book>(c.slot_count);
   if (!ownership.empty())
     state.shard.covers->set_ownership(ownership);
@@ -88,10 +88,10 @@ node_state load_node_state(const node_options& options, actors::kv_index& index,
                                shard.error().message);
     state.shard = std::move(*shard);
   }
-  state.shard.started_ms = actors::monotonic_ms();
+  state.shard.started_ms = monotonic_ms();
   for (const auto& problem : report.problems)
     spdlog::error("store-damage {} ", problem);
-  auto plan = actors::plan_restore(dir->workers, state.shard.holders, report, actors::wall_now());
+  auto plan = actors::plan_restore(dir->workers, state.shard.holders, report, wall_now());
   // Each location's stream goes on from where this node's copy stands.
   for (auto& w : plan.workers)
     for (const auto& location : w.record.locations)

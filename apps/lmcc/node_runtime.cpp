@@ -4,6 +4,7 @@
 #include "apps/lmcc/memory_releaser.hpp"
 #include "apps/lmcc/node_config.hpp"
 #include "apps/lmcc/thread_priority.hpp"
+#include "clock/clock.hpp"
 #include "faults/fault_injection.hpp"
 #include "gateway/http_access.hpp"
 
@@ -191,14 +192,14 @@ bool node_runtime::impl::drain_one(const Handle& h, std::string_view what) {
 void node_runtime::impl::drain() {
   if (!directory_)
     return;
-  auto start = std::chrono::steady_clock::now();
+  auto start = steady_now();
   bool ok = drain_one(router_, "ingest router");
   ok = drain_one(directory_, "workers") && ok;
   ok = drain_one(shard_, "shard") && ok;
   if (rows_)
     ok = drain_one(rows_, "rows") && ok;
   spdlog::info("node-drained committed={} inflight_ops={} seconds={:.3f}", ok, gate_->in_flight(),
-               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+               std::chrono::duration<double>(steady_now() - start).count());
 }
 
 void node_runtime::impl::route_round(std::vector<msg::Msg>& frames) {
@@ -366,9 +367,9 @@ void node_runtime::stop() {
   exit(d.router_);
   // Each phase says when it starts: a stop that hangs (a supervisor's kill
   // after its timeout) leaves in the log where it hung.
-  const auto phase_started = std::chrono::steady_clock::now();
+  const auto phase_started = steady_now();
   auto phase = [&, last = phase_started](const char* name) mutable {
-    const auto now = std::chrono::steady_clock::now();
+    const auto now = steady_now();
     spdlog::debug("node-stop-phase phase={} after_ms={}", name,
                   std::chrono::duration_cast<std::chrono::milliseconds>(now - last).count());
     last = now;
@@ -390,10 +391,9 @@ void node_runtime::stop() {
     d.cluster_->close_reads();
   phase("store");
   d.store_.reset(); // the shard and the row writer committed what they held when they exited
-  spdlog::info("node-stopped node={} ms={}", d.options_.controller.node_id,
-               std::chrono::duration_cast<std::chrono::milliseconds>(
-                   std::chrono::steady_clock::now() - phase_started)
-                   .count());
+  spdlog::info(
+      "node-stopped node={} ms={}", d.options_.controller.node_id,
+      std::chrono::duration_cast<std::chrono::milliseconds>(steady_now() - phase_started).count());
 }
 
 uint16_t node_runtime::http_port() const {
@@ -417,12 +417,11 @@ void node_runtime::on_pull_thread_start() {
 
 void node_runtime::on_request(gateway::request_socket, msg::Msg m, gateway::reply_fn reply) {
   auto& d = *impl_;
-  auto started = std::chrono::steady_clock::now();
+  auto started = steady_now();
   std::string op{msg::type_tag_of(m)};
   auto* metrics = &d.metrics_;
   actors::reply_callback done = [reply = std::move(reply), started, op, metrics](msg::Msg r) {
-    metrics->observe_request(
-        op, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    metrics->observe_request(op, std::chrono::duration<double>(steady_now() - started).count());
     reply(std::move(r));
   };
   if (std::holds_alternative<msg::BatchedP2PLookupMsg>(m) && d.reader_) {

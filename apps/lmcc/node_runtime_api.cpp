@@ -2,6 +2,7 @@
 // (orchestration, workers, stats, gauges, readiness, cluster status and
 // members, fault injection, snapshots), answered through its actors and store.
 #include "apps/lmcc/internal/node_runtime_impl.hpp"
+#include "clock/clock.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -225,7 +226,7 @@ std::future<gateway::snapshot_outcome> node_runtime::snapshot(const std::string&
     out.error = store ? "the node is loading its index" : "persistence is off on this node";
     return ready_future(std::move(out));
   }
-  auto start = std::chrono::steady_clock::now();
+  auto start = steady_now();
   // A cluster node's member set lives beside the store: it goes with it.
   auto info = store->checkpoint(dir, impl_->cluster_ ? impl_->cluster_->snapshot_files()
                                                      : std::map<std::string, std::string>{});
@@ -244,7 +245,7 @@ std::future<gateway::snapshot_outcome> node_runtime::snapshot(const std::string&
   out.files = info->files.size();
   for (const auto& f : info->files)
     out.bytes += f.size;
-  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  out.seconds = std::chrono::duration<double>(steady_now() - start).count();
   spdlog::info("snapshot-written dir={} node={} workers={} holders={} slots={} log_records={} "
                "files={} bytes={} seconds={:.3f}",
                dir, info->node_id, out.workers, out.holders, out.slots, out.log_records, out.files,

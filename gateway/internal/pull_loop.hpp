@@ -17,6 +17,7 @@
 // Private to gateway/: included by zmq_frontend.cpp only.
 #pragma once
 
+#include "clock/clock.hpp"
 #include "gateway/internal/pull_connections.hpp"
 #include "gateway/internal/socket_util.hpp"
 #include "gateway/zmq_frontend.hpp"
@@ -102,7 +103,7 @@ private:
   /// reading the rest. Bounded by pull_stop_drain: a peer that floods or
   /// ignores the half-close cannot hold the stop.
   void drain_on_stop() {
-    const auto started = std::chrono::steady_clock::now();
+    const auto started = steady_now();
     connections_.stop_holding(); // what the kernel holds is read now
     counters_.pull_holding.store(0);
     const auto deadline = started + options_.pull_stop_drain;
@@ -116,9 +117,8 @@ private:
       spdlog::warn("pull-final-drain-error error={}", e.what());
     }
     hand_over_round();
-    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                        std::chrono::steady_clock::now() - started)
-                        .count();
+    const auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(steady_now() - started).count();
     if (connections_.open() > 0)
       spdlog::warn("pull-final-drain-incomplete frames_handed_over={} connections={} still_open={} "
                    "ms={} limit_ms={}",
@@ -132,7 +132,7 @@ private:
   /// multiparts read.
   uint64_t read_queued(std::chrono::steady_clock::time_point deadline) {
     uint64_t read = 0;
-    while (std::chrono::steady_clock::now() < deadline && receive_one()) {
+    while (steady_now() < deadline && receive_one()) {
       ++read;
       if (round_.size() >= 4096)
         hand_over_round();
@@ -146,12 +146,12 @@ private:
   uint64_t catch_up(std::chrono::steady_clock::time_point deadline) {
     ingest_gate* gate = handler_.gate();
     uint64_t read = 0;
-    while (std::chrono::steady_clock::now() < deadline && !(gate && gate->exhausted())) {
+    while (steady_now() < deadline && !(gate && gate->exhausted())) {
       connections_.read_events();
       const uint64_t room = gate ? gate->room() : UINT64_MAX;
       round_credits_ = 0;
       uint64_t now_read = 0;
-      while (round_credits_ < room && std::chrono::steady_clock::now() < deadline && receive_one())
+      while (round_credits_ < room && steady_now() < deadline && receive_one())
         ++now_read;
       hand_over_round();
       read += now_read;
@@ -168,7 +168,7 @@ private:
       read += read_queued(deadline);
       // libzmq queues a connection's last frames for this socket before it
       // reports the disconnection: once none is open, all were read above.
-      const auto now = std::chrono::steady_clock::now();
+      const auto now = steady_now();
       if (connections_.open() == 0 || now >= deadline)
         return read;
       zmq::poll(items, 2,
@@ -241,8 +241,7 @@ private:
   std::chrono::milliseconds poll_timeout() const {
     if (!connections_.holding())
       return poll_interval;
-    const auto left = std::chrono::ceil<std::chrono::milliseconds>(
-        next_release_ - std::chrono::steady_clock::now());
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(next_release_ - steady_now());
     return std::clamp(left, std::chrono::milliseconds{0}, poll_interval);
   }
 
@@ -250,7 +249,7 @@ private:
     connections_.start_holding();
     counters_.pull_holding.store(1);
     counters_.pull_hold_starts.fetch_add(1);
-    next_release_ = std::chrono::steady_clock::now() + options_.pull_coalesce;
+    next_release_ = steady_now() + options_.pull_coalesce;
     multiparts_since_release_ = 0;
     spdlog::debug("pull-holding-started connections={}", connections_.open());
   }
@@ -258,7 +257,7 @@ private:
   /// Once a period: releases the held connections with bytes waiting; stops
   /// holding when a whole period brought nothing.
   void release_due() {
-    const auto now = std::chrono::steady_clock::now();
+    const auto now = steady_now();
     if (now < next_release_)
       return;
     next_release_ = now + options_.pull_coalesce;
@@ -278,10 +277,9 @@ private:
   /// multiparts make one round. It sleeps rather than polls the socket: a
   /// poll would wake for each connection's first multipart.
   void gather_released(uint64_t room) {
-    const auto until = std::chrono::steady_clock::now() + max_gather;
+    const auto until = steady_now() + max_gather;
     while (round_credits_ < room && round_credits_ < options_.pull_coalesce_ops &&
-           !stopping_.load() && std::chrono::steady_clock::now() < until &&
-           connections_.release_in_progress()) {
+           !stopping_.load() && steady_now() < until && connections_.release_in_progress()) {
       std::this_thread::sleep_for(settle);
       drain(room);
     }

@@ -5,6 +5,7 @@
 // Private to gateway/: included by zmq_frontend.cpp and its loops only.
 #pragma once
 
+#include "clock/clock.hpp"
 #include "gateway/frontend_handler.hpp"
 #include "gateway/io_lanes.hpp"
 #include "gateway/unique_fd.hpp"
@@ -90,7 +91,7 @@ public:
   /// True when a line may be written now; `suppressed` is then the number of
   /// lines swallowed since the previous one.
   bool allow(uint64_t& suppressed) {
-    const auto now = std::chrono::steady_clock::now();
+    const auto now = steady_now();
     if (logged_ && now - last_ < log_interval) {
       ++suppressed_;
       return false;

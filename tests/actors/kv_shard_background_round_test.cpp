@@ -4,9 +4,9 @@
 // records before the round are gone -- while the round itself runs in the
 // shard's bounded background steps (a refill's copies, slot_refill.hpp).
 // Links CAF (lmcc_actors).
-#include "actors/clock.hpp"
 #include "actors/kv_shard.hpp"
 #include "actors/type_ids.hpp"
+#include "clock/clock.hpp"
 #include "index/shard_restore.hpp"
 #include "tests/persistence/test_util.hpp"
 

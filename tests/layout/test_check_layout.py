@@ -26,7 +26,7 @@ def test_the_tree_keeps_its_layers():
 @pytest.fixture
 def tree(tmp_path):
     """A copy of the product folders, to break on purpose."""
-    for folder in ("faults", "messages", "persistence", "cluster", "index", "registry",
+    for folder in ("faults", "clock", "messages", "persistence", "cluster", "index", "registry",
                    "gateway", "actors"):
         shutil.copytree(ROOT / folder, tmp_path / folder)
     return tmp_path
@@ -37,7 +37,8 @@ def test_an_include_from_a_layer_above_fails_and_says_which(tree):
     result = run_check(tree)
     assert result.returncode != 0
     assert 'index/kv_index.hpp includes "registry/registry.hpp"' in result.stderr
-    assert "index/ may include only messages/, persistence/, cluster/, faults/" in result.stderr
+    assert ("index/ may include only messages/, persistence/, cluster/, clock/, faults/"
+            in result.stderr)
 
 
 def test_caf_in_a_caf_free_folder_fails(tree):
@@ -45,6 +46,14 @@ def test_caf_in_a_caf_free_folder_fails(tree):
     result = run_check(tree)
     assert result.returncode != 0
     assert "registry/probe.cpp includes <caf/all.hpp>: registry/ is CAF-free" in result.stderr
+
+
+def test_the_clock_includes_nothing_but_faults(tree):
+    (tree / "clock" / "clock.hpp").open("a").write('#include "messages/limits.hpp"\n')
+    result = run_check(tree)
+    assert result.returncode != 0
+    assert 'clock/clock.hpp includes "messages/limits.hpp": clock/ may include only faults/' \
+        in result.stderr
 
 
 def test_the_gateway_reaches_no_actor(tree):

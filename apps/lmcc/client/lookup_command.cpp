@@ -1,6 +1,7 @@
 #include "apps/lmcc/client/lookup_command.hpp"
 
 #include "apps/lmcc/client/lookup_view.hpp"
+#include "clock/clock.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -43,9 +44,9 @@ int run_lookup(const client_options& options, const std::string& source, std::is
     return exit_usage;
   std::vector<fetched> failures;
   for (const auto& endpoint : *endpoints) {
-    const auto started = std::chrono::steady_clock::now();
+    const auto started = steady_now();
     auto answer = post_json(endpoint, "/lookup", body, *settings);
-    const auto elapsed = std::chrono::steady_clock::now() - started;
+    const auto elapsed = steady_now() - started;
     if (!answer.ok() || !answer.body->is_object() || !answer.body->contains("layout_info")) {
       if (answer.ok())
         answer.error = "answered POST /lookup without a layout_info";

@@ -1,6 +1,7 @@
 #include "apps/lmcc/client/workers_command.hpp"
 
 #include "apps/lmcc/client/workers_view.hpp"
+#include "clock/clock.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -77,9 +78,7 @@ int run_workers(const client_options& options, std::ostream& out, std::ostream& 
     out << body.dump(2) << "\n";
     return exit_ok;
   }
-  const double now_s =
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  render_workers_table(body, now_s, out);
+  render_workers_table(body, wall_now(), out);
   return exit_ok;
 }
 

@@ -17,6 +17,7 @@
 #include "apps/lmcc/node_cluster.hpp"
 #include "apps/lmcc/node_restore.hpp"
 #include "apps/lmcc/node_runtime.hpp"
+#include "clock/clock.hpp"
 #include "gateway/control_channel.hpp"
 #include "gateway/http_api.hpp"
 #include "gateway/io_lanes.hpp"
@@ -70,7 +71,7 @@ public:
   std::shared_ptr<actors::route_board> routes_ = std::make_shared<actors::route_board>();
   /// The node's wall clock (POST /admin/faults can jump it, in a build with
   /// fault injection).
-  std::shared_ptr<actors::node_clock> clock_ = std::make_shared<actors::node_clock>();
+  std::shared_ptr<node_clock> clock_ = std::make_shared<node_clock>();
   std::shared_ptr<actors::shard_monitor> shard_monitor_ = std::make_shared<actors::shard_monitor>();
   /// Shared so that actors reach it through weak pointers: a directory still
   /// working through its mailbox while the node stops (a deregistration, the

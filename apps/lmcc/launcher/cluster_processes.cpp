@@ -3,6 +3,7 @@
 // exit, and stopping them all (the launcher's loop is cluster_command.cpp).
 #include "apps/lmcc/launcher/cluster_layout.hpp"
 #include "apps/lmcc/launcher/internal/cluster_launcher.hpp"
+#include "clock/clock.hpp"
 
 #include <algorithm>
 #include <array>
@@ -18,7 +19,7 @@ namespace lmcc::apps {
 namespace {
 
 std::string local_time_text() {
-  std::time_t now = std::time(nullptr);
+  std::time_t now = static_cast<std::time_t>(wall_now());
   std::tm parts{};
   localtime_r(&now, &parts);
   std::array<char, 32> text{};

@@ -3,6 +3,7 @@
 // and does the restart on SIGUSR1 (cluster_command.cpp); this command sends
 // the signal and follows the launcher's event log until the restart ends.
 #include "apps/lmcc/launcher/cluster_command.hpp"
+#include "clock/clock.hpp"
 
 #include <cerrno>
 #include <csignal>
@@ -58,7 +59,7 @@ int run_cluster_restart(const fs::path& data_dir, std::chrono::seconds timeout, 
         << "): " << std::strerror(errno) << "\n";
     return 2;
   }
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const auto deadline = steady_now() + timeout;
   std::string partial;
   for (;;) {
     std::ifstream in(events, std::ios::binary);
@@ -89,7 +90,7 @@ int run_cluster_restart(const fs::path& data_dir, std::chrono::seconds timeout, 
       err << "lmcc cluster restart: the launcher (pid " << *pid << ") exited\n";
       return 1;
     }
-    if (std::chrono::steady_clock::now() >= deadline) {
+    if (steady_now() >= deadline) {
       err << "lmcc cluster restart: no rolling-restart-done within " << timeout.count()
           << " s (the launcher goes on; see " << events.string() << ")\n";
       return 1;

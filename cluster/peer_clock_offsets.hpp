@@ -1,70 +1,21 @@
-// clock: the one place actor code reads the time.
+// peer_clock_offsets: how far each peer's wall clock is from this node's.
 //
-// The actor-free state classes (registry, full_sync_session, ...) take `now`
-// as an argument, so tests drive time; the actors read it here and pass it in.
-// LMCache reports times as float seconds since the Unix epoch.
+//   offsets.add_sample(peer, their_wall_ms - our_wall_ms);
+//   const auto deadline_there = deadline_here + offsets.of(peer);
 //
-// Thread-safety: thread-safe.
+// Context: shared by the cluster node (which samples the greetings) and the
+// directory (which forwards requests with deadlines). CAF-free.
 #pragma once
-
-#include "faults/fault_injection.hpp"
 
 #include <absl/container/flat_hash_map.h>
 
 #include <algorithm>
 #include <array>
-#include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <string>
 
-namespace lmcc::actors {
-
-/// Seconds since the Unix epoch, as LMCache's time.time().
-inline double wall_now() {
-  using namespace std::chrono;
-  return duration<double>(system_clock::now().time_since_epoch()).count();
-}
-
-/// Milliseconds of the monotonic clock (intervals, timeouts, snapshot cadence).
-inline uint64_t monotonic_ms() {
-  using namespace std::chrono;
-  return static_cast<uint64_t>(
-      duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count());
-}
-
-/// Seconds of the monotonic clock: what interval checks compare (a session's
-/// idle time, a worker's silence), so that the wall clock jumping (an NTP
-/// step, a VM restored) neither reaps every worker nor fails every sync.
-inline double monotonic_s() {
-  using namespace std::chrono;
-  return duration<double>(steady_clock::now().time_since_epoch()).count();
-}
-
-/// The wall clock as one node reads it: the system clock plus an offset that
-/// fault injection moves (`clock_jump_ms` in POST /admin/faults; chaos tests
-/// jump one node's clock; always 0 in a build without fault injection). The
-/// wall clock serves what is reported (LMCache's timestamps), registration
-/// order (cluster/hlc.hpp is made for jumps) and deadlines between nodes
-/// (corrected by each peer's measured offset, cluster_table.hpp); never an
-/// interval.
-///
-/// Thread-safety: thread-safe.
-class node_clock {
-public:
-  /// Seconds since the Unix epoch, as LMCache's time.time().
-  double wall_s() const noexcept { return wall_now() + static_cast<double>(offset_ms()) / 1000.0; }
-  uint64_t wall_ms() const noexcept { return static_cast<uint64_t>(wall_s() * 1000.0); }
-  /// The injected offset in ms (the sum of the jumps).
-  int64_t offset_ms() const noexcept { return injected_.ms(); }
-  /// What jumps the clock: `injected().jump(by)` moves it by `by` (negative:
-  /// back), on top of earlier jumps. Only a build with fault injection can.
-  faults::clock_offset& injected() noexcept { return injected_; }
-
-private:
-  faults::clock_offset injected_;
-};
+namespace lmcc::cluster {
 
 /// Each peer's wall clock minus this node's, in ms, as measured from the
 /// wall time its greetings carry (cluster_node.hpp). A request forwarded to a
@@ -132,4 +83,4 @@ private:
   absl::flat_hash_map<std::string, peer_samples> by_peer_;
 };
 
-} // namespace lmcc::actors
+} // namespace lmcc::cluster

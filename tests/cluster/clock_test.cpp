@@ -1,7 +1,8 @@
 // node_clock (injected jumps, in a build with fault injection) and
 // peer_clock_offsets (a peer's offset from greetings whose delays vary):
-// CAF-free, linked with lmcc_registry.
-#include "actors/clock.hpp"
+// CAF-free, linked with lmcc_cluster.
+#include "clock/clock.hpp"
+#include "cluster/peer_clock_offsets.hpp"
 
 #if defined(CAF_VERSION)
 #error "clock pulls in CAF"
@@ -25,7 +26,7 @@ TEST(node_clock, jumps_add_up_and_move_the_wall_clock_only) {
 #endif
 
 TEST(peer_clock_offsets, delayed_greetings_do_not_lower_the_estimate) {
-  peer_clock_offsets p;
+  cluster::peer_clock_offsets p;
   EXPECT_EQ(p.of("n2"), 0);                // unknown: clocks taken as in step
   EXPECT_TRUE(p.add_sample("n2", -5'000)); // first known, 5 s off: worth a log line
   EXPECT_FALSE(p.add_sample("n2", -5'001));
@@ -47,7 +48,7 @@ TEST(peer_clock_offsets, a_peer_ahead_counts_from_its_first_greeting) {
   // A node that just started knows a peer far ahead from one greeting: a
   // sample is the offset minus the greeting's delay, never above it, so
   // using it cannot make a deadline later than the peer's clock allows.
-  peer_clock_offsets p;
+  cluster::peer_clock_offsets p;
   p.add_sample("n2", 472'660);
   EXPECT_EQ(p.of("n2"), 472'660);
   p.add_sample("n3", 800); // within the deadband: in step
@@ -55,7 +56,7 @@ TEST(peer_clock_offsets, a_peer_ahead_counts_from_its_first_greeting) {
 }
 
 TEST(peer_clock_offsets, clocks_within_a_second_count_as_in_step) {
-  peer_clock_offsets p;
+  cluster::peer_clock_offsets p;
   for (int i = 0; i < 8; ++i)
     p.add_sample("n2", -900);
   EXPECT_EQ(p.of("n2"), 0);
@@ -64,12 +65,12 @@ TEST(peer_clock_offsets, clocks_within_a_second_count_as_in_step) {
 }
 
 TEST(peer_clock_offsets, a_step_ahead_counts_at_once_a_step_back_after_the_window) {
-  peer_clock_offsets p;
-  for (size_t i = 0; i < peer_clock_offsets::min_samples; ++i)
+  cluster::peer_clock_offsets p;
+  for (size_t i = 0; i < cluster::peer_clock_offsets::min_samples; ++i)
     p.add_sample("n2", 0);
   EXPECT_TRUE(p.add_sample("n2", 600'000)); // noticed (and logged by the caller)
   EXPECT_EQ(p.of("n2"), 600'000);
-  for (size_t i = 0; i + 1 < peer_clock_offsets::window; ++i) {
+  for (size_t i = 0; i + 1 < cluster::peer_clock_offsets::window; ++i) {
     EXPECT_FALSE(p.add_sample("n2", -2));
     EXPECT_EQ(p.of("n2"), 600'000);
   }
