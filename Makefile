@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
 CMAKE_GENERATOR ?= Ninja
 
-.PHONY: deps build test run run-node test-asan fuzz fuzz-merge bench format clean chaos chaos-planted soak \
+.PHONY: deps configure lmcc build test run run-node test-asan fuzz fuzz-merge bench format clean chaos chaos-planted soak \
   check-release-build
 
 deps:
@@ -16,9 +16,16 @@ deps:
 # The test build: fault injection (/admin/faults, lmcc_planted_bug) is built in,
 # as the integration, chaos and soak suites need it. A release build (the
 # CMake default, the Dockerfile) leaves it out: `make check-release-build`.
-build: deps
-	cmake -S . -B $(BUILD_DIR) -G $(CMAKE_GENERATOR) -DCMAKE_BUILD_TYPE=Release -DLMCC_FAULT_INJECTION=ON
+build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+configure: deps
+	cmake -S . -B $(BUILD_DIR) -G $(CMAKE_GENERATOR) -DCMAKE_BUILD_TYPE=Release -DLMCC_FAULT_INJECTION=ON
+
+# Only the `lmcc` executable (what `make run` and `make run-node` start): about
+# half of a full build, which adds the tests, lmcc-bench and the fuzz smoke tests.
+lmcc: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target lmcc
 
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 600
@@ -43,12 +50,12 @@ check-release-build: deps
 # +1, ROUTER +2, heartbeat +3, cluster +4; configs, data and logs in
 # ./lmcc-cluster, so a second `make run` restarts the same cluster from its
 # data); Ctrl-C stops every node cleanly.
-run: build
+run: lmcc
 	./$(BUILD_DIR)/lmcc cluster up --nodes 3 --data-dir ./lmcc-cluster --host 127.0.0.1
 
 # One controller node on loopback with LMCache's default ports (HTTP 9000,
 # PULL 8300, ROUTER 8400, heartbeat 8082), as LMCache's own controller runs.
-run-node: build
+run-node: lmcc
 	./$(BUILD_DIR)/lmcc node --host 127.0.0.1
 
 # Seeded fault schedules against a local three-node cluster (tests/chaos/chaos.py):

@@ -102,13 +102,16 @@ def test_nothing_deploy_ships_turns_fault_injection_on():
 
 
 def test_the_test_build_turns_it_on():
-    """The integration, chaos and soak suites inject faults: `make build` (which
-    `make test`, `make run` and CI's .ci/run go through) and `make test-asan`
-    build them in; `make check-release-build` does not."""
-    for target in ("build", "test-asan"):
+    """The integration, chaos and soak suites inject faults: `make configure`
+    (which `make build`, `make test`, `make run` and CI's .ci/run go through)
+    and `make test-asan` build them in; `make check-release-build` does not."""
+    for target in ("configure", "test-asan"):
         values = option_values(makefile_recipe(target))
         assert values and all(cmake_true(v) for v in values), target
-    assert re.search(r"^test:\s.*\bbuild\b", (REPO / "Makefile").read_text(), re.M)
+    makefile = (REPO / "Makefile").read_text()
+    for target, needs in (("build", "configure"), ("lmcc", "configure"), ("test", "build"),
+                          ("run", "lmcc"), ("run-node", "lmcc")):
+        assert re.search(rf"^{target}:\s.*\b{needs}\b", makefile, re.M), (target, needs)
     assert "make test" in (REPO / ".ci" / "run").read_text()
     release = makefile_recipe("check-release-build")
     assert cmake_configures(joined_lines(release))

@@ -43,7 +43,7 @@ std::string show(const json& j) {
 json to_json_value(sj::value& v, int depth) {
   if (depth > max_compared_depth)
     throw too_deep_to_compare{};
-  sj::json_type type;
+  sj::json_type type{}; // set by get() unless check() throws; GCC at -O1 cannot tell
   check(v.type().get(type));
   switch (type) {
   case sj::json_type::object: {
