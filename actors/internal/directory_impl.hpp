@@ -1,10 +1,13 @@
 // directory_impl: what the directory's files share: the logic's effects as
 // actors and hooks (directory_effects), this node's wall clock, publishing a
-// registry change, and the request answerer. directory.cpp is the actor
-// (behaviour, replication from peers, stats); directory_requests.cpp answers
-// requests here or forwards them to the worker's home node.
+// registry change, and the handlers each file implements. By concept:
+// directory.cpp is the actor (its behaviour, local registrations and
+// heartbeats, stats); directory_requests.cpp answers requests here or forwards
+// them to the worker's home node; directory_replication.cpp keeps the peers'
+// copies of the registry alike; actors/cluster/worker_homes.cpp moves worker
+// entities between nodes.
 //
-// Private to actors/: included by directory.cpp and directory_requests.cpp only.
+// Private to actors/: included by the directory's files only.
 #pragma once
 
 #include "actors/cluster/worker_homes.hpp"
@@ -12,6 +15,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace lmcc::actors {
 
@@ -112,6 +116,32 @@ void tell_home_heard(directory_self self, uint64_t uid);
 /// Schedules the flush_atom that sends both of the above (next in the
 /// mailbox when the delay is 0).
 void schedule_heartbeat_flush(directory_self self);
+
+// -- replication between nodes (directory_replication.cpp) -----------------------
+
+/// A row from the worker's home, on its own or among gathered heartbeat rows.
+void apply_peer_row(directory_self self, const persistence::worker_row& row);
+/// Workers homed here that heartbeated at another node (heard_atom).
+void on_heard_elsewhere(directory_self self, std::vector<uint64_t>& uids);
+/// Sends the gathered heartbeat rows to the peers and heard workers to their
+/// homes (flush_atom).
+void flush_heartbeats(directory_self self);
+/// A worker's sync phase, from its entity here or a peer's copy.
+void on_sync_state(directory_self self, uint64_t uid, sync_phase phase, uint64_t missing);
+/// A full sync the worker owes, proven here or told by a peer.
+void on_resync(directory_self self, uint64_t uid, const std::string& reason);
+/// A location the worker reported, here or at its home.
+void on_location(directory_self self, uint64_t uid, const std::string& location);
+/// A deregistration at the worker's home.
+void on_row_delete(directory_self self, uint64_t uid, uint64_t incarnation);
+/// A peer (re)joined: it gets the rows, phases and proofs it needs from here.
+void send_directory_to(directory_self self, const caf::actor& peer_directory);
+/// A node back empty lost `lost_slots` slots: every worker is asked to resync.
+void on_slots_lost(directory_self self, uint64_t lost_slots);
+/// A peer's whole directory (send_directory_to at the peer).
+void on_directory_sync(directory_self self, const std::string& from, uint64_t ring_version,
+                       const std::vector<persistence::worker_row>& rows,
+                       const std::vector<worker_tombstone>& tombstones, bool complete);
 
 /// In a cluster, the directory of the worker's home node when that is another
 /// node (directory_requests.cpp).
