@@ -1,4 +1,5 @@
 #include "actors/cluster/cluster_gate.hpp"
+
 #include "actors/cluster/cluster_node.hpp"
 
 #include <spdlog/spdlog.h>
