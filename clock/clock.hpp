@@ -41,15 +41,14 @@ inline double wall_now() {
 inline uint64_t monotonic_ms() {
   using namespace std::chrono;
   return static_cast<uint64_t>(
-      duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count());
+      duration_cast<milliseconds>(steady_now().time_since_epoch()).count());
 }
 
 /// Seconds of the monotonic clock: what interval checks compare (a session's
 /// idle time, a worker's silence), so that the wall clock jumping (an NTP
 /// step, a VM restored) neither reaps every worker nor fails every sync.
 inline double monotonic_s() {
-  using namespace std::chrono;
-  return duration<double>(steady_clock::now().time_since_epoch()).count();
+  return std::chrono::duration<double>(steady_now().time_since_epoch()).count();
 }
 
 /// The wall clock as one node reads it: the system clock plus an offset that

@@ -24,7 +24,6 @@
 #include "cluster/anti_entropy_logic.hpp"
 #include "index/kv_index.hpp"
 
-#include <map>
 #include <memory>
 #include <span>
 
