@@ -184,7 +184,8 @@ struct worker_config {
   /// through a freeze or a restart) and be taken for the new process's;
   /// one LMCache controller reads a worker's frames from one queue and does
   /// not see that order (stale entries would be kept). Guarded by
-  /// worker_logic_test's in_a_cluster_a_gap_after_a_reregistration_proves_old_frames_or_a_loss.
+  /// worker_logic_cluster_test's
+  /// in_a_cluster_a_gap_after_a_reregistration_proves_old_frames_or_a_loss.
   bool strict_after_reregistration = false;
   /// This node's directory made the registration (a new worker, or one
   /// restored from this node's disk) rather than a peer's: a frame read here

@@ -77,6 +77,11 @@ inline worker_config config(uint32_t destinations = 1) {
 }
 
 /// A batch of `location` with ops on keys 1.. carrying seq first, first+1, ...
+/// A FullSyncStartMsg of worker (A, 0) for `location`: 4000 keys in 2 batches.
+inline msg::FullSyncStartMsg sync_start(std::string sync_id, std::string location = "cpu") {
+  return msg::FullSyncStartMsg{"A", 0, std::move(location), std::move(sync_id), 4000, 2};
+}
+
 inline pushed_msg batch(const std::string& location, uint64_t first, size_t n,
                         uint64_t credits = 0) {
   msg::BatchedKVOperationMsg b{"A", 0, location, {}};
