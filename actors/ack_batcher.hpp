@@ -9,12 +9,14 @@
 //
 //   ack_batcher<caf::strong_actor_ptr> acks{20ms};
 //   acks.add(sender, stream, number);                 // after a commit
-//   for (auto& [to, pairs] : acks.take_due(now, false)) send(to, pairs);
+//   for (auto& [to, batch] : acks.take_due(now, false)) send(to, batch);
 //   if (auto at = acks.next_due()) wake up at *at and take_due again;
 //
 // Context: owned by one actor (the shard); not thread-safe. CAF-free, time
 // passed in.
 #pragma once
+
+#include "cluster/wire.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -44,10 +46,10 @@ public:
     n = std::max(n, number);
   }
 
-  /// One sender's due acks: stream, number, stream, number, ... (streams ascending).
+  /// One sender's due acks, streams ascending.
   struct batch {
     Sender sender;
-    std::vector<uint64_t> pairs;
+    std::vector<cluster::stream_ack> acks;
   };
 
   /// The acks of every sender whose last batch is `delay` old (or never
@@ -58,11 +60,9 @@ public:
       if (h.numbers.empty() || (!all && h.last_sent && now - *h.last_sent < delay_))
         continue;
       batch b{h.sender, {}};
-      b.pairs.reserve(h.numbers.size() * 2);
-      for (const auto& [stream, number] : h.numbers) {
-        b.pairs.push_back(stream);
-        b.pairs.push_back(number);
-      }
+      b.acks.reserve(h.numbers.size());
+      for (const auto& [stream, number] : h.numbers)
+        b.acks.push_back({stream, number});
       h.numbers.clear();
       h.last_sent = now;
       out.push_back(std::move(b));

@@ -267,11 +267,7 @@ directory_main(directory_actor::stateful_pointer<directory_state> self, director
       [self](handoff_atom, uint64_t uid) { return answer_handoff(self, uid); },
       [self](forward_atom, pushed_msgs& msgs) { return_frames(self, std::move(msgs)); },
       [self](leave_atom) { return await_handoffs(self); },
-      [self](row_put_atom, const std::string& from, uint64_t ring_version,
-             const std::vector<persistence::worker_row>& rows,
-             const std::vector<worker_tombstone>& tombstones, bool complete) {
-        on_directory_sync(self, from, ring_version, rows, tombstones, complete);
-      },
+      [self](row_put_atom, const directory_listing& listing) { on_directory_sync(self, listing); },
   };
 }
 

@@ -75,12 +75,10 @@ using directory_actor = directory_feedback_actor::extend<
     // A peer (re)joined: send it every worker homed here (its copy may have
     // missed registrations and deregistrations while it was away).
     caf::reacts_to<peer_atom, caf::actor>,
-    // From node `id` with ring version `v`: every worker homed there; if the
-    // list is complete (the last field), replicas of its workers not in it
-    // were deregistered meanwhile (when this node's ring version is `v` too,
-    // i.e. both place homes alike).
-    caf::reacts_to<row_put_atom, std::string, uint64_t, std::vector<persistence::worker_row>,
-                   std::vector<worker_tombstone>, bool>,
+    // A peer's directory; if the list is complete, replicas of its workers
+    // not in it were deregistered meanwhile (when this node's ring version
+    // is the listing's too, i.e. both place homes alike).
+    caf::reacts_to<row_put_atom, directory_listing>,
     // Liveness changed (from the cluster node): worker homes may have moved
     // (worker_homes.hpp).
     caf::reacts_to<ring_atom>,
@@ -155,14 +153,13 @@ struct directory_config {
   /// for workers homed elsewhere before it tells their homes (at most a
   /// quarter of lmcache_worker_timeout; cluster_options). 0: at once.
   std::chrono::milliseconds heartbeat_replication_delay{1000};
-  /// A planted bug (chaos-checker tests, lmcc_planted_bug; absent in a build
-  /// without fault injection): a takeover forgets the worker's seq
-  /// watermarks, so a gap across it goes unnoticed (marks turned `resynced`:
-  /// the first op is not checked). Default: off
-  faults::planted_flag planted_forget_marks;
-  /// A planted bug (lmcc_planted_bug 4): a peer that comes back is not told
-  /// the full syncs owed by the workers homed here. Default: off
-  faults::planted_flag planted_no_owed_resend;
+  /// The planted bug of a test build (fault_injection.hpp; empty in a
+  /// release build): forget_watermark makes a takeover forget the worker's
+  /// seq watermarks, so a gap across it goes unnoticed (marks turned
+  /// `resynced`: the first op is not checked); no_owed_resend keeps a peer
+  /// that comes back from being told the full syncs owed by the workers
+  /// homed here. Default: none
+  [[no_unique_address]] faults::planted_bugs planted;
   /// A cluster: how long one attempt of a request forwarded to the worker's
   /// home waits before it is asked again (the home may have died unnoticed).
   std::chrono::milliseconds home_request_timeout{2'500};

@@ -50,19 +50,15 @@ void retire_older_holders(directory_self self, std::span<const uint64_t> uids,
   auto& st = self->state;
   if (!st.cfg.cluster || st.cfg.home_destination >= st.cfg.shards.size())
     return;
-  std::vector<uint64_t> pairs;
-  pairs.reserve(2 * (uids.size() + buried.size()));
+  std::vector<cluster::registration_ref> known;
+  known.reserve(uids.size() + buried.size());
   for (uint64_t uid : uids)
-    if (const auto* rec = st.logic->reg().record(uid)) {
-      pairs.push_back(uid);
-      pairs.push_back(rec->incarnation);
-    }
-  for (const auto& t : buried) {
-    pairs.push_back(t.uid);
-    pairs.push_back(t.incarnation + 1);
-  }
-  if (!pairs.empty())
-    self->send(st.cfg.shards[st.cfg.home_destination], retire_atom::value, std::move(pairs));
+    if (const auto* rec = st.logic->reg().record(uid))
+      known.push_back({uid, rec->incarnation});
+  for (const auto& t : buried)
+    known.push_back({t.uid, t.incarnation + 1});
+  if (!known.empty())
+    self->send(st.cfg.shards[st.cfg.home_destination], retire_atom::value, std::move(known));
 }
 
 /// The message being handled came from another node's actor (a replica's
@@ -277,25 +273,26 @@ void send_directory_to(directory_self self, const caf::actor& peer_directory) {
   // The rows of the workers homed here, and of those homed at the peer
   // now: registered while it was away, their home moved to it when it
   // came back, so nobody else would tell it of them.
-  std::vector<persistence::worker_row> rows;
+  directory_listing listing;
   std::vector<const worker_record*> home;
   for (const auto* rec : st.logic->reg().all_workers())
     if (st.logic->is_home(rec->uid) || (peer_index && table->home_of(rec->uid) == *peer_index)) {
-      rows.push_back(to_row(*rec));
+      listing.rows.push_back(to_row(*rec));
       home.push_back(rec);
     }
-  const std::string self_id = table->members[table->self].address.id;
-  auto tombstones = st.logic->tombstones(wall_ms(self));
-  spdlog::info("directory-sync-sent node={} workers={} tombstones={}", self_id, rows.size(),
-               tombstones.size());
-  self->send(peer, row_put_atom::value, self_id, table->ring_version, std::move(rows),
-             std::move(tombstones), st.cfg.lists_complete);
+  listing.node_id = table->members[table->self].address.id;
+  listing.ring_version = table->ring_version;
+  listing.tombstones = st.logic->tombstones(wall_ms(self));
+  listing.complete = st.cfg.lists_complete;
+  spdlog::info("directory-sync-sent node={} workers={} tombstones={}", listing.node_id,
+               listing.rows.size(), listing.tombstones.size());
+  self->send(peer, row_put_atom::value, std::move(listing));
   for (const auto* rec : home) {
     for (const auto& loc : rec->locations)
       self->send(peer, location_atom::value, rec->uid, loc);
     if (rec->sync != sync_phase::none)
       self->send(peer, sync_state_atom::value, rec->uid, rec->sync, rec->missing_batches);
-    if (!rec->resync_reason.empty() && !st.cfg.planted_no_owed_resend.on())
+    if (!rec->resync_reason.empty() && !st.cfg.planted.is(faults::planted_bug::no_owed_resend))
       self->send(peer, resync_atom::value, rec->uid, rec->resync_reason);
   }
 }
@@ -311,9 +308,8 @@ void on_slots_lost(directory_self self, uint64_t lost_slots) {
   publish_heartbeats(self);
 }
 
-void on_directory_sync(directory_self self, const std::string& from, uint64_t ring_version,
-                       const std::vector<persistence::worker_row>& rows,
-                       const std::vector<worker_tombstone>& tombstones, bool complete) {
+void on_directory_sync(directory_self self, const directory_listing& listing) {
+  const auto& [from, ring_version, rows, tombstones, complete] = listing;
   auto& st = self->state;
   if (!st.cfg.cluster)
     return;

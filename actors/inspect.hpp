@@ -1,7 +1,9 @@
-// inspect: CAF 0.17 `inspect` overloads for every value type that crosses
-// nodes (type_ids.hpp registers them), so CAF's binary serializer (and the
-// middleman) can carry them. Each lives in its type's namespace for ADL; the
-// modules that define the types stay CAF-free.
+// inspect: CAF 0.17 `inspect` overloads for the value types that cross nodes
+// and are defined in the CAF-free folders for their own use (type_ids.hpp
+// registers them), so CAF's binary serializer (and the middleman) can carry
+// them. Each lives in its type's namespace for ADL; the modules that define
+// the types stay CAF-free. The records only the cluster's messages use are
+// declared with their inspect in cluster/wire.hpp.
 //
 // - wire_int keeps its sign bit apart from its 64-bit pattern (2^64-1 and -1
 //   stay distinct, as on the LMCache wire).
@@ -12,10 +14,13 @@
 // Context: header-only; include through actors/type_ids.hpp.
 #pragma once
 
+#include "cluster/wire.hpp"
+#include "index/slot_copy.hpp"
 #include "index/sub_batch.hpp"
 #include "messages/codec_msgpack.hpp"
 #include "persistence/records.hpp"
 #include "persistence/schema.hpp"
+#include "registry/directory_logic.hpp"
 #include "registry/registry.hpp"
 #include "registry/worker_logic.hpp"
 
@@ -142,6 +147,26 @@ typename Inspector::result_type inspect(Inspector& f, kv_sub_batch& x) {
            x.durable_seq, record, load);
 }
 
+/// A slot's copy crosses field by field: a refill or a move sends every slot
+/// once, anti-entropy a few a round, so its size is what matters, and it is
+/// checked where it is used (check_slot_copy), not where it is read.
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, holder_slot_copy& x) {
+  return f(caf::meta::type_name("lmcc.holder_slot_copy"), x.holder, x.worker_uid, x.certain, x.pos,
+           x.keys);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, slot_copy& x) {
+  return f(caf::meta::type_name("lmcc.slot_copy"), x.slot, x.complete, x.holders);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, copy_outcome& x) {
+  return f(caf::meta::type_name("lmcc.copy_outcome"), x.installed, x.waiting, x.changed,
+           x.conflicts, x.unresolved, x.still_blank);
+}
+
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, pushed_msg& x) {
   return f(caf::meta::type_name("lmcc.pushed_msg"), x.msg, x.credits, x.read_under, x.forwarded);
@@ -160,6 +185,12 @@ typename Inspector::result_type inspect(Inspector& f, worker_tombstone& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_handoff& x) {
   return f(caf::meta::type_name("lmcc.worker_handoff"), x.uid, x.status, x.marks, x.resync_reason);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, directory_listing& x) {
+  return f(caf::meta::type_name("lmcc.directory_listing"), x.node_id, x.ring_version, x.rows,
+           x.tombstones, x.complete);
 }
 
 template <class Inspector>

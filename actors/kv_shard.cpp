@@ -26,9 +26,8 @@ void publish(self_ptr self) {
 void send_remote_acks(self_ptr self, bool all) {
   auto& st = self->state;
   const auto now = steady_now();
-  for (auto& [sender, pairs] : st.remote_acks->take_due(now, all))
-    self->send(caf::actor_cast<batch_ack_receiver_actor>(sender), ack_atom::value,
-               std::move(pairs));
+  for (auto& [sender, acks] : st.remote_acks->take_due(now, all))
+    self->send(caf::actor_cast<batch_ack_receiver_actor>(sender), ack_atom::value, std::move(acks));
   if (auto due = st.remote_acks->next_due(); due && !st.remote_ack_scheduled) {
     st.remote_ack_scheduled = true;
     self->delayed_send(self, std::max<std::chrono::steady_clock::duration>(*due - now, {}),
@@ -259,28 +258,33 @@ kv_shard_actor::behavior_type kv_shard(kv_shard_actor::stateful_pointer<kv_shard
         return rp;
       },
       [self](marks_atom, uint64_t worker_uid) { return self->state.core->marks_of(worker_uid); },
-      [self](repair_atom, uint64_t slot, const std::vector<uint64_t>& flat) {
-        const uint64_t changed = self->state.core->repair_slot(static_cast<uint32_t>(slot), flat);
-        spdlog::info("slot-repaired slot={} entries={} changed={}", slot, flat.size() / 2, changed);
+      [self](repair_atom, uint64_t slot) {
+        auto& core = *self->state.core;
+        if (slot >= core.options().slot_count)
+          return;
+        const uint64_t changed = core.repair_slot(static_cast<uint32_t>(slot), {});
+        spdlog::info("slot-emptied slot={} changed={}", slot, changed);
       },
-      [self](copy_atom, uint64_t slot) {
-        return encode_slot_copy(self->state.core->copy_of(static_cast<uint32_t>(slot)));
+      [self](copy_atom, uint64_t slot) -> caf::result<slot_copy> {
+        auto& core = *self->state.core;
+        if (slot >= core.options().slot_count)
+          return caf::make_error(caf::sec::invalid_argument,
+                                 "slot " + std::to_string(slot) + " out of range");
+        return core.copy_of(static_cast<uint32_t>(slot));
       },
-      [self](install_atom, const std::vector<uint64_t>& words) {
+      [self](install_atom, const slot_copy& copy) {
         auto& st = self->state;
-        auto decoded = decode_slot_copy(words, st.core->options().slot_count);
-        if (const auto* why = std::get_if<std::string>(&decoded)) {
-          spdlog::warn("slot-copy-refused error={}", *why);
-          return std::vector<uint64_t>{};
+        if (auto why = check_slot_copy(copy, st.core->options().slot_count); !why.empty()) {
+          spdlog::warn("slot-copy-refused slot={} error={}", copy.slot, why);
+          return copy_outcome{};
         }
-        const auto& copy = std::get<slot_copy>(decoded);
         const auto outcome = st.core->install(copy);
         if (outcome.installed > 0 || !outcome.conflicts.empty())
           spdlog::info("slot-copy-installed slot={} holders={} changed={} waiting={} conflicts={}",
                        copy.slot, outcome.installed, outcome.changed, outcome.waiting,
                        outcome.conflicts.size());
         publish(self);
-        return encode_copy_outcome(outcome);
+        return outcome;
       },
       [self](members_atom, const std::vector<uint64_t>& words) {
         self->state.core->set_ownership_words(words);
@@ -294,8 +298,8 @@ kv_shard_actor::behavior_type kv_shard(kv_shard_actor::stateful_pointer<kv_shard
       },
       [self](settled_atom) { self->state.core->settle_all(); },
       [self](resync_atom, const caf::actor& directory) { self->state.resync_to = directory; },
-      [self](retire_atom, const std::vector<uint64_t>& uid_incarnations) {
-        const size_t dropped = self->state.core->retire_older(uid_incarnations);
+      [self](retire_atom, const std::vector<cluster::registration_ref>& known) {
+        const size_t dropped = self->state.core->retire_older(known);
         if (dropped == 0)
           return;
         spdlog::info("store-stale-holders-dropped holders={} reason=newer-registration", dropped);

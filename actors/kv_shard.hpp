@@ -40,9 +40,9 @@ using ack_receiver_actor = caf::typed_actor<caf::reacts_to<ack_atom, uint64_t, u
 /// commit wakes the scheduler once.
 using ack_relay_actor = caf::typed_actor<caf::reacts_to<ack_atom, local_acks>>;
 
-/// A sender on another node (a peer_link) also takes one commit's acks at once:
-/// stream, number, stream, number, ...
-using batch_ack_receiver_actor = caf::typed_actor<caf::reacts_to<ack_atom, std::vector<uint64_t>>>;
+/// A sender on another node (a peer_link) also takes one commit's acks at once.
+using batch_ack_receiver_actor =
+    caf::typed_actor<caf::reacts_to<ack_atom, std::vector<cluster::stream_ack>>>;
 
 using kv_shard_actor = caf::typed_actor<
     caf::reacts_to<apply_atom, kv_sub_batch>,
@@ -62,15 +62,15 @@ using kv_shard_actor = caf::typed_actor<
     // The watermarks this shard keeps of a worker (handoff.hpp);
     // a peer_link answers with none.
     caf::replies_to<marks_atom, uint64_t>::with<std::vector<location_mark>>,
-    // Empties a slot this node no longer owns (key, holder
-    // pairs to keep: none); a peer_link ignores it.
-    caf::reacts_to<repair_atom, uint64_t, std::vector<uint64_t>>,
+    // Empties a slot this node no longer owns; a peer_link ignores it.
+    caf::reacts_to<repair_atom, uint64_t>,
     // This node's copy of a slot, every holder labeled
-    // (slot_copy.hpp); a peer_link answers with nothing.
-    caf::replies_to<copy_atom, uint64_t>::with<std::vector<uint64_t>>,
+    // (slot_copy.hpp); a peer_link answers with an error.
+    caf::replies_to<copy_atom, uint64_t>::with<slot_copy>,
     // Takes from another owner's copy what is newer, holder by
-    // holder (coverage.hpp); answers the copy_outcome.
-    caf::replies_to<install_atom, std::vector<uint64_t>>::with<std::vector<uint64_t>>,
+    // holder (coverage.hpp); a copy check_slot_copy refuses changes
+    // nothing and answers an empty outcome.
+    caf::replies_to<install_atom, slot_copy>::with<copy_outcome>,
     // The slots this node owns: one word per slot, the epoch
     // since which it owns it or not_owned (coverage.hpp).
     caf::reacts_to<members_atom, std::vector<uint64_t>>,
@@ -78,10 +78,9 @@ using kv_shard_actor = caf::typed_actor<
     // (settled_atom) none of its slots has a copy to wait for any more
     // (coverage_book::settle).
     caf::reacts_to<refill_atom, std::vector<uint64_t>>, caf::reacts_to<settled_atom>,
-    // The registrations this node's directory knows (uid,
-    // incarnation, ...): drops holders of older ones
-    // (kv_shard_core::retire_older); a peer_link ignores it.
-    caf::reacts_to<retire_atom, std::vector<uint64_t>>,
+    // The registrations this node's directory knows: drops holders
+    // of older ones (kv_shard_core::retire_older); a peer_link ignores it.
+    caf::reacts_to<retire_atom, std::vector<cluster::registration_ref>>,
     // Who is told (resync_atom, uid, reason) of a worker whose ops a sender
     // behind its stream's era made this node drop: the node's directory,
     // set once it is spawned; a peer_link ignores it.

@@ -13,6 +13,7 @@
 // Context: included by every actor header; declares no state.
 #pragma once
 
+#include "actors/cluster/peer_handles.hpp"
 #include "actors/inspect.hpp"
 #include "index/kv_shard_core.hpp"
 #include "index/sub_batch.hpp"
@@ -72,7 +73,6 @@ CAF_BEGIN_TYPE_ID_BLOCK(lmcc, caf::first_custom_type_id)
   CAF_ADD_ATOM(lmcc, lmcc::actors, hello_atom, "hello")     // handshake step 1: nonces
   CAF_ADD_ATOM(lmcc, lmcc::actors, join_atom, "join")       // handshake step 2: MACs and handles
   CAF_ADD_ATOM(lmcc, lmcc::actors, greet_atom, "greet")     // a node is alive (failure detector)
-  CAF_ADD_ATOM(lmcc, lmcc::actors, read_atom, "read")       // holders of keys (a remote lookup)
   CAF_ADD_ATOM(lmcc, lmcc::actors, peer_atom, "peer")       // a peer's handles changed
   CAF_ADD_ATOM(lmcc, lmcc::actors, ring_atom, "ring")       // liveness changed: homes may move
   CAF_ADD_ATOM(lmcc, lmcc::actors, handoff_atom, "handoff") // a worker entity changes node
@@ -90,14 +90,23 @@ CAF_BEGIN_TYPE_ID_BLOCK(lmcc, caf::first_custom_type_id)
   CAF_ADD_ATOM(lmcc, lmcc::actors, settled_atom, "settled") // a refill settled (or was not needed)
 
   // -- types that cross nodes (sorted) -----------------------------------------------------
+  CAF_ADD_TYPE_ID(lmcc, (lmcc::actors::copy_outcome))
+  CAF_ADD_TYPE_ID(lmcc, (lmcc::actors::directory_listing))
   CAF_ADD_TYPE_ID(lmcc, (lmcc::actors::kv_sub_batch))
+  CAF_ADD_TYPE_ID(lmcc, (lmcc::actors::peer_handles))
   CAF_ADD_TYPE_ID(lmcc, (lmcc::actors::pushed_msg))
   CAF_ADD_TYPE_ID(lmcc, (lmcc::actors::session_params))
+  CAF_ADD_TYPE_ID(lmcc, (lmcc::actors::slot_copy))
   CAF_ADD_TYPE_ID(lmcc, (lmcc::actors::location_mark))
   CAF_ADD_TYPE_ID(lmcc, (lmcc::actors::worker_handoff))
   CAF_ADD_TYPE_ID(lmcc, (lmcc::actors::worker_tombstone))
   CAF_ADD_TYPE_ID(lmcc, (std::vector<lmcc::actors::location_mark>))
   CAF_ADD_TYPE_ID(lmcc, (lmcc::actors::sync_phase))
+  CAF_ADD_TYPE_ID(lmcc, (lmcc::cluster::greeting))
+  CAF_ADD_TYPE_ID(lmcc, (lmcc::cluster::slot_digests))
+  CAF_ADD_TYPE_ID(lmcc, (std::vector<lmcc::cluster::holder_count>))
+  CAF_ADD_TYPE_ID(lmcc, (std::vector<lmcc::cluster::registration_ref>))
+  CAF_ADD_TYPE_ID(lmcc, (std::vector<lmcc::cluster::stream_ack>))
   CAF_ADD_TYPE_ID(lmcc, (lmcc::msg::Msg))
   CAF_ADD_TYPE_ID(lmcc, (lmcc::msg::wire_int))
   CAF_ADD_TYPE_ID(lmcc, (lmcc::persistence::kv_op))

@@ -40,26 +40,6 @@ namespace lmcc::actors {
 
 using cluster::node_index;
 
-/// Flags of a list of slots as bit words (bit i of word i / 64), as a digest
-/// answer carries them after the digests.
-constexpr size_t flag_word_count(size_t n) noexcept {
-  return (n + 63) / 64;
-}
-
-template <class Flagged>
-std::vector<uint64_t> flag_words(std::span<const uint64_t> slots, Flagged flagged) {
-  std::vector<uint64_t> words(flag_word_count(slots.size()), 0);
-  for (size_t i = 0; i < slots.size(); ++i)
-    if (flagged(slots[i]))
-      words[i / 64] |= uint64_t{1} << (i % 64);
-  return words;
-}
-
-/// Flag i of such words; false past their end.
-inline bool flag_bit(std::span<const uint64_t> words, size_t i) noexcept {
-  return i / 64 < words.size() && ((words[i / 64] >> (i % 64)) & 1) != 0;
-}
-
 class divergence_tracker {
 public:
   /// One round's comparison with `peer` of `slots` (local and remote digests,

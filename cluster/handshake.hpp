@@ -36,8 +36,10 @@ namespace lmcc::cluster {
 /// version) must never change, so that any two versions can tell.
 /// (Version 2 gained a second join that carries the dialling node's handles,
 /// for one connection per pair with TLS between nodes: only nodes with TLS
-/// send it, and they never meet a node without, so version 2 stayed.)
-constexpr uint32_t cluster_protocol_version = 2;
+/// send it, and they never meet a node without, so version 2 stayed.
+/// Version 3: the records of cluster/wire.hpp and slot copies as structs, in
+/// place of vectors of words with positional meaning.)
+constexpr uint32_t cluster_protocol_version = 3;
 
 enum class handshake_role : uint8_t { join, accept };
 

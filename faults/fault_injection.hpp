@@ -12,7 +12,8 @@
 // do not exist, so only code under `#if LMCC_FAULT_INJECTION` (the
 // /admin/faults route and its handler) can use them.
 //
-//   if (!sb.ops.empty() && cfg.planted_skip.strikes())   // never in a release build
+//   if (!sb.ops.empty() && cfg.planted.strikes(faults::planted_bug::skip_replica))
+//     ...                                                 // never in a release build
 //     ...
 //   if (const char* why = faults.before_commit())         // nullptr in a release build
 //     return error{...};
@@ -20,8 +21,13 @@
 // `built` is for code that must say which build it is (the start-up refusal
 // of lmcc_fault_injection, `lmcc --version`).
 //
+// The planted bugs are listed here, in one enum; the node gives the one it
+// was started with to each actor that has a bug to plant (one `planted`
+// member of its config, empty in a release build), and the code that would
+// go wrong asks it whether that bug strikes now.
+//
 // Thread-safety: commit_faults and clock_offset are thread-safe; a
-// planted_every is owned by one actor.
+// planted_bugs is owned by one actor (each copy counts on its own).
 #pragma once
 
 #ifndef LMCC_FAULT_INJECTION
@@ -46,31 +52,43 @@ inline constexpr const char* build_summary =
     built ? "fault injection: built in (LMCC_FAULT_INJECTION=ON, a test build)"
           : "fault injection: not built (LMCC_FAULT_INJECTION=OFF)";
 
-#if LMCC_FAULT_INJECTION
-
-/// A planted bug that strikes every Nth time it is asked (0: never). Each copy
-/// counts on its own.
-class planted_every {
-public:
-  constexpr planted_every() = default;
-  constexpr explicit planted_every(uint32_t every) : every_(every) {}
-  /// Counts one more case; true when this one is struck.
-  bool strikes() noexcept { return every_ != 0 && ++count_ % every_ == 0; }
-
-private:
-  uint32_t every_ = 0;
-  uint64_t count_ = 0;
+/// lmcc_planted_bug's values: the deliberate bugs of a test build.
+enum class planted_bug : uint8_t {
+  none = 0,
+  drop_acked_sub_batch = 1, ///< the shard acks every Nth sub-batch without applying it
+  skip_replica = 2,         ///< a peer link acks every Nth sub-batch without sending it
+  forget_watermark = 3,     ///< a takeover forgets the worker's seq watermarks
+  /// A home does not resend the full syncs it owes to a peer that comes back
+  /// (not a checker's negative test: the heard-heartbeat backstop must still
+  /// get the worker asked, tests/integration/test_partitions.py).
+  no_owed_resend = 4,
 };
 
-/// A planted bug that is on or off.
-class planted_flag {
+/// How often a planted bug that counts (drop, skip) strikes: every Nth case.
+inline constexpr uint32_t planted_bug_every = 10;
+
+#if LMCC_FAULT_INJECTION
+
+/// The bug a node was started with, as one actor sees it.
+class planted_bugs {
 public:
-  constexpr planted_flag() = default;
-  constexpr explicit planted_flag(bool on) : on_(on) {}
-  constexpr bool on() const noexcept { return on_; }
+  constexpr planted_bugs() = default;
+  constexpr explicit planted_bugs(planted_bug bug, uint32_t every = planted_bug_every)
+    : bug_(bug), every_(every) {}
+  /// Counts one more case of `bug`; true when it is the planted bug and this
+  /// case is struck (every Nth; N = 0: never).
+  bool strikes(planted_bug bug) noexcept {
+    return bug == bug_ && bug != planted_bug::none && every_ != 0 && ++count_ % every_ == 0;
+  }
+  /// True when `bug` is the planted one (a bug that is on or off).
+  constexpr bool is(planted_bug bug) const noexcept {
+    return bug == bug_ && bug != planted_bug::none;
+  }
 
 private:
-  bool on_ = false;
+  planted_bug bug_ = planted_bug::none;
+  uint32_t every_ = 0;
+  uint64_t count_ = 0;
 };
 
 /// How far the node's wall clock has been jumped (POST /admin/faults
@@ -113,18 +131,12 @@ struct commit_faults {
 
 #else // a release build: the same names, no faults, nothing to set
 
-class planted_every {
+class planted_bugs {
 public:
-  constexpr planted_every() = default;
-  constexpr explicit planted_every(uint32_t) {}
-  static constexpr bool strikes() noexcept { return false; }
-};
-
-class planted_flag {
-public:
-  constexpr planted_flag() = default;
-  constexpr explicit planted_flag(bool) {}
-  static constexpr bool on() noexcept { return false; }
+  constexpr planted_bugs() = default;
+  constexpr explicit planted_bugs(planted_bug, uint32_t = planted_bug_every) {}
+  static constexpr bool strikes(planted_bug) noexcept { return false; }
+  static constexpr bool is(planted_bug) noexcept { return false; }
 };
 
 class clock_offset {

@@ -39,11 +39,11 @@ uint64_t kv_shard_core::dirty_entries() const {
 
 // -- write path ----------------------------------------------------------------
 
-size_t kv_shard_core::retire_older(std::span<const uint64_t> uid_incarnation_pairs) {
+size_t kv_shard_core::retire_older(std::span<const cluster::registration_ref> known) {
   absl::flat_hash_map<uint64_t, uint64_t> current;
-  for (size_t k = 0; k + 1 < uid_incarnation_pairs.size(); k += 2) {
-    auto& inc = current[uid_incarnation_pairs[k]];
-    inc = std::max(inc, uid_incarnation_pairs[k + 1]);
+  for (const auto& r : known) {
+    auto& inc = current[r.worker_uid];
+    inc = std::max(inc, r.incarnation);
   }
   std::vector<std::pair<holder_id, uint64_t>> stale;
   for (const auto& [h, meta] : holders_)
@@ -103,7 +103,8 @@ void kv_shard_core::apply(const kv_sub_batch& sb) {
     meta.durable.reset();
     meta.changed = true;
   }
-  if (!sb.drop && !sb.ops.empty() && opts_.planted_drop.strikes())
+  if (!sb.drop && !sb.ops.empty() &&
+      opts_.planted.strikes(faults::planted_bug::drop_acked_sub_batch))
     return; // planted bug: acknowledged (the caller acks every apply), never applied
   // What the sub-batch does to this node's copy follows from where it stands
   // in the holder's stream (coverage.hpp): a stale one does nothing, a drop

@@ -39,6 +39,7 @@
 // (milliseconds of a monotonic clock). CAF-free.
 #pragma once
 
+#include "cluster/wire.hpp"
 #include "faults/fault_injection.hpp"
 #include "index/coverage.hpp"
 #include "index/handoff_marks.hpp"
@@ -116,10 +117,10 @@ struct shard_options {
   /// Default: 100000 (a few ms)
   uint64_t drop_step_keys = 100'000;
 
-  /// A planted bug (chaos-checker tests, lmcc_planted_bug; absent in a build
-  /// without fault injection): every Nth sub-batch with ops is acknowledged
-  /// but not applied. Default: never
-  faults::planted_every planted_drop;
+  /// The planted bug of a test build (fault_injection.hpp; empty in a
+  /// release build): drop_acked_sub_batch acknowledges every Nth sub-batch
+  /// with ops without applying it. Default: none
+  [[no_unique_address]] faults::planted_bugs planted;
 
   /// How long commits may keep failing before the pending records are given
   /// up (acked, their holders marked `gap`). Default: 5 s
@@ -219,14 +220,13 @@ public:
   /// `incarnation` would (logged; it fences older incarnations' stragglers).
   void drop_holder(holder_id h, uint64_t incarnation);
 
-  /// A cluster: the registrations this node's directory knows, as (worker
-  /// uid, incarnation) pairs flattened. A holder of such a worker with an
+  /// A cluster: the registrations this node's directory knows. A holder of such a worker with an
   /// older incarnation is dropped as the re-registration's own drop would
   /// have done (and logged like it): that drop went to this copy while it
   /// was down or cut off and was lost with the node that held it, and anti-
   /// entropy would otherwise spread the stale copy from a senior node (chaos
   /// schedules of kill -9 and worker restarts). Returns the holders dropped.
-  size_t retire_older(std::span<const uint64_t> uid_incarnation_pairs);
+  size_t retire_older(std::span<const cluster::registration_ref> known);
 
   /// True when records wait for a commit or acks are owed.
   bool work_pending() const noexcept { return !owed_.empty() || pending_records_ > 0; }

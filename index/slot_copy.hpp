@@ -4,15 +4,12 @@
 // its keys, so that the receiver can take each holder's part only where it
 // is newer than its own (coverage.hpp).
 //
-// On the wire it is a flat vector of u64 (CAF carries those cheaply):
-//   [format, slot, flags (1 = complete), holders, then per holder:
-//    holder, worker_uid, flags (1 = certain), pos.incarnation, pos.era,
-//    pos.n, pos.sub, keys, key...]
 // Every holder the sender knows is listed, with or without keys in the slot:
-// "none here as of position p" is a label too.
+// "none here as of position p" is a label too. A copy crosses nodes as these
+// structs (actors/inspect.hpp); what arrives is checked before it is used:
 //
-//   std::vector<uint64_t> wire = encode_slot_copy(copy);
-//   auto back = decode_slot_copy(wire, slot_count);   // error text on bad input
+//   if (auto why = check_slot_copy(copy, slot_count); !why.empty())
+//     refuse(why);                                    // never installed
 //
 // Context: pure functions; thread-safe. CAF-free.
 #pragma once
@@ -22,7 +19,6 @@
 #include <cstdint>
 #include <span>
 #include <string>
-#include <variant>
 #include <vector>
 
 namespace lmcc::actors {
@@ -42,22 +38,15 @@ struct slot_copy {
   /// a holder it does not list holds nothing there.
   bool complete = true;
   std::vector<holder_slot_copy> holders;
+  /// The keys it carries over every holder (progress counts).
+  uint64_t key_count() const noexcept;
   friend bool operator==(const slot_copy&, const slot_copy&) = default;
 };
 
-/// The format word a copy starts with.
-inline constexpr uint64_t slot_copy_format = 0x5c02;
-
-std::vector<uint64_t> encode_slot_copy(const slot_copy& copy);
-
-/// The copy, or why the words are not one (a slot out of range, counts past
-/// the end, a key outside the slot).
-std::variant<slot_copy, std::string> decode_slot_copy(std::span<const uint64_t> words,
-                                                      uint32_t slot_count);
-
-/// The keys a copy's words carry, over every holder (0 for words that are
-/// not a copy); for progress counts, without decoding the copy.
-uint64_t slot_copy_keys(std::span<const uint64_t> words);
+/// Why `copy` cannot be installed in a shard of `slot_count` slots (its slot
+/// out of range, a holder id past holder_id_mask, a key of another slot), or
+/// "" when it can.
+std::string check_slot_copy(const slot_copy& copy, uint32_t slot_count);
 
 /// What a node did with another owner's copy of a slot (kv_shard_core::install).
 struct copy_outcome {
@@ -73,12 +62,6 @@ struct copy_outcome {
   bool still_blank = false;
   friend bool operator==(const copy_outcome&, const copy_outcome&) = default;
 };
-
-/// [installed, waiting, changed, conflicts, (uid, holder)..., unresolved, (uid, holder)...,
-///  still_blank]
-std::vector<uint64_t> encode_copy_outcome(const copy_outcome& o);
-/// A malformed answer reads as an empty outcome.
-copy_outcome decode_copy_outcome(std::span<const uint64_t> words);
 
 /// The XOR of kv_index::entry_hash over `keys` held by `h`: equal for equal
 /// key sets (the digest a slot keeps per entry, restricted to one holder).

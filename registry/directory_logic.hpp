@@ -46,6 +46,22 @@ namespace lmcc::actors {
 /// (directory_logic::on_slots_lost).
 inline constexpr std::string_view slot_copies_lost_reason = "slot_copies_lost";
 
+/// A node's directory, sent to a peer that (re)joined (row_put_atom): its
+/// copy may have missed registrations and deregistrations while it was away.
+struct directory_listing {
+  /// The sender's member id.
+  std::string node_id;
+  /// The ring version the sender placed worker homes by.
+  uint64_t ring_version = 0;
+  /// The workers homed at the sender, and those homed at the peer now.
+  std::vector<persistence::worker_row> rows;
+  /// The deregistrations the sender remembers.
+  std::vector<worker_tombstone> tombstones;
+  /// The sender's registry is as complete as its peers' (lists_complete): a
+  /// worker homed there that `rows` lacks was deregistered meanwhile.
+  bool complete = false;
+};
+
 class directory_outbox {
 public:
   virtual ~directory_outbox() = default;

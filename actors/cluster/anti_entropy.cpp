@@ -41,18 +41,15 @@ void take_copy(ae_self self, node_index peer_index, const cluster_service_actor&
     return; // asked already, the answer is on its way
   self->request(peer, st.cfg.timeout, copy_atom::value, uint64_t{slot})
       .then(
-          [self, slot, peer_id, round, peer_index](std::vector<uint64_t>& copy) {
+          [self, slot, peer_id, round, peer_index](slot_copy& copy) {
             auto& st = self->state;
             st.asking.erase({peer_index, slot});
-            if (copy.empty())
-              return;
             if (st.cfg.counters)
               ++st.cfg.counters->copies_taken;
             self->request(st.cfg.shard, st.cfg.timeout, install_atom::value, std::move(copy))
                 .then(
-                    [self, slot, peer_id, round, peer_index](std::vector<uint64_t>& words) {
+                    [self, slot, peer_id, round, peer_index](copy_outcome& outcome) {
                       auto& st = self->state;
-                      const auto outcome = decode_copy_outcome(words);
                       if (outcome.changed > 0) {
                         spdlog::info("anti-entropy-repair slot={} from={} holders={} changed={}",
                                      slot, peer_id, outcome.installed, outcome.changed);
@@ -144,7 +141,7 @@ void compare_with(ae_self self, const cluster_table& table, node_index peer) {
   self->request(service, st.cfg.timeout, digest_atom::value, slots)
       .then(
           [self, peer, service, peer_id, slots,
-           asked_at = steady_now()](std::vector<uint64_t>& answer) {
+           asked_at = steady_now()](cluster::slot_digests& answer) {
             auto& st = self->state;
             // An answer slower than a round was queued (the peer or this node
             // stood still): a burst of them after a thaw would pass for two
@@ -153,9 +150,8 @@ void compare_with(ae_self self, const cluster_table& table, node_index peer) {
               st.tracker.forget(peer);
               return;
             }
-            // [digests..., uncertain bit words...]
-            if (answer.size() < slots.size())
-              return;
+            if (answer.digests.size() < slots.size())
+              return; // malformed
             std::vector<uint32_t> fetch;
             std::vector<uint32_t> differing;
             std::vector<uint64_t> local;
@@ -169,10 +165,10 @@ void compare_with(ae_self self, const cluster_table& table, node_index peer) {
                   continue;
                 }
                 const uint64_t mine = r.slot(s).digest;
-                if (mine != answer[i]) {
+                if (mine != answer.digests[i]) {
                   differing.push_back(s);
                   local.push_back(mine);
-                  remote.push_back(answer[i]);
+                  remote.push_back(answer.digests[i]);
                 }
               }
             }

@@ -10,7 +10,7 @@ namespace lmcc::actors {
 namespace {
 
 using gate_self = cluster_gate_actor::stateful_pointer<gate_state>;
-using join_result = caf::result<std::string, std::vector<caf::actor>, std::string, std::string>;
+using join_result = caf::result<std::string, peer_handles>;
 
 /// Step 2: whether `client` proved the secret (its open handshake is closed
 /// either way); a refusal is logged and counted.
@@ -46,7 +46,7 @@ join_result accepted(gate_self self, const std::string& client, uint64_t client_
   auto& st = self->state;
   return {cluster::handshake_mac(st.cfg.secret, cluster::handshake_role::accept, client,
                                  st.cfg.self_id, client_nonce, server_nonce),
-          st.cfg.handles, st.cfg.http, st.cfg.read_endpoint};
+          st.cfg.handles};
 }
 
 join_result refused() {
@@ -89,20 +89,15 @@ cluster_gate_main(cluster_gate_actor::stateful_pointer<gate_state> self, gate_co
         return accepted(self, client, client_nonce, server_nonce);
       },
       [self](join_atom, const std::string& client, uint64_t client_nonce, const std::string& mac,
-             std::vector<caf::actor>& client_handles, std::string& client_http,
-             std::string& client_read) -> join_result {
+             peer_handles& client_handles) -> join_result {
         uint64_t server_nonce = 0;
         if (!proves_the_secret(self, client, client_nonce, mac, server_nonce))
           return refused();
         auto& st = self->state;
-        const bool complete = client_handles.size() == 4 &&
-                              std::all_of(client_handles.begin(), client_handles.end(),
-                                          [](const caf::actor& a) { return a != nullptr; });
         // Sent before the answer: the client greets our node only after it.
-        if (st.cfg.tell_node && complete && !st.cfg.handles.empty() && st.cfg.handles[0])
-          self->send(caf::actor_cast<cluster_node_actor>(st.cfg.handles[0]), join_atom::value,
-                     client, std::move(client_handles), std::move(client_http),
-                     std::move(client_read));
+        if (st.cfg.tell_node && client_handles.complete() && st.cfg.handles.node)
+          self->send(caf::actor_cast<cluster_node_actor>(st.cfg.handles.node), join_atom::value,
+                     client, std::move(client_handles));
         return accepted(self, client, client_nonce, server_nonce);
       },
   };

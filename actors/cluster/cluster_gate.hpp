@@ -10,6 +10,7 @@
 // Context: a CAF actor; one per node.
 #pragma once
 
+#include "actors/cluster/peer_handles.hpp"
 #include "actors/type_ids.hpp"
 #include "cluster/handshake.hpp"
 
@@ -31,18 +32,13 @@ using cluster_hello_actor = caf::typed_actor<
 
 using cluster_gate_actor = caf::typed_actor<
     caf::replies_to<hello_atom, std::string, uint64_t, uint32_t>::with<uint64_t, uint32_t>,
-    // (client id, client nonce, join MAC)
-    //   -> (accept MAC, [node, shard, directory, service], HTTP address,
-    //       key-read endpoint)
-    caf::replies_to<join_atom, std::string, uint64_t, std::string>::with<
-        std::string, std::vector<caf::actor>, std::string, std::string>,
-    // The same, with the client's own [node, shard, directory, service], HTTP
-    // address and key-read endpoint: its node takes the client as joined
-    // without dialling it back (with TLS, one connection per pair:
+    // (client id, client nonce, join MAC) -> (accept MAC, this node's handles)
+    caf::replies_to<join_atom, std::string, uint64_t, std::string>::with<std::string, peer_handles>,
+    // The same, with the client's own handles: its node takes the client as
+    // joined without dialling it back (with TLS, one connection per pair:
     // cluster_node_main). Only nodes with TLS send it.
-    caf::replies_to<join_atom, std::string, uint64_t, std::string, std::vector<caf::actor>,
-                    std::string, std::string>::with<std::string, std::vector<caf::actor>,
-                                                    std::string, std::string>>;
+    caf::replies_to<join_atom, std::string, uint64_t, std::string,
+                    peer_handles>::with<std::string, peer_handles>>;
 
 /// Counts /cluster/status and /metrics show (any thread).
 struct cluster_counters {
@@ -60,17 +56,14 @@ struct cluster_counters {
 struct gate_config {
   std::string self_id;
   std::string secret;
-  /// This node's node, shard, directory and service, in that order.
-  std::vector<caf::actor> handles;
-  /// Where this node's HTTP API answers (host:port), for tools that reach every
-  /// node from one (lmcc snapshot --cluster).
-  std::string http;
-  /// Where peers read this node's index for lookups (gateway/peer_read.hpp).
-  std::string read_endpoint;
+  /// This node's actors, where its HTTP API answers (for tools that reach
+  /// every node from one: lmcc snapshot --cluster) and where peers read its
+  /// index for lookups (gateway/peer_read.hpp).
+  peer_handles handles;
   std::shared_ptr<cluster_counters> counters;
   /// cluster::cluster_protocol_version; a test may pretend to be another.
   uint32_t protocol_version = cluster::cluster_protocol_version;
-  /// Tell this node's node actor (handles[0]) of every peer that joined, with
+  /// Tell this node's node actor (handles.node) of every peer that joined, with
   /// its handles: with TLS between nodes only one node of a pair dials.
   bool tell_node = false;
 };

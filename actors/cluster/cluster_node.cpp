@@ -75,20 +75,21 @@ void publish(node_self self) {
     self->send(caf::actor_cast<directory_actor>(st.cfg.local.directory), ring_atom::value);
 }
 
-uint8_t greet_flags(const cluster_node_state& st) {
-  return static_cast<uint8_t>((st.self_ready ? greet_ready : 0) |
-                              (st.members->record().committed ? greet_committed : 0) |
-                              (st.refill.refilling() ? greet_refilling : 0) |
-                              (st.cfg.holds_index && st.cfg.holds_index() ? greet_holds_index : 0) |
-                              (unsettled(st) ? greet_unsettled : 0));
-}
-
 void greet(node_self self, const caf::actor& peer_node) {
   auto& st = self->state;
   const auto& r = st.members->record();
-  self->send(caf::actor_cast<cluster_node_actor>(peer_node), greet_atom::value, st.cfg.self_id,
-             st.members->leaving(), r.epoch, r.identity(), greet_flags(st),
-             st.cfg.clock->wall_ms());
+  cluster::greeting g;
+  g.node_id = st.cfg.self_id;
+  g.leaving = st.members->leaving();
+  g.epoch = r.epoch;
+  g.identity = r.identity();
+  g.committed = r.committed;
+  g.ready = st.self_ready;
+  g.refilling = st.refill.refilling();
+  g.holds_index = st.cfg.holds_index && st.cfg.holds_index();
+  g.unsettled = unsettled(st);
+  g.wall_ms = st.cfg.clock->wall_ms();
+  self->send(caf::actor_cast<cluster_node_actor>(peer_node), greet_atom::value, std::move(g));
 }
 
 void adopt(node_self self, const cluster::membership_record& r, std::string_view source);
@@ -249,15 +250,14 @@ void failed(node_self self, size_t i, const caf::error& e) {
                  p.failures, caf::to_string(e));
 }
 
-void joined(node_self self, size_t i, std::vector<caf::actor>& hs, std::string& http,
-            std::string& read) {
+void joined(node_self self, size_t i, peer_handles handles) {
   auto& st = self->state;
   auto& p = st.peers[i];
   p.connecting = false;
   p.failures = 0;
   if (p.handles.node) // joined again (a new process, or its rejoin): the old ones are done
     self->demonitor(p.handles.node);
-  p.handles = peer_handles{hs[0], hs[1], hs[2], hs[3], std::move(http), std::move(read)};
+  p.handles = std::move(handles);
   self->monitor(p.handles.node);
   const auto& id = st.members->address(static_cast<node_index>(i)).id;
   st.members->on_greeting(id, clock_type::now());
@@ -327,23 +327,21 @@ void connect(node_self self, size_t i) {
                       auto mac = cluster::handshake_mac(
                           st.cfg.options.secret, cluster::handshake_role::join, st.cfg.self_id,
                           peer_id, client_nonce, server_nonce);
-                      auto on_accept = [self, i, client_nonce, server_nonce](
-                                           std::string& accept, std::vector<caf::actor>& hs,
-                                           std::string& http, std::string& read) {
+                      auto on_accept = [self, i, client_nonce, server_nonce](std::string& accept,
+                                                                             peer_handles& hs) {
                         auto& st = self->state;
                         const auto& peer = st.members->address(static_cast<node_index>(i)).id;
                         auto expected = cluster::handshake_mac(
                             st.cfg.options.secret, cluster::handshake_role::accept, st.cfg.self_id,
                             peer, client_nonce, server_nonce);
-                        if (!cluster::mac_equal(accept, expected) || hs.size() != 4 || !hs[0] ||
-                            !hs[1] || !hs[2] || !hs[3]) {
+                        if (!cluster::mac_equal(accept, expected) || !hs.complete()) {
                           spdlog::error("cluster-peer-refused node={} peer={} "
                                         "reason=peer-does-not-prove-the-secret",
                                         st.cfg.self_id, peer);
                           failed(self, i, caf::make_error(caf::sec::runtime_error));
                           return;
                         }
-                        joined(self, i, hs, http, read);
+                        joined(self, i, std::move(hs));
                       };
                       auto on_error = [self, i](caf::error& e) { failed(self, i, e); };
                       if (!st.cfg.options.tls()) {
@@ -354,12 +352,10 @@ void connect(node_self self, size_t i) {
                       }
                       // With TLS our own handles too: the peer takes us as
                       // joined from them instead of dialling back.
-                      const auto& own = st.cfg.local;
+                      auto own = st.cfg.local;
+                      own.node = caf::actor_cast<caf::actor>(self);
                       self->request(gate, timeout, join_atom::value, st.cfg.self_id, client_nonce,
-                                    mac,
-                                    std::vector<caf::actor>{caf::actor_cast<caf::actor>(self),
-                                                            own.shard, own.directory, own.service},
-                                    own.http, own.read)
+                                    mac, std::move(own))
                           .then(std::move(on_accept), std::move(on_error));
                     },
                     [self, i](caf::error& e) { failed(self, i, e); });
@@ -457,11 +453,11 @@ cluster_node_main(cluster_node_actor::stateful_pointer<cluster_node_state> self,
   });
   self->send(self, tick_atom::value);
   return {
-      [self](greet_atom, const std::string& peer, bool leaving, uint64_t epoch, uint64_t identity,
-             uint8_t flags, uint64_t peer_wall_ms) {
+      [self](greet_atom, const cluster::greeting& g) {
         auto& st = self->state;
+        const std::string& peer = g.node_id;
         const int64_t offset =
-            static_cast<int64_t>(peer_wall_ms) - static_cast<int64_t>(st.cfg.clock->wall_ms());
+            static_cast<int64_t>(g.wall_ms) - static_cast<int64_t>(st.cfg.clock->wall_ms());
         if (st.cfg.peer_clocks->add_sample(peer, offset))
           spdlog::warn("peer-clock-offset node={} peer={} offset_ms={} sample_ms={}",
                        st.cfg.self_id, peer, st.cfg.peer_clocks->of(peer), offset);
@@ -470,7 +466,7 @@ cluster_node_main(cluster_node_actor::stateful_pointer<cluster_node_state> self,
         if (!i || !st.peers[*i].handles.node)
           return;
         const auto& mine = st.members->record();
-        const auto their_key = std::tuple{epoch, identity, (flags & greet_committed) != 0};
+        const auto their_key = std::tuple{g.epoch, g.identity, g.committed};
         const auto my_key = std::tuple{mine.epoch, mine.identity(), mine.committed};
         if (their_key < my_key) // it lacks our record: send it (again)
           self->send(caf::actor_cast<cluster_node_actor>(st.peers[*i].handles.node),
@@ -482,29 +478,27 @@ cluster_node_main(cluster_node_actor::stateful_pointer<cluster_node_state> self,
           greet(self, st.peers[*i].handles.node);
         if (was_settled != (st.greeted[*i] && !st.ahead[*i]))
           publish(self);
-        const bool ready =
-            epoch == mine.epoch && identity == mine.identity() && (flags & greet_ready) != 0;
+        const bool ready = g.epoch == mine.epoch && g.identity == mine.identity() && g.ready;
         if (ready != (st.peer_ready[*i] != 0)) {
           st.peer_ready[*i] = ready ? 1 : 0;
           publish(self); // reads go to it (or no longer) for the slots it gained
           if (ready)
             maybe_commit(self);
         }
-        const bool refilling = (flags & greet_refilling) != 0;
-        if (refilling != (st.peer_refilling[*i] != 0)) {
-          st.peer_refilling[*i] = refilling ? 1 : 0;
+        if (g.refilling != (st.peer_refilling[*i] != 0)) {
+          st.peer_refilling[*i] = g.refilling ? 1 : 0;
           publish(self); // reads of its slots go elsewhere (or back)
         }
-        const bool peer_unsettled = (flags & greet_unsettled) != 0;
-        if (peer_unsettled != (st.peer_unsettled[*i] != 0)) {
-          st.peer_unsettled[*i] = peer_unsettled ? 1 : 0;
+        if (g.unsettled != (st.peer_unsettled[*i] != 0)) {
+          st.peer_unsettled[*i] = g.unsettled ? 1 : 0;
           publish(self); // a refill here must not take its copies for its own
         }
         if (st.refill.refilling())
-          on_refill_greeting(self, (flags & greet_holds_index) != 0);
-        if (st.members->on_greeting(peer, clock_type::now(), leaving)) {
-          spdlog::info("cluster-peer-{} node={} peer={} ring={:016x}", leaving ? "leaving" : "back",
-                       st.cfg.self_id, peer, st.members->ring_version());
+          on_refill_greeting(self, g.holds_index);
+        if (st.members->on_greeting(peer, clock_type::now(), g.leaving)) {
+          spdlog::info("cluster-peer-{} node={} peer={} ring={:016x}",
+                       g.leaving ? "leaving" : "back", st.cfg.self_id, peer,
+                       st.members->ring_version());
           publish(self);
         }
       },
@@ -543,8 +537,7 @@ cluster_node_main(cluster_node_actor::stateful_pointer<cluster_node_state> self,
         adopt(self, *next, "operator");
         return cluster::to_json(st.members->record());
       },
-      [self](join_atom, const std::string& peer, std::vector<caf::actor>& hs, std::string& http,
-             std::string& read) {
+      [self](join_atom, const std::string& peer, peer_handles& hs) {
         // A peer dialled us and proved the secret (our gate checked it).
         auto& st = self->state;
         auto i = st.members->index_of(peer);
@@ -556,9 +549,9 @@ cluster_node_main(cluster_node_actor::stateful_pointer<cluster_node_state> self,
                          peer);
           return;
         }
-        if (st.peers[*i].handles.node == hs[0])
+        if (st.peers[*i].handles.node == hs.node)
           return; // the same join again
-        joined(self, *i, hs, http, read);
+        joined(self, *i, std::move(hs));
       },
       [self](tick_atom) {
         tick(self);

@@ -49,22 +49,9 @@
 
 namespace lmcc::actors {
 
-/// A greeting's flags: the sender has the slots of its record (it copied
-/// every slot it gained), and the record is committed.
-constexpr uint8_t greet_ready = 1;
-constexpr uint8_t greet_committed = 2;
-/// The sender came back empty and copies its slots (refill_gate.hpp), and
-/// whether its index holds entries.
-constexpr uint8_t greet_refilling = 4;
-constexpr uint8_t greet_holds_index = 8;
-/// The sender came back empty and its refill has not settled (peer_entry::unsettled).
-constexpr uint8_t greet_unsettled = 16;
-
 using cluster_node_actor = caf::typed_actor<
-    // (peer id, leaving, its record's epoch, identity, greet_* flags)
-    // (id, leaving, epoch, identity, flags, its wall clock in ms)
-    caf::reacts_to<greet_atom, std::string, bool, uint64_t, uint64_t, uint8_t, uint64_t>,
-    caf::reacts_to<tick_atom>,
+    // A peer is alive, and where its membership stands (cluster/wire.hpp).
+    caf::reacts_to<greet_atom, cluster::greeting>, caf::reacts_to<tick_atom>,
     // A newer membership record (JSON) from a peer.
     caf::reacts_to<members_atom, std::string>,
     // An operator's new member set (ids) -> the new record (JSON), or an
@@ -77,7 +64,7 @@ using cluster_node_actor = caf::typed_actor<
     // From this node's gate: a peer dialled us and proved the secret; its
     // (id, [node, shard, directory, service], HTTP address, key-read
     // endpoint). Taken only where this node does not dial that peer itself.
-    caf::reacts_to<join_atom, std::string, std::vector<caf::actor>, std::string, std::string>>;
+    caf::reacts_to<join_atom, std::string, peer_handles>>;
 
 struct cluster_node_config {
   cluster::cluster_options options;

@@ -10,45 +10,39 @@
 
 namespace lmcc::actors {
 
-std::vector<uint64_t> read_holders_flat(const kv_index& index, std::span<const uint64_t> keys) {
-  std::vector<uint64_t> flat;
-  flat.reserve(keys.size() * 2);
-  std::vector<holder_list> holders(keys.size());
-  index.lookup(keys, holders); // a peer's lookup: never behind this node's sub-batches
-  for (const auto& list : holders) {
-    flat.push_back(list.size());
-    flat.insert(flat.end(), list.begin(), list.end());
-  }
-  return flat;
-}
-
-std::vector<uint64_t> share_counts_flat(const kv_index& index) {
+std::vector<cluster::holder_count> share_counts(const kv_index& index) {
   auto r = index.read();
-  std::vector<uint64_t> flat;
-  flat.reserve(r.share_by_holder().size() * 2);
-  for (const auto& [h, n] : r.share_by_holder()) {
-    flat.push_back(h);
-    flat.push_back(n);
-  }
-  return flat;
+  std::vector<cluster::holder_count> counts;
+  counts.reserve(r.share_by_holder().size());
+  for (const auto& [h, n] : r.share_by_holder())
+    counts.push_back({h, n});
+  return counts;
 }
 
-std::vector<uint64_t> slot_counts_flat(const kv_index& index, std::span<const uint64_t> slots) {
-  absl::flat_hash_map<holder_id, uint64_t> counts;
+std::vector<cluster::holder_count> slot_counts(const kv_index& index,
+                                               std::span<const uint64_t> slots) {
+  absl::flat_hash_map<holder_id, uint64_t> by_holder;
   auto r = index.read();
   for (uint64_t slot : slots)
     if (slot < index.slot_count())
       r.for_each_key(static_cast<uint32_t>(slot), [&](uint64_t, std::span<const holder_id> hs) {
         for (holder_id h : hs)
-          ++counts[h];
+          ++by_holder[h];
       });
-  std::vector<uint64_t> flat;
-  flat.reserve(counts.size() * 2);
-  for (const auto& [h, n] : counts) {
-    flat.push_back(h);
-    flat.push_back(n);
-  }
-  return flat;
+  std::vector<cluster::holder_count> counts;
+  counts.reserve(by_holder.size());
+  for (const auto& [h, n] : by_holder)
+    counts.push_back({h, n});
+  return counts;
+}
+
+cluster::slot_digests digests_of(const kv_index& index, std::span<const uint64_t> slots) {
+  cluster::slot_digests out;
+  out.digests.reserve(slots.size());
+  auto r = index.read();
+  for (uint64_t s : slots)
+    out.digests.push_back(s < index.slot_count() ? r.slot(static_cast<uint32_t>(s)).digest : 0);
+  return out;
 }
 
 cluster_service_actor::behavior_type
@@ -56,27 +50,12 @@ cluster_service_main(cluster_service_actor::stateful_pointer<cluster_service_sta
                      cluster_service_config cfg) {
   self->state.cfg = std::move(cfg);
   return {
-      [self](read_atom, const std::vector<uint64_t>& keys) {
-        return read_holders_flat(*self->state.cfg.index, keys);
-      },
-      [self](stats_atom) { return share_counts_flat(*self->state.cfg.index); },
+      [self](stats_atom) { return share_counts(*self->state.cfg.index); },
       [self](stats_atom, const std::vector<uint64_t>& slots) {
-        return slot_counts_flat(*self->state.cfg.index, slots);
+        return slot_counts(*self->state.cfg.index, slots);
       },
       [self](digest_atom, const std::vector<uint64_t>& slots) {
-        const auto& index = *self->state.cfg.index;
-        std::vector<uint64_t> out;
-        out.reserve(slots.size() + flag_word_count(slots.size()));
-        {
-          auto r = index.read();
-          for (uint64_t s : slots)
-            out.push_back(s < index.slot_count() ? r.slot(static_cast<uint32_t>(s)).digest : 0);
-        }
-        const auto uncertain = flag_words(slots, [&index](uint64_t s) {
-          return s < index.slot_count() && index.uncertain(static_cast<uint32_t>(s));
-        });
-        out.insert(out.end(), uncertain.begin(), uncertain.end());
-        return out;
+        return digests_of(*self->state.cfg.index, slots);
       },
       [self](copy_atom, uint64_t slot) {
         return self->delegate(self->state.cfg.shard, copy_atom::value, slot);

@@ -1,7 +1,9 @@
 // cluster_service: what a node does for the other nodes of its cluster,
-// besides taking sub-batches (its shard) and requests (its directory):
-// - reads: the holders of a list of keys, for a lookup that arrived at
-//   another node and needs slots this node holds;
+// besides taking sub-batches (its shard), requests (its directory) and key
+// reads (gateway/peer_read.hpp, a socket of its own):
+// - counts: the entries per holder in the slots this node is the primary
+//   of, or in slots a dead node was the primary of (/controller/workers);
+// - anti-entropy and slot moves: slot digests, and this node's copy of a slot;
 // - forwarded frames: PULL-socket frames of workers whose entity lives here
 //   but whose PUSH socket is connected to another node. They go to the
 //   worker's actor as if they had arrived here; the answer comes once that
@@ -9,8 +11,8 @@
 //   the frames' ingest credits back (flow control across nodes). A
 //   DeRegisterMsg among them goes to the directory after the frames before it.
 //
-//   self->request(service, 2s, read_atom::value, keys).then([](std::vector<uint64_t> flat) ...);
-//   // flat: for each key, its holder count then its holders
+//   self->request(service, 2s, stats_atom::value)
+//       .then([](std::vector<cluster::holder_count>& counts) { ... });
 //
 // Context: a CAF actor; one per node.
 #pragma once
@@ -21,7 +23,7 @@
 #include "actors/ingest_routes.hpp"
 #include "actors/kv_shard.hpp"
 #include "actors/type_ids.hpp"
-#include "cluster/anti_entropy_logic.hpp"
+#include "cluster/wire.hpp"
 #include "index/kv_index.hpp"
 
 #include <memory>
@@ -30,19 +32,16 @@
 namespace lmcc::actors {
 
 using cluster_service_actor = caf::typed_actor<
-    caf::replies_to<read_atom, std::vector<uint64_t>>::with<std::vector<uint64_t>>,
     caf::replies_to<push_atom, pushed_msgs>::with<bool>,
-    // Entries per holder in the slots this node is primary of,
-    // flattened: holder, count, holder, count, ...
-    caf::replies_to<stats_atom>::with<std::vector<uint64_t>>,
+    // Entries per holder in the slots this node is primary of.
+    caf::replies_to<stats_atom>::with<std::vector<cluster::holder_count>>,
     // The same over the given slots (a dead node's primary
     // slots, counted by a replica): a scan of those slots.
-    caf::replies_to<stats_atom, std::vector<uint64_t>>::with<std::vector<uint64_t>>,
-    // Anti-entropy: the digest of each given slot, then bit words flagging
-    // the slots this node's copy is uncertain of; and this node's copy of
-    // one slot, every holder labeled (slot_copy.hpp, from its shard).
-    caf::replies_to<digest_atom, std::vector<uint64_t>>::with<std::vector<uint64_t>>,
-    caf::replies_to<copy_atom, uint64_t>::with<std::vector<uint64_t>>,
+    caf::replies_to<stats_atom, std::vector<uint64_t>>::with<std::vector<cluster::holder_count>>,
+    // Anti-entropy: the digest of each given slot; and this node's copy
+    // of one slot, every holder labeled (slot_copy.hpp, from its shard).
+    caf::replies_to<digest_atom, std::vector<uint64_t>>::with<cluster::slot_digests>,
+    caf::replies_to<copy_atom, uint64_t>::with<slot_copy>,
     // Time to answer pushes whose workers did not drain within the timeout.
     caf::reacts_to<tick_atom>>;
 
@@ -74,14 +73,15 @@ cluster_service_actor::behavior_type
 cluster_service_main(cluster_service_actor::stateful_pointer<cluster_service_state> self,
                      cluster_service_config cfg);
 
-/// Flattens the holders of each key: count, holders..., count, holders...
-std::vector<uint64_t> read_holders_flat(const kv_index& index, std::span<const uint64_t> keys);
-
 /// This node's share of the entries per holder (the slots it is the primary
-/// of: kv_index::set_share_slots), flattened as holder, count, holder, count...
-std::vector<uint64_t> share_counts_flat(const kv_index& index);
+/// of: kv_index::set_share_slots).
+std::vector<cluster::holder_count> share_counts(const kv_index& index);
 
-/// Entries per holder in `slots`, flattened the same way (scans the slots).
-std::vector<uint64_t> slot_counts_flat(const kv_index& index, std::span<const uint64_t> slots);
+/// Entries per holder in `slots` (scans the slots).
+std::vector<cluster::holder_count> slot_counts(const kv_index& index,
+                                               std::span<const uint64_t> slots);
+
+/// The digest of each of `slots` (0 for one out of range), in their order.
+cluster::slot_digests digests_of(const kv_index& index, std::span<const uint64_t> slots);
 
 } // namespace lmcc::actors

@@ -16,6 +16,7 @@
 // Thread-safety: tables are immutable; cluster_board is thread-safe.
 #pragma once
 
+#include "actors/cluster/peer_handles.hpp"
 #include "cluster/hash.hpp"
 #include "cluster/membership.hpp"
 #include "registry/published.hpp"
@@ -32,16 +33,6 @@
 namespace lmcc::actors {
 
 using cluster::node_index;
-
-/// One peer's actors, as its join answer named them (null while never joined).
-struct peer_handles {
-  caf::actor node;      ///< its cluster_node (greetings)
-  caf::actor shard;     ///< its kv_shard (sub-batches, through a peer_link)
-  caf::actor directory; ///< its directory (forwarded requests, replicated rows)
-  caf::actor service;   ///< its cluster_service (key reads, forwarded frames)
-  std::string http;     ///< its HTTP API, host:port
-  std::string read;     ///< its key-read endpoint (gateway/peer_read.hpp)
-};
 
 struct peer_entry {
   bool live = false;

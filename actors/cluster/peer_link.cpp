@@ -115,7 +115,7 @@ void on_ack(link_self self, uint64_t stream, uint64_t number) {
 
 void enqueue(link_self self, kv_sub_batch&& sb, caf::strong_actor_ptr sender) {
   auto& st = self->state;
-  if (!sb.ops.empty() && st.cfg.planted_skip.strikes()) {
+  if (!sb.ops.empty() && st.cfg.planted.strikes(faults::planted_bug::skip_replica)) {
     ack_sender(self, sender, sb.stream, sb.number); // planted bug: "replicated", never sent
     return;
   }
@@ -155,9 +155,9 @@ peer_link_main(peer_link_actor::stateful_pointer<peer_link_state> self, peer_lin
           enqueue(self, std::move(sb), self->current_sender());
       },
       [self](ack_atom, uint64_t stream, uint64_t number) { on_ack(self, stream, number); },
-      [self](ack_atom, const std::vector<uint64_t>& pairs) {
-        for (size_t k = 0; k + 1 < pairs.size(); k += 2)
-          on_ack(self, pairs[k], pairs[k + 1]);
+      [self](ack_atom, const std::vector<cluster::stream_ack>& acks) {
+        for (const auto& a : acks)
+          on_ack(self, a.stream, a.number);
       },
       [self](peer_atom, caf::actor& remote) {
         auto& st = self->state;
@@ -227,14 +227,16 @@ peer_link_main(peer_link_actor::stateful_pointer<peer_link_state> self, peer_lin
       [](snapshot_atom) { return true; },
       [](snapshot_atom, bool) { return true; },
       [](marks_atom, uint64_t) { return std::vector<location_mark>{}; },
-      [](repair_atom, uint64_t, const std::vector<uint64_t>&) {},
-      [](copy_atom, uint64_t) { return std::vector<uint64_t>{}; },
-      [](install_atom, const std::vector<uint64_t>&) { return std::vector<uint64_t>{}; },
+      [](repair_atom, uint64_t) {},
+      [](copy_atom, uint64_t) -> caf::result<slot_copy> {
+        return caf::make_error(caf::sec::unexpected_message, "a peer link keeps no slot copies");
+      },
+      [](install_atom, const slot_copy&) { return copy_outcome{}; },
       [](members_atom, const std::vector<uint64_t>&) {},
       [](refill_atom, const std::vector<uint64_t>&) {},
       [](settled_atom) {},
       // The peer's own directory tells its shard of the registrations.
-      [](retire_atom, const std::vector<uint64_t>&) {},
+      [](retire_atom, const std::vector<cluster::registration_ref>&) {},
       [](resync_atom, const caf::actor&) {},
   };
 }

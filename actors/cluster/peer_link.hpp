@@ -44,8 +44,8 @@ using peer_link_actor = kv_shard_actor::extend<
     caf::reacts_to<peer_atom, caf::actor>,
     // The peer's cumulative ack of a stream.
     caf::reacts_to<ack_atom, uint64_t, uint64_t>,
-    // The peer's acks of one commit: stream, number, stream, number, ...
-    caf::reacts_to<ack_atom, std::vector<uint64_t>>>;
+    // The peer's acks of one commit.
+    caf::reacts_to<ack_atom, std::vector<cluster::stream_ack>>>;
 
 /// Counters /cluster/status and /metrics read (any thread).
 struct peer_link_counters {
@@ -64,10 +64,10 @@ struct peer_link_config {
   std::chrono::milliseconds replication_timeout{5000};
   uint64_t buffer_ops = uint64_t{1} << 22;
   std::shared_ptr<peer_link_counters> counters;
-  /// A planted bug (chaos-checker tests, lmcc_planted_bug; absent in a build
-  /// without fault injection): every Nth sub-batch with ops is acknowledged
-  /// to its sender and never sent. Default: never
-  faults::planted_every planted_skip;
+  /// The planted bug of a test build (fault_injection.hpp; empty in a
+  /// release build): skip_replica acknowledges every Nth sub-batch with ops
+  /// to its sender and never sends it. Default: none
+  [[no_unique_address]] faults::planted_bugs planted;
 };
 
 struct peer_link_state {

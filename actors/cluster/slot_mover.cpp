@@ -63,18 +63,18 @@ void pump(mover_self self) {
     const std::string peer = table->members[*from].address.id;
     self->request(service, st.cfg.timeout, copy_atom::value, uint64_t{slot})
         .then(
-            [self, slot, epoch = st.epoch](std::vector<uint64_t>& copy) {
+            [self, slot, epoch = st.epoch](slot_copy& copy) {
               auto& st = self->state;
               --st.in_flight;
               if (epoch == st.epoch) {
                 if (st.cfg.counters) {
                   ++st.cfg.counters->slots_copied;
-                  st.cfg.counters->entries_copied += slot_copy_keys(copy);
+                  st.cfg.counters->entries_copied += copy.key_count();
                 }
                 // Holder by holder, where newer: writes already reach this
                 // node, and the shard keeps what the copy does not cover.
                 self->request(st.cfg.shard, caf::infinite, install_atom::value, std::move(copy))
-                    .then([](std::vector<uint64_t>&) {}, [](caf::error&) {});
+                    .then([](copy_outcome&) {}, [](caf::error&) {});
               }
               pump(self);
             },
@@ -157,7 +157,7 @@ slot_mover_main(slot_mover_actor::stateful_pointer<slot_mover_state> self, slot_
             for (uint32_t s = 0; s < table->owners->slot_count(); ++s) {
               if (cluster::owns(*table->previous, table->self, s) &&
                   !cluster::owns(*table->owners, table->self, s)) {
-                self->send(st.cfg.shard, repair_atom::value, uint64_t{s}, std::vector<uint64_t>{});
+                self->send(st.cfg.shard, repair_atom::value, uint64_t{s});
                 ++dropped;
               }
             }

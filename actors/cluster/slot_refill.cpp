@@ -166,11 +166,11 @@ void pump(refill_self self) {
     const std::string peer = table->members[*from].address.id;
     self->request(service, st.cfg.timeout, copy_atom::value, uint64_t{item.slot})
         .then(
-            [self, slot = item.slot](std::vector<uint64_t>& copy) {
+            [self, slot = item.slot](slot_copy& copy) {
               auto& st = self->state;
               --st.in_flight;
               ++st.copied;
-              st.entries += slot_copy_keys(copy);
+              st.entries += copy.key_count();
               st.leftover_copied = st.leftover_copied || st.done;
               st.leftovers.copied(slot);
               if (st.copied % 1024 == 0)
@@ -178,7 +178,7 @@ void pump(refill_self self) {
                              st.cfg.self_id, st.copied, st.total, st.entries);
               // Holder by holder, where newer: writes reach this node meanwhile.
               self->request(st.cfg.shard, caf::infinite, install_atom::value, std::move(copy))
-                  .then([](std::vector<uint64_t>&) {}, [](caf::error&) {});
+                  .then([](copy_outcome&) {}, [](caf::error&) {});
               pump(self);
             },
             [self, item, peer](caf::error& e) {

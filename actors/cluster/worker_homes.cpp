@@ -166,7 +166,7 @@ void finish_takeover(directory_self self, uint64_t uid) {
             // position this node's copy saw (a later home's era).
             const bool from_peer = !tk.found.empty();
             auto marks = takeover_marks(tk.found, own);
-            if (st.cfg.planted_forget_marks.on())
+            if (st.cfg.planted.is(faults::planted_bug::forget_watermark))
               for (auto& m : marks) // planted bug: the first op after it is not checked
                 m.mark.state = persistence::seq_state::resynced;
             auto plan = takeover_plan(to_row(*rec), marks, self->state.cfg.clock->wall_s());

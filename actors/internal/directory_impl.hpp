@@ -139,9 +139,7 @@ void send_directory_to(directory_self self, const caf::actor& peer_directory);
 /// A node back empty lost `lost_slots` slots: every worker is asked to resync.
 void on_slots_lost(directory_self self, uint64_t lost_slots);
 /// A peer's whole directory (send_directory_to at the peer).
-void on_directory_sync(directory_self self, const std::string& from, uint64_t ring_version,
-                       const std::vector<persistence::worker_row>& rows,
-                       const std::vector<worker_tombstone>& tombstones, bool complete);
+void on_directory_sync(directory_self self, const directory_listing& listing);
 
 /// In a cluster, the directory of the worker's home node when that is another
 /// node (directory_requests.cpp).

@@ -96,8 +96,7 @@ void node_cluster::add_destinations(actors::directory_config& dc,
     auto counters = std::make_shared<actors::peer_link_counters>();
     actors::peer_link_config lc{table->members[i].address.id, cl.replication_timeout,
                                 cl.peer_buffer_ops, counters};
-    if (options_.planted() == planted_bug_kind::skip_replica)
-      lc.planted_skip = faults::planted_every{planted_bug_every};
+    lc.planted = faults::planted_bugs{options_.planted()};
     links_.push_back(parts_.system.spawn(actors::peer_link_main, std::move(lc)));
     link_counters_.push_back(counters);
     dc.shards.push_back(caf::actor_cast<actors::kv_shard_actor>(links_.back()));
@@ -116,10 +115,7 @@ void node_cluster::add_destinations(actors::directory_config& dc,
   // One attempt lasts as long as the failure detector takes to find a node
   // down, so the next one goes to the worker's new home.
   dc.home_request_timeout = cl.failure_timeout + std::chrono::milliseconds(500);
-  dc.planted_forget_marks =
-      faults::planted_flag{options_.planted() == planted_bug_kind::forget_watermark};
-  dc.planted_no_owed_resend =
-      faults::planted_flag{options_.planted() == planted_bug_kind::no_owed_resend};
+  dc.planted = faults::planted_bugs{options_.planted()};
   dc.hooks.forward_frames = [this](uint16_t node, actors::pushed_msgs msgs) {
     forward(node, std::move(msgs));
   };
@@ -166,14 +162,19 @@ void node_cluster::start(const actors::kv_shard_actor& shard,
   read_server_ = std::make_unique<gateway::peer_read_server>(
       options_.zmq.host, me.host, gateway::peer_read_key{word(), word()},
       [index = parts_.index](std::span<const uint64_t> keys) {
-        auto flat = actors::read_holders_flat(*index, keys);
-        // Says which answers come from a copy this node is uncertain of, so
-        // the reader asks another owner first (gateway/owner_reads.hpp).
-        for (size_t i = 0, at = 0; i < keys.size() && at < flat.size(); ++i) {
-          const uint64_t count = flat[at];
+        // For each key its holder count, then its holders (peer_read.hpp's
+        // reply); the count says which answers come from a copy this node is
+        // uncertain of, so the reader asks another owner first (owner_reads.hpp).
+        std::vector<actors::holder_list> holders(keys.size());
+        index->lookup(keys, holders); // a peer's lookup: never behind this node's sub-batches
+        std::vector<uint64_t> flat;
+        flat.reserve(keys.size() * 2);
+        for (size_t i = 0; i < keys.size(); ++i) {
+          uint64_t count = holders[i].size();
           if (index->uncertain(actors::slot_of(keys[i], index->slot_count())))
-            flat[at] |= gateway::peer_read_uncertain;
-          at += 1 + count;
+            count |= gateway::peer_read_uncertain;
+          flat.push_back(count);
+          flat.insert(flat.end(), holders[i].begin(), holders[i].end());
         }
         return flat;
       },
@@ -277,11 +278,13 @@ void node_cluster::start(const actors::kv_shard_actor& shard,
                                   read_server_->access_endpoint()};
   node_ = system.spawn(actors::cluster_node_main, std::move(nc));
   // Peers get the node's handles from the gate, once they proved the secret.
-  std::vector<caf::actor> handles{
-      caf::actor_cast<caf::actor>(node_), caf::actor_cast<caf::actor>(shard),
-      caf::actor_cast<caf::actor>(directory), caf::actor_cast<caf::actor>(service_)};
-  actors::gate_config gc{c.node_id, options_.cluster.secret,         handles,
-                         http,      read_server_->access_endpoint(), counters_};
+  actors::peer_handles handles{caf::actor_cast<caf::actor>(node_),
+                               caf::actor_cast<caf::actor>(shard),
+                               caf::actor_cast<caf::actor>(directory),
+                               caf::actor_cast<caf::actor>(service_),
+                               http,
+                               read_server_->access_endpoint()};
+  actors::gate_config gc{c.node_id, options_.cluster.secret, std::move(handles), counters_};
   gc.tell_node = options_.cluster.tls(); // one connection per pair: peers that dial us join us
   gate_ = system.spawn(actors::cluster_gate_main, std::move(gc));
   if (options_.cluster.anti_entropy_interval.count() > 0) {

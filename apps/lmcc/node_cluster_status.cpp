@@ -78,11 +78,11 @@ std::string node_cluster::home_of(uint64_t worker_uid) const {
 actors::holder_counts node_cluster::counts() {
   auto table = board_->current();
   actors::holder_counts total;
-  auto add = [&](const std::vector<uint64_t>& flat) {
-    for (size_t i = 0; i + 1 < flat.size(); i += 2)
-      total[flat[i]] += flat[i + 1];
+  auto add = [&](const std::vector<cluster::holder_count>& counts) {
+    for (const auto& c : counts)
+      total[c.holder] += c.count;
   };
-  add(actors::share_counts_flat(*parts_.index));
+  add(actors::share_counts(*parts_.index));
   caf::scoped_actor self{parts_.system};
   bool complete = true;
   // A live peer answers its counts in milliseconds; one that has not within
@@ -104,8 +104,8 @@ actors::holder_counts node_cluster::counts() {
       self->request(caf::actor_cast<actors::cluster_service_actor>(service), bound,
                     actors::stats_atom::value)
           .receive(
-              [&](std::vector<uint64_t>& flat) {
-                add(flat);
+              [&](std::vector<cluster::holder_count>& counts) {
+                add(counts);
                 answered = true;
               },
               [&](caf::error&) {});
@@ -126,12 +126,12 @@ actors::holder_counts node_cluster::counts() {
     if (orphan_slots[r].empty())
       continue;
     if (r == table->self) {
-      add(actors::slot_counts_flat(*parts_.index, orphan_slots[r]));
+      add(actors::slot_counts(*parts_.index, orphan_slots[r]));
       continue;
     }
     self->request(caf::actor_cast<actors::cluster_service_actor>(readers->peers[r].handles.service),
                   bound, actors::stats_atom::value, std::move(orphan_slots[r]))
-        .receive([&](std::vector<uint64_t>& flat) { add(flat); },
+        .receive([&](std::vector<cluster::holder_count>& counts) { add(counts); },
                  [&](caf::error&) { complete = false; });
   }
   // A node that did not answer leaves its primary slots' entries out.

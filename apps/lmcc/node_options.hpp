@@ -7,6 +7,7 @@
 #pragma once
 
 #include "cluster/cluster_options.hpp"
+#include "faults/fault_injection.hpp"
 #include "gateway/gateway_options.hpp"
 #include "persistence/store.hpp"
 #include "registry/controller_options.hpp"
@@ -16,17 +17,8 @@
 
 namespace lmcc::apps {
 
-/// lmcc_planted_bug's values.
-enum class planted_bug_kind : uint8_t {
-  none = 0,
-  drop_acked_sub_batch = 1, ///< the shard acks every Nth sub-batch without applying it
-  skip_replica = 2,         ///< a peer link acks every Nth sub-batch without sending it
-  forget_watermark = 3,     ///< a takeover forgets the worker's seq watermarks
-  /// A home does not resend the full syncs it owes to a peer that comes back
-  /// (not a checker's negative test: the heard-heartbeat backstop must still
-  /// get the worker asked, tests/integration/test_partitions.py).
-  no_owed_resend = 4,
-};
+/// lmcc_planted_bug's values (faults/fault_injection.hpp lists them).
+using planted_bug_kind = faults::planted_bug;
 
 struct node_options {
   gateway::zmq_options zmq;
@@ -97,8 +89,5 @@ struct node_options {
 
   planted_bug_kind planted() const noexcept { return static_cast<planted_bug_kind>(planted_bug); }
 };
-
-/// How often a planted bug strikes (every Nth sub-batch).
-inline constexpr uint32_t planted_bug_every = 10;
 
 } // namespace lmcc::apps

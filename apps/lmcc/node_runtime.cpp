@@ -68,8 +68,7 @@ void node_runtime::impl::spawn_actors(node_state& state) {
   store_ = state.store;
   auto init = std::make_shared<actors::shard_init>();
   init->options = c.shard;
-  if (options_.planted() == planted_bug_kind::drop_acked_sub_batch)
-    init->options.planted_drop = faults::planted_every{planted_bug_every};
+  init->options.planted = faults::planted_bugs{options_.planted()};
   init->options.slot_count = c.slot_count;
   init->index = index_;
   init->store = state.store;

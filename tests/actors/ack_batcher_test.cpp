@@ -14,7 +14,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using batcher = ack_batcher<std::string>;
-using pairs = std::vector<uint64_t>;
+using ack_list = std::vector<cluster::stream_ack>;
 
 const batcher::clock::time_point t0 = batcher::clock::time_point{} + 1h;
 
@@ -25,7 +25,7 @@ TEST(ack_batcher, the_first_acks_go_at_once_then_at_most_one_message_per_delay) 
   auto due = acks.take_due(t0, false);
   ASSERT_EQ(due.size(), 1u);
   EXPECT_EQ(due[0].sender, "n2");
-  EXPECT_EQ(due[0].pairs, (pairs{7, 1}));
+  EXPECT_EQ(due[0].acks, (ack_list{{7, 1}}));
   // Three commits within the delay: held, cumulative per stream.
   acks.add("n2", 7, 3);
   acks.add("n2", 9, 4);
@@ -35,8 +35,8 @@ TEST(ack_batcher, the_first_acks_go_at_once_then_at_most_one_message_per_delay) 
   EXPECT_TRUE(acks.take_due(t0 + 19ms, false).empty());
   due = acks.take_due(t0 + 20ms, false);
   ASSERT_EQ(due.size(), 1u);
-  EXPECT_EQ(due[0].pairs, (pairs{7, 3, 9, 4})); // one message for both streams
-  EXPECT_FALSE(acks.next_due());                // nothing held: no wake-up
+  EXPECT_EQ(due[0].acks, (ack_list{{7, 3}, {9, 4}})); // one message for both streams
+  EXPECT_FALSE(acks.next_due());                      // nothing held: no wake-up
 }
 
 TEST(ack_batcher, senders_are_held_apart_and_a_drain_takes_everything) {
@@ -49,8 +49,8 @@ TEST(ack_batcher, senders_are_held_apart_and_a_drain_takes_everything) {
   acks.add("n3", 2, 5);
   auto due = acks.take_due(t0 + 10ms, true); // a drain: no waiting
   ASSERT_EQ(due.size(), 2u);
-  EXPECT_EQ(due[0].pairs, (pairs{1, 2}));
-  EXPECT_EQ(due[1].pairs, (pairs{2, 5}));
+  EXPECT_EQ(due[0].acks, (ack_list{{1, 2}}));
+  EXPECT_EQ(due[1].acks, (ack_list{{2, 5}}));
   // The drain counts as a send: n2's next acks wait for the delay again.
   acks.add("n2", 1, 3);
   EXPECT_TRUE(acks.take_due(t0 + 20ms, false).empty());
@@ -63,7 +63,7 @@ TEST(ack_batcher, no_delay_sends_every_commit) {
     acks.add("n2", 4, n);
     auto due = acks.take_due(t0, false); // the same instant: still due
     ASSERT_EQ(due.size(), 1u);
-    EXPECT_EQ(due[0].pairs, (pairs{4, n}));
+    EXPECT_EQ(due[0].acks, (ack_list{{4, n}}));
   }
 }
 

@@ -1,4 +1,4 @@
-// type_ids + inspect: every value type that crosses nodes survives CAF 0.17's
+// type_ids + inspect + cluster/wire: every value type that crosses nodes survives CAF 0.17's
 // binary_serializer / binary_deserializer bit for bit, and
 // register_message_types() registers the block, so a caf::message carrying
 // them serializes through an actor system the way the middleman does it.
@@ -172,6 +172,53 @@ TEST(type_ids, a_handoff_answer_round_trips_with_its_marks_and_the_full_sync_owe
   EXPECT_TRUE(round_trip(worker_handoff{}).resync_reason.empty());
 }
 
+TEST(type_ids, the_cluster_wire_records_round_trip_field_by_field) {
+  const std::vector<cluster::stream_ack> acks{{7, 12}, {UINT64_MAX, 1ULL << 40}};
+  EXPECT_EQ(round_trip(acks), acks);
+  const std::vector<cluster::holder_count> counts{{make_holder_id("A", wire_int{0}, "cpu"), 3},
+                                                  {1, UINT64_MAX}};
+  EXPECT_EQ(round_trip(counts), counts);
+  const cluster::slot_digests digests{{0, 0x9e3779b97f4a7c15ULL, UINT64_MAX}};
+  EXPECT_EQ(round_trip(digests), digests);
+  const std::vector<cluster::registration_ref> known{{worker_uid("A", wire_int{-1}), 7}, {2, 0}};
+  EXPECT_EQ(round_trip(known), known);
+  EXPECT_TRUE(round_trip(std::vector<cluster::stream_ack>{}).empty());
+}
+
+TEST(type_ids, a_greeting_and_a_directory_listing_round_trip_with_every_field) {
+  const cluster::greeting g{"n2",  true, 1ULL << 40, UINT64_MAX, true,
+                            false, true, true,       false,      1700000000123};
+  EXPECT_EQ(round_trip(g), g);
+  directory_listing listing;
+  listing.node_id = "n3";
+  listing.ring_version = UINT64_MAX;
+  listing.rows.resize(2);
+  listing.rows[0].uid = 7;
+  listing.rows[0].instance_id = "vllm-0";
+  listing.tombstones = {{9, 2}, {UINT64_MAX, 0}};
+  listing.complete = true;
+  const auto back = round_trip(listing);
+  EXPECT_EQ(back.node_id, listing.node_id);
+  EXPECT_EQ(back.ring_version, listing.ring_version);
+  EXPECT_EQ(back.rows, listing.rows);
+  EXPECT_EQ(back.tombstones, listing.tombstones);
+  EXPECT_TRUE(back.complete);
+}
+
+TEST(type_ids, a_slot_copy_and_what_installing_it_did_round_trip_with_every_field) {
+  slot_copy copy{4095, false, {}};
+  copy.holders.push_back(holder_slot_copy{make_holder_id("A", wire_int{0}, "cpu"),
+                                          worker_uid("A", wire_int{0}),
+                                          true,
+                                          {UINT64_MAX, 2, 3, 4},
+                                          {1, UINT64_MAX, 42}});
+  copy.holders.push_back(holder_slot_copy{5, 0, false, {}, {}}); // "none here as of p"
+  EXPECT_EQ(round_trip(copy), copy);
+  EXPECT_EQ(round_trip(slot_copy{}), slot_copy{});
+  copy_outcome o{1, 2, 3, {{9, 10}, {UINT64_MAX, 1}}, {{11, 12}}, true};
+  EXPECT_EQ(round_trip(o), o);
+}
+
 TEST(type_ids, messages_of_several_types_round_trip_through_their_msgpack_encoding) {
   msg::HeartbeatRetMsg hb;
   hb.commands.emplace_back(msg::FullSyncCommand{"worker_re_registered", std::nullopt});
@@ -265,6 +312,16 @@ TEST(type_ids, register_message_types_registers_the_block) {
       {typeid(std::vector<pushed_msg>), "std::vector<lmcc::actors::pushed_msg>"},
       {typeid(std::vector<kv_op>), "std::vector<lmcc::persistence::kv_op>"},
       {typeid(std::vector<persistence::worker_row>), "std::vector<lmcc::persistence::worker_row>"},
+      {typeid(slot_copy), "lmcc::actors::slot_copy"},
+      {typeid(copy_outcome), "lmcc::actors::copy_outcome"},
+      {typeid(cluster::slot_digests), "lmcc::cluster::slot_digests"},
+      {typeid(cluster::greeting), "lmcc::cluster::greeting"},
+      {typeid(directory_listing), "lmcc::actors::directory_listing"},
+      {typeid(peer_handles), "lmcc::actors::peer_handles"},
+      {typeid(std::vector<cluster::stream_ack>), "std::vector<lmcc::cluster::stream_ack>"},
+      {typeid(std::vector<cluster::holder_count>), "std::vector<lmcc::cluster::holder_count>"},
+      {typeid(std::vector<cluster::registration_ref>),
+       "std::vector<lmcc::cluster::registration_ref>"},
   };
   for (const auto& [type, name] : expected) {
     SCOPED_TRACE(name);

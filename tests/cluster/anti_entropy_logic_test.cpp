@@ -41,17 +41,6 @@ TEST(anti_entropy, peers_are_tracked_apart_and_forgotten) {
             (std::vector<uint32_t>{3}));
 }
 
-TEST(anti_entropy, flags_travel_as_bit_words_beside_the_digests) {
-  const std::vector<uint64_t> slots{5, 70, 200};
-  const auto words = flag_words(slots, [](uint64_t s) { return s == 70; });
-  ASSERT_EQ(words.size(), 1u);
-  EXPECT_FALSE(flag_bit(words, 0));
-  EXPECT_TRUE(flag_bit(words, 1));
-  EXPECT_FALSE(flag_bit(words, 2));
-  EXPECT_FALSE(flag_bit({}, 1)); // a peer that sent none
-  EXPECT_EQ(flag_word_count(65), 2u);
-}
-
 TEST(uncertainty_ledger, a_pair_left_uncertain_by_copies_over_four_rounds_is_lost_once) {
   uncertainty_ledger ledger;
   auto all_answer = [](uint32_t) { return true; };

@@ -478,6 +478,20 @@ T sample_value() {
     x.marks.resize(2);
     x.marks[0].location = "L";
     x.resync_reason = "a proof";
+  } else if constexpr (std::is_same_v<T, slot_copy>) {
+    x = slot_copy{7, false, {holder_slot_copy{9, 6, true, {1, 0, 5, 0}, {11, 12}}}};
+  } else if constexpr (std::is_same_v<T, copy_outcome>) {
+    x = copy_outcome{1, 0, 2, {{6, 9}}, {}, true};
+  } else if constexpr (std::is_same_v<T, cluster::greeting>) {
+    x = cluster::greeting{"n2", false, 3, 0xfeed, true, true, false, false, false, 1700000000000};
+  } else if constexpr (std::is_same_v<T, cluster::slot_digests>) {
+    x.digests = {0, UINT64_MAX};
+  } else if constexpr (std::is_same_v<T, std::vector<cluster::stream_ack>>) {
+    x = {{7, 12}, {8, 1}};
+  } else if constexpr (std::is_same_v<T, std::vector<cluster::holder_count>>) {
+    x = {{9, 3}};
+  } else if constexpr (std::is_same_v<T, std::vector<cluster::registration_ref>>) {
+    x = {{6, 4}};
   } else if constexpr (std::is_same_v<T, persistence::worker_row>) {
     x.uid = 6;
     x.instance_id = "vllm-0";
@@ -524,9 +538,7 @@ std::vector<std::string> peer_message_seeds() {
   add_message_seed(seeds, caf::make_message(digest_atom::value, std::vector<uint64_t>{1, 2, 3}));
   add_message_seed(seeds,
                    caf::make_message(push_atom::value, pushed_msgs{sample_value<pushed_msg>()}));
-  add_message_seed(seeds,
-                   caf::make_message(greet_atom::value, std::string("n2"), false, uint64_t{3},
-                                     uint64_t{0xfeed}, uint8_t{3}, uint64_t{1700000000000}));
+  add_message_seed(seeds, caf::make_message(greet_atom::value, sample_value<cluster::greeting>()));
   add_message_seed(seeds, caf::make_message(hello_atom::value, std::string("n2"), uint64_t{9},
                                             cluster::cluster_protocol_version));
 

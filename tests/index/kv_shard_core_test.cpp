@@ -220,7 +220,8 @@ TEST(kv_shard_core, a_registration_learned_later_drops_older_holders_of_that_wor
   f.core->apply(sb(1, 2, h1b, {{k[2], true}}).incarnation(7).intro(uid_of(1), "LocalDiskBackend"));
   f.core->apply(sb(2, 1, h2, {{k[3], true}}).incarnation(3).intro(uid_of(2), "LocalCPUBackend"));
   f.commit();
-  const std::vector<uint64_t> known{uid_of(1), 7, uid_of(2), 3, uid_of(9), 100};
+  const std::vector<cluster::registration_ref> known{
+      {uid_of(1), 7}, {uid_of(2), 3}, {uid_of(9), 100}};
   EXPECT_EQ(f.core->retire_older(known), 1u);
   f.commit();
   EXPECT_FALSE(f.index->read().holds(k[0], h1)); // incarnation 5 < 7: stale

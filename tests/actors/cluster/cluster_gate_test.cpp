@@ -19,6 +19,12 @@ using namespace std::chrono_literals;
 
 constexpr std::string_view secret = "0123456789abcdef-test-secret";
 
+/// Every actor of the handles is `who` (a test stands in for all four).
+peer_handles handles_of(caf::scoped_actor& who, std::string http, std::string read) {
+  caf::actor a{who};
+  return peer_handles{a, a, a, a, std::move(http), std::move(read)};
+}
+
 struct gate_fixture {
   caf::actor_system_config cfg;
   std::unique_ptr<caf::actor_system> sys;
@@ -33,10 +39,7 @@ struct gate_fixture {
     gate_config gc;
     gc.self_id = "n1";
     gc.secret = std::string{secret};
-    gc.handles = {caf::actor{*client}, caf::actor{*client}, caf::actor{*client},
-                  caf::actor{*client}};
-    gc.http = "127.0.0.1:9000";
-    gc.read_endpoint = "tcp://127.0.0.1:5000#key";
+    gc.handles = handles_of(*client, "127.0.0.1:9000", "tcp://127.0.0.1:5000#key");
     gc.counters = counters;
     gc.tell_node = tell_node;
     gate = sys->spawn(cluster_gate_main, std::move(gc));
@@ -47,29 +50,25 @@ struct gate_fixture {
   }
 
   /// Step 2 as node "n2", with its own handles (all the client's here):
-  /// (accept MAC, handle count, HTTP address, read endpoint), or nullopt.
-  std::optional<std::tuple<std::string, size_t, std::string, std::string>>
-  join(uint64_t client_nonce, const std::string& mac) {
-    std::optional<std::tuple<std::string, size_t, std::string, std::string>> out;
-    std::vector<caf::actor> mine{caf::actor{*client}, caf::actor{*client}, caf::actor{*client},
-                                 caf::actor{*client}};
+  /// (accept MAC, the gate's handles), or nullopt.
+  std::optional<std::pair<std::string, peer_handles>> join(uint64_t client_nonce,
+                                                           const std::string& mac) {
+    std::optional<std::pair<std::string, peer_handles>> out;
     (*client)
-        ->request(gate, 5s, join_atom::value, std::string{"n2"}, client_nonce, mac, std::move(mine),
-                  std::string{"127.0.0.1:9010"}, std::string{"tcp://127.0.0.1:5010#key2"})
-        .receive([&](std::string& accept, std::vector<caf::actor>& hs, std::string& http,
-                     std::string& read) { out.emplace(accept, hs.size(), http, read); },
+        ->request(gate, 5s, join_atom::value, std::string{"n2"}, client_nonce, mac,
+                  handles_of(*client, "127.0.0.1:9010", "tcp://127.0.0.1:5010#key2"))
+        .receive([&](std::string& accept, peer_handles& hs) { out.emplace(accept, hs); },
                  [](caf::error&) {});
     return out;
   }
 
   /// Step 2 as node "n2" without TLS: no handles of its own (it is dialled back).
-  std::optional<std::tuple<std::string, size_t, std::string, std::string>>
-  join_plain(uint64_t client_nonce, const std::string& mac) {
-    std::optional<std::tuple<std::string, size_t, std::string, std::string>> out;
+  std::optional<std::pair<std::string, peer_handles>> join_plain(uint64_t client_nonce,
+                                                                 const std::string& mac) {
+    std::optional<std::pair<std::string, peer_handles>> out;
     (*client)
         ->request(gate, 5s, join_atom::value, std::string{"n2"}, client_nonce, mac)
-        .receive([&](std::string& accept, std::vector<caf::actor>& hs, std::string& http,
-                     std::string& read) { out.emplace(accept, hs.size(), http, read); },
+        .receive([&](std::string& accept, peer_handles& hs) { out.emplace(accept, hs); },
                  [](caf::error&) {});
     return out;
   }
@@ -112,17 +111,16 @@ TEST(cluster_gate, only_a_mac_made_with_the_secret_gets_the_handles) {
   auto accepted = join(12, cluster::handshake_mac(secret, cluster::handshake_role::join, "n2", "n1",
                                                   12, *server_nonce));
   ASSERT_TRUE(accepted);
-  const auto& [accept, handles, http, read] = *accepted;
+  const auto& [accept, handles] = *accepted;
   EXPECT_TRUE(
       cluster::mac_equal(accept, cluster::handshake_mac(secret, cluster::handshake_role::accept,
                                                         "n2", "n1", 12, *server_nonce)));
-  EXPECT_EQ(handles, 4u);
-  EXPECT_EQ(http, "127.0.0.1:9000");
-  EXPECT_EQ(read, "tcp://127.0.0.1:5000#key");
+  EXPECT_TRUE(handles.complete());
+  EXPECT_EQ(handles.http, "127.0.0.1:9000");
+  EXPECT_EQ(handles.read, "tcp://127.0.0.1:5000#key");
   // Without TLS both nodes dial: the gate keeps the dialler's handles to itself.
   bool told = false;
-  (*f.client)->receive([&](join_atom, std::string&, std::vector<caf::actor>&, std::string&,
-                           std::string&) { told = true; },
+  (*f.client)->receive([&](join_atom, std::string&, peer_handles&) { told = true; },
                        caf::after(std::chrono::milliseconds{0}) >> [] {});
   EXPECT_FALSE(told);
 }
@@ -143,22 +141,20 @@ TEST(cluster_gate, with_one_dialler_per_pair_the_node_hears_of_a_peer_that_prove
   // The gate sends them before it answers, and CAF keeps the order of one
   // sender's messages: they are in the mailbox already.
   int told = 0;
-  std::string peer, http, read;
-  size_t handles = 0;
+  std::string peer;
+  peer_handles handles;
   (*f.client)->receive_while([&] { return told < 2; })(
-      [&](join_atom, std::string& p, std::vector<caf::actor>& hs, std::string& h, std::string& r) {
+      [&](join_atom, std::string& p, peer_handles& hs) {
         ++told;
         peer = p;
-        handles = hs.size();
-        http = h;
-        read = r;
+        handles = hs;
       },
       caf::after(std::chrono::milliseconds{0}) >> [&] { told += 10; });
   EXPECT_EQ(told, 11); // one, then silence
   EXPECT_EQ(peer, "n2");
-  EXPECT_EQ(handles, 4u);
-  EXPECT_EQ(http, "127.0.0.1:9010");
-  EXPECT_EQ(read, "tcp://127.0.0.1:5010#key2");
+  EXPECT_TRUE(handles.complete());
+  EXPECT_EQ(handles.http, "127.0.0.1:9010");
+  EXPECT_EQ(handles.read, "tcp://127.0.0.1:5010#key2");
 }
 
 TEST(cluster_gate, a_join_without_handles_tells_the_node_nothing) {
@@ -169,8 +165,7 @@ TEST(cluster_gate, a_join_without_handles_tells_the_node_nothing) {
   ASSERT_TRUE(f.join_plain(
       31, cluster::handshake_mac(secret, cluster::handshake_role::join, "n2", "n1", 31, *nonce)));
   bool told = false;
-  (*f.client)->receive([&](join_atom, std::string&, std::vector<caf::actor>&, std::string&,
-                           std::string&) { told = true; },
+  (*f.client)->receive([&](join_atom, std::string&, peer_handles&) { told = true; },
                        caf::after(std::chrono::milliseconds{0}) >> [] {});
   EXPECT_FALSE(told);
   EXPECT_EQ(f.counters->joins_refused.load(), 0u);
