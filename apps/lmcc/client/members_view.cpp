@@ -1,5 +1,7 @@
 #include "apps/lmcc/client/members_view.hpp"
 
+#include "apps/lmcc/client/json_fields.hpp"
+
 #include <algorithm>
 #include <set>
 
@@ -8,14 +10,6 @@ namespace {
 
 bool has(const std::vector<std::string>& ids, const std::string& id) {
   return std::find(ids.begin(), ids.end(), id) != ids.end();
-}
-
-uint64_t u64(const nlohmann::json& j, const char* key) {
-  if (!j.contains(key) || !j[key].is_number_unsigned())
-    return j.contains(key) && j[key].is_number_integer() && j[key].get<int64_t>() > 0
-               ? static_cast<uint64_t>(j[key].get<int64_t>())
-               : 0;
-  return j[key].get<uint64_t>();
 }
 
 /// Appends each of `parts` to `out` (GCC 12 warns, wrongly, on "..." + std::string&&).
@@ -109,10 +103,10 @@ node_progress progress_of(const std::string& id, const nlohmann::json* status,
   }
   const auto& m = (*status)["membership"];
   p.answered = true;
-  p.epoch = u64(m, "epoch");
+  p.epoch = u64_field(m, "epoch");
   p.committed = m.value("state", std::string{}) == "committed";
-  p.slots_to_copy = u64(m, "slots_to_copy");
-  p.slots_copied = u64(m, "slots_copied");
+  p.slots_to_copy = u64_field(m, "slots_to_copy");
+  p.slots_copied = u64_field(m, "slots_copied");
   return p;
 }
 

@@ -1,5 +1,6 @@
 #include "apps/lmcc/client/status_view.hpp"
 
+#include "apps/lmcc/client/json_fields.hpp"
 #include "apps/lmcc/client/table.hpp"
 
 #include <algorithm>
@@ -14,13 +15,6 @@ namespace {
 using nlohmann::json;
 
 // -- reading a status leniently: a field missing (an older node) reads as 0 or "" --
-
-uint64_t u64(const json& j, const char* key) {
-  if (!j.is_object())
-    return 0;
-  const auto it = j.find(key);
-  return it != j.end() && it->is_number() ? it->get<uint64_t>() : 0;
-}
 
 std::string str(const json& j, const char* key) {
   if (!j.is_object())
@@ -67,7 +61,7 @@ uint64_t copies_wanted(const json& status) {
   uint64_t members = 0;
   for (const auto& m : members_of(status))
     members += flag(m, "member") ? 1 : 0;
-  return std::min<uint64_t>(u64(status, "replicas"), members);
+  return std::min<uint64_t>(u64_field(status, "replicas"), members);
 }
 
 /// Groups the ids of the answering reports by a key of their status.
@@ -118,18 +112,18 @@ void slots_short(const std::vector<const node_report*>& answered,
                  std::vector<std::string>& reasons) {
   using key = std::tuple<uint64_t, uint64_t, uint64_t>; // (short, slots, copies wanted)
   const auto under = group_by<key>(answered, [](const json& s) -> std::optional<key> {
-    if (u64(s, "slots_under_replicated") == 0)
+    if (u64_field(s, "slots_under_replicated") == 0)
       return std::nullopt;
-    return key{u64(s, "slots_under_replicated"), u64(s, "slots"), copies_wanted(s)};
+    return key{u64_field(s, "slots_under_replicated"), u64_field(s, "slots"), copies_wanted(s)};
   });
   for (const auto& [k, ids] : under)
     reasons.push_back(std::to_string(std::get<0>(k)) + " of " + std::to_string(std::get<1>(k)) +
                       " slots have fewer than " + std::to_string(std::get<2>(k)) + " live copies " +
                       as_seen_by(ids));
   const auto none = group_by<key>(answered, [](const json& s) -> std::optional<key> {
-    if (u64(s, "slots_without_live_copy") == 0)
+    if (u64_field(s, "slots_without_live_copy") == 0)
       return std::nullopt;
-    return key{u64(s, "slots_without_live_copy"), u64(s, "slots"), 0};
+    return key{u64_field(s, "slots_without_live_copy"), u64_field(s, "slots"), 0};
   });
   for (const auto& [k, ids] : none)
     reasons.push_back(std::to_string(std::get<0>(k)) + " of " + std::to_string(std::get<1>(k)) +
@@ -153,7 +147,7 @@ void views_differ(const std::vector<const node_report*>& answered,
         if (m.contains("members") && m["members"].is_array())
           for (const auto& id : m["members"])
             ids.push_back(id.is_string() ? id.get<std::string>() : id.dump());
-        return "epoch " + std::to_string(u64(m, "epoch")) + " [" + join(ids, " ") + "]";
+        return "epoch " + std::to_string(u64_field(m, "epoch")) + " [" + join(ids, " ") + "]";
       });
   if (sets.size() > 1) {
     std::vector<std::string> parts;
@@ -169,17 +163,18 @@ void node_states(const std::vector<const node_report*>& answered,
     const auto& s = *a->status;
     const auto& m = s.contains("membership") ? s["membership"] : json::object();
     const bool joint = str(m, "state") == "joint";
-    const auto to_copy = u64(m, "slots_to_copy");
-    const auto copied = u64(m, "slots_copied");
+    const auto to_copy = u64_field(m, "slots_to_copy");
+    const auto copied = u64_field(m, "slots_copied");
     if (joint || copied < to_copy)
-      reasons.push_back(a->id + ": membership change to epoch " + std::to_string(u64(m, "epoch")) +
-                        " in progress (" + (joint ? "joint" : "committed, copying") + "), " +
-                        std::to_string(copied) + "/" + std::to_string(to_copy) + " slots copied");
+      reasons.push_back(a->id + ": membership change to epoch " +
+                        std::to_string(u64_field(m, "epoch")) + " in progress (" +
+                        (joint ? "joint" : "committed, copying") + "), " + std::to_string(copied) +
+                        "/" + std::to_string(to_copy) + " slots copied");
     if (flag(s, "refilling"))
       reasons.push_back(a->id + " is refilling: it came back empty and copies its slots from the "
                                 "other owners");
     const auto uncertain =
-        s.contains("anti_entropy") ? u64(s["anti_entropy"], "slots_uncertain") : uint64_t{0};
+        s.contains("anti_entropy") ? u64_field(s["anti_entropy"], "slots_uncertain") : uint64_t{0};
     if (uncertain > 0)
       reasons.push_back(a->id + " is uncertain of " + std::to_string(uncertain) +
                         " slot copies (anti-entropy compares them with the other owners)");
@@ -195,7 +190,7 @@ std::optional<uint64_t> cluster_entries(const std::vector<node_report>& reports)
       continue;
     if (!r.status || !r.status->contains("primary_entries"))
       return std::nullopt;
-    total += u64(*r.status, "primary_entries");
+    total += u64_field(*r.status, "primary_entries");
   }
   return total;
 }
@@ -294,14 +289,14 @@ void render_status_table(const std::vector<node_report>& reports, const cluster_
       continue;
     }
     const auto& s = *r.status;
-    const auto n = [&](const char* key) { return std::to_string(u64(s, key)); };
+    const auto n = [&](const char* key) { return std::to_string(u64_field(s, key)); };
     const auto version = str(s, "version");
     table.add_row({node_label(r), r.http, live_summary(s), str(s, "ring_version").substr(0, 8),
                    n("slots_primary"), n("slots_replica"), n("replication_lag_sub_batches"),
                    n("ingest_inflight_ops"), s.contains("keys") ? n("keys") : "-",
                    s.contains("workers_homed") ? n("workers_homed") : "-",
                    version.empty() ? "-" : version,
-                   format_duration(static_cast<int64_t>(u64(s, "uptime_ms")))});
+                   format_duration(static_cast<int64_t>(u64_field(s, "uptime_ms")))});
   }
   table.render(out);
   out << '\n';
@@ -318,8 +313,8 @@ void render_status_table(const std::vector<node_report>& reports, const cluster_
   for (const auto& r : reports)
     members += r.member ? 1 : 0;
   out << "cluster healthy: " << members << "/" << members << " members live, ring "
-      << str(s, "ring_version") << ", " << u64(s, "slots") << " slots with " << copies_wanted(s)
-      << (copies_wanted(s) == 1 ? " live copy" : " live copies") << " each";
+      << str(s, "ring_version") << ", " << u64_field(s, "slots") << " slots with "
+      << copies_wanted(s) << (copies_wanted(s) == 1 ? " live copy" : " live copies") << " each";
   if (const auto entries = cluster_entries(reports))
     out << ", " << *entries << " entries";
   out << '\n';
@@ -341,7 +336,7 @@ json status_json(const std::vector<node_report>& reports, const cluster_verdict&
       for (const char* key : {"slots_primary", "slots_replica", "replication_lag_sub_batches",
                               "ingest_inflight_ops", "keys", "entries", "primary_entries",
                               "workers_homed", "slots_under_replicated", "uptime_ms"})
-        n[key] = u64(s, key);
+        n[key] = u64_field(s, key);
       n["status"] = s;
     }
     nodes.push_back(std::move(n));

@@ -1,5 +1,6 @@
 #include "apps/lmcc/client/workers_view.hpp"
 
+#include "apps/lmcc/client/json_fields.hpp"
 #include "apps/lmcc/client/table.hpp"
 
 #include <cmath>
@@ -16,11 +17,6 @@ std::string text(const json& j, const char* key) {
   if (it == j.end() || it->is_null())
     return {};
   return it->is_string() ? it->get<std::string>() : it->dump();
-}
-
-uint64_t u64(const json& j, const char* key) {
-  const auto it = j.find(key);
-  return it != j.end() && it->is_number() ? it->get<uint64_t>() : 0;
 }
 
 } // namespace
@@ -75,7 +71,7 @@ void render_workers_table(const json& body, double now_s, std::ostream& out) {
   std::set<std::string> not_from_home; // homes whose workers' states another node gave
   const auto& workers = body.contains("workers") ? body["workers"] : json::array();
   for (const auto& w : workers) {
-    keys += u64(w, "key_count");
+    keys += u64_field(w, "key_count");
     instances.insert(text(w, "instance_id"));
     const auto home = text(w, "home");
     const auto heartbeat = w.value("last_heartbeat_time", 0.0);
@@ -83,7 +79,7 @@ void render_workers_table(const json& body, double now_s, std::ostream& out) {
       not_from_home.insert(home.empty() ? "-" : home);
     table.add_row({text(w, "instance_id"), text(w, "worker_id"),
                    text(w, "ip") + ":" + text(w, "port"), text(w, "locations"),
-                   std::to_string(u64(w, "key_count")), format_ago(heartbeat, now_s),
+                   std::to_string(u64_field(w, "key_count")), format_ago(heartbeat, now_s),
                    home.empty() ? "-" : home, full_sync_cell(w)});
   }
   table.render(out);
@@ -91,8 +87,9 @@ void render_workers_table(const json& body, double now_s, std::ostream& out) {
   out << '\n'
       << workers.size() << (workers.size() == 1 ? " worker" : " workers") << " in "
       << instances.size() << (instances.size() == 1 ? " instance, " : " instances, ") << keys
-      << " keys; full syncs: " << u64(sync, "syncing") << " running, " << u64(sync, "completed")
-      << " completed, " << u64(sync, "missing_batches") << " batches missing\n";
+      << " keys; full syncs: " << u64_field(sync, "syncing") << " running, "
+      << u64_field(sync, "completed") << " completed, " << u64_field(sync, "missing_batches")
+      << " batches missing\n";
   for (const auto& home : not_from_home)
     out << "the full-sync states of the workers homed on " << home << " are " << text(body, "node")
         << "'s view (" << home << " did not answer)\n";
