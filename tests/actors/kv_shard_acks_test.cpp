@@ -16,7 +16,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr uint32_t slots = 64;
+constexpr uint32_t acks_slots = 64;
 
 /// What the counting relay reports: the acks one relay message carried.
 struct relay_report {
@@ -65,8 +65,8 @@ struct shard_fixture {
     sys = std::make_unique<caf::actor_system>(cfg);
     self = std::make_unique<caf::scoped_actor>(*sys);
     auto init = std::make_shared<shard_init>();
-    init->options.slot_count = slots;
-    init->index = std::make_shared<kv_index>(slots);
+    init->options.slot_count = acks_slots;
+    init->index = std::make_shared<kv_index>(acks_slots);
     if (with_relay)
       init->ack_relay =
           caf::actor_cast<ack_relay_actor>(sys->spawn(counting_relay, caf::actor{*self}));

@@ -20,7 +20,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr uint32_t slots = 64;
+constexpr uint32_t round_slots = 64;
 constexpr uint64_t keys = 400;
 
 struct shard_system {
@@ -36,13 +36,13 @@ struct shard_system {
     sys = std::make_unique<caf::actor_system>(cfg);
     self = std::make_unique<caf::scoped_actor>(*sys);
     auto init = std::make_shared<shard_init>();
-    init->options.slot_count = slots;
+    init->options.slot_count = round_slots;
     // Several steps per round; no round of its own accord during the test.
     init->options.snapshot_step_entries = 100;
     init->options.snapshot_interval = 1h;
     init->options.snapshot_min_interval = 1h;
     init->start.started_ms = monotonic_ms(); // the interval counts from now
-    init->index = std::make_shared<kv_index>(slots);
+    init->index = std::make_shared<kv_index>(round_slots);
     if (durable) {
       auto s = persistence::store::open(persistence::test::options_at(tmp.sub("db")), "n1");
       EXPECT_TRUE(s) << (s ? "" : s.error().message);
@@ -86,7 +86,7 @@ struct shard_system {
     (*self)->wait_for(shard);
     shard = nullptr;
     shard_restore_report report;
-    kv_index index{slots};
+    kv_index index{round_slots};
     auto dir = store->load_directory();
     EXPECT_TRUE(dir);
     if (dir) {

@@ -24,7 +24,7 @@ using namespace std::chrono_literals;
 using time_point = membership::time_point;
 
 // Slots kept small so that every slot can be walked cheaply.
-constexpr uint32_t slots = 256;
+constexpr uint32_t ring_slots = 256;
 
 // A point well away from the clock's epoch (last_seen starts there).
 const time_point t0 = time_point{} + 1h;
@@ -38,8 +38,8 @@ cluster_options options(uint32_t replicas = 2) {
   return opts;
 }
 
-membership make(const cluster_options& opts, const std::string& self) {
-  expected<membership> m = membership::make(opts, self, slots);
+membership make_membership(const cluster_options& opts, const std::string& self) {
+  expected<membership> m = membership::make(opts, self, ring_slots);
   EXPECT_TRUE(m) << m.error().message;
   return std::move(*m);
 }
@@ -59,7 +59,7 @@ std::vector<node_index> expected_owners(const membership& m, uint32_t slot, uint
 
 // A slot whose owners do not include `who`.
 uint32_t slot_not_held_by(const membership& m, node_index who) {
-  for (uint32_t s = 0; s < slots; ++s)
+  for (uint32_t s = 0; s < ring_slots; ++s)
     if (!((m.owner_mask(s) >> who) & 1U))
       return s;
   ADD_FAILURE() << "every slot is held by " << who;
@@ -68,7 +68,7 @@ uint32_t slot_not_held_by(const membership& m, node_index who) {
 
 uint64_t fingerprint_of(const std::vector<std::string>& live, uint32_t replicas = 2) {
   ring_options ro;
-  ro.slot_count = slots;
+  ro.slot_count = ring_slots;
   ro.replicas = replicas;
   expected<placement> p = placement::compute({"n1", "n2", "n3"}, live, ro);
   EXPECT_TRUE(p) << p.error().message;
@@ -78,7 +78,7 @@ uint64_t fingerprint_of(const std::vector<std::string>& live, uint32_t replicas 
 // -- construction --------------------------------------------------------------------------
 
 TEST(membership, a_fresh_membership_has_only_itself_live) {
-  const membership m = make(options(), "n2");
+  const membership m = make_membership(options(), "n2");
   ASSERT_EQ(m.size(), 3u);
   EXPECT_EQ(m.address(m.self()).id, "n2");
   EXPECT_EQ(m.live_count(), 1u);
@@ -91,13 +91,13 @@ TEST(membership, a_single_member_cluster_is_all_live) {
   cluster_options opts;
   opts.members = {{"solo", "localhost", 7000}};
   opts.replicas = 1;
-  const membership m = make(opts, "solo");
+  const membership m = make_membership(opts, "solo");
   EXPECT_EQ(m.live_count(), 1u);
   EXPECT_TRUE(m.all_live());
 }
 
 TEST(membership, addresses_are_in_sorted_id_order_whatever_the_config_order) {
-  const membership m = make(options(), "n1");
+  const membership m = make_membership(options(), "n1");
   ASSERT_EQ(m.size(), 3u);
   EXPECT_EQ(m.address(0), (member_address{"n1", "10.0.0.1", 7001}));
   EXPECT_EQ(m.address(1), (member_address{"n2", "10.0.0.2", 7002}));
@@ -107,7 +107,7 @@ TEST(membership, addresses_are_in_sorted_id_order_whatever_the_config_order) {
 }
 
 TEST(membership, make_refuses_a_self_id_that_is_not_a_member) {
-  expected<membership> m = membership::make(options(), "n4", slots);
+  expected<membership> m = membership::make(options(), "n4", ring_slots);
   ASSERT_FALSE(m);
   EXPECT_EQ(m.error().code, errc::unknown_node);
   EXPECT_NE(m.error().message.find("n4"), std::string::npos) << m.error().message;
@@ -116,11 +116,11 @@ TEST(membership, make_refuses_a_self_id_that_is_not_a_member) {
 TEST(membership, make_refuses_what_the_placement_refuses) {
   cluster_options none = options();
   none.members.clear();
-  expected<membership> empty = membership::make(none, "n1", slots);
+  expected<membership> empty = membership::make(none, "n1", ring_slots);
   ASSERT_FALSE(empty);
   EXPECT_EQ(empty.error().code, errc::empty_member_set);
 
-  expected<membership> zero_r = membership::make(options(0), "n1", slots);
+  expected<membership> zero_r = membership::make(options(0), "n1", ring_slots);
   ASSERT_FALSE(zero_r);
   EXPECT_EQ(zero_r.error().code, errc::zero_replicas);
 
@@ -132,7 +132,7 @@ TEST(membership, make_refuses_what_the_placement_refuses) {
 // -- failure detector ----------------------------------------------------------------------
 
 TEST(membership, a_greeting_makes_a_peer_live_once) {
-  membership m = make(options(), "n1");
+  membership m = make_membership(options(), "n1");
   EXPECT_TRUE(m.on_greeting("n2", t0));
   EXPECT_TRUE(m.live(node_of(m, "n2")));
   EXPECT_EQ(m.live_count(), 2u);
@@ -147,7 +147,7 @@ TEST(membership, a_greeting_makes_a_peer_live_once) {
 }
 
 TEST(membership, unknown_ids_and_self_are_ignored) {
-  membership m = make(options(), "n1");
+  membership m = make_membership(options(), "n1");
   const uint64_t version = m.ring_version();
   EXPECT_FALSE(m.on_greeting("n4", t0));
   EXPECT_FALSE(m.on_greeting("", t0));
@@ -164,7 +164,7 @@ TEST(membership, unknown_ids_and_self_are_ignored) {
 }
 
 TEST(membership, tick_takes_a_peer_down_only_after_the_timeout) {
-  membership m = make(options(), "n1");
+  membership m = make_membership(options(), "n1");
   ASSERT_TRUE(m.on_greeting("n2", t0));
   const node_index n2 = node_of(m, "n2");
 
@@ -179,7 +179,7 @@ TEST(membership, tick_takes_a_peer_down_only_after_the_timeout) {
 }
 
 TEST(membership, a_node_that_stood_still_gives_its_peers_a_fresh_timeout) {
-  membership m = make(options(), "n1");
+  membership m = make_membership(options(), "n1");
   ASSERT_TRUE(m.on_greeting("n2", t0));
   ASSERT_TRUE(m.on_greeting("n3", t0));
   EXPECT_FALSE(m.tick(t0 + 250ms));
@@ -199,7 +199,7 @@ TEST(membership, a_node_that_stood_still_gives_its_peers_a_fresh_timeout) {
 }
 
 TEST(membership, greetings_keep_a_peer_live) {
-  membership m = make(options(), "n1");
+  membership m = make_membership(options(), "n1");
   ASSERT_TRUE(m.on_greeting("n2", t0));
   EXPECT_FALSE(m.on_greeting("n2", t0 + 1500ms)); // refreshes last seen
   EXPECT_FALSE(m.tick(t0 + 3000ms));              // 1500 ms since the last one
@@ -209,7 +209,7 @@ TEST(membership, greetings_keep_a_peer_live) {
 }
 
 TEST(membership, tick_takes_down_only_the_silent_peers) {
-  membership m = make(options(), "n1");
+  membership m = make_membership(options(), "n1");
   ASSERT_TRUE(m.on_greeting("n2", t0));
   ASSERT_TRUE(m.on_greeting("n3", t0 + 1000ms));
   EXPECT_TRUE(m.tick(t0 + 2500ms));
@@ -219,14 +219,14 @@ TEST(membership, tick_takes_down_only_the_silent_peers) {
 }
 
 TEST(membership, tick_never_takes_self_down) {
-  membership m = make(options(), "n1");
+  membership m = make_membership(options(), "n1");
   EXPECT_FALSE(m.tick(t0 + 24h));
   EXPECT_TRUE(m.live(m.self()));
   EXPECT_EQ(m.live_count(), 1u);
 }
 
 TEST(membership, a_lost_connection_takes_a_peer_down_at_once) {
-  membership m = make(options(), "n1");
+  membership m = make_membership(options(), "n1");
   ASSERT_TRUE(m.on_greeting("n2", t0));
   EXPECT_TRUE(m.on_lost("n2"));
   EXPECT_FALSE(m.live(node_of(m, "n2")));
@@ -235,7 +235,7 @@ TEST(membership, a_lost_connection_takes_a_peer_down_at_once) {
 }
 
 TEST(membership, a_peer_taken_down_comes_back_with_its_next_greeting) {
-  membership m = make(options(), "n1");
+  membership m = make_membership(options(), "n1");
   ASSERT_TRUE(m.on_greeting("n2", t0));
   ASSERT_TRUE(m.tick(t0 + 3s));
   EXPECT_TRUE(m.on_greeting("n2", t0 + 4s));
@@ -247,7 +247,7 @@ TEST(membership, a_peer_taken_down_comes_back_with_its_next_greeting) {
 // -- ring version --------------------------------------------------------------------------
 
 TEST(membership, ring_version_is_the_fingerprint_of_the_live_set) {
-  membership m = make(options(), "n1");
+  membership m = make_membership(options(), "n1");
   EXPECT_EQ(m.ring_version(), fingerprint_of({"n1"}));
   m.on_greeting("n3", t0);
   EXPECT_EQ(m.ring_version(), fingerprint_of({"n1", "n3"}));
@@ -260,7 +260,7 @@ TEST(membership, ring_version_is_the_fingerprint_of_the_live_set) {
 }
 
 TEST(membership, ring_version_changes_with_the_live_set_and_returns_with_it) {
-  membership m = make(options(), "n1");
+  membership m = make_membership(options(), "n1");
   const uint64_t alone = m.ring_version();
   m.on_greeting("n2", t0);
   const uint64_t with_n2 = m.ring_version();
@@ -278,9 +278,9 @@ TEST(membership, ring_version_changes_with_the_live_set_and_returns_with_it) {
 }
 
 TEST(membership, nodes_that_see_the_same_live_set_agree_on_the_ring_version) {
-  membership a = make(options(), "n1");
-  membership b = make(options(), "n2");
-  membership c = make(options(), "n3");
+  membership a = make_membership(options(), "n1");
+  membership b = make_membership(options(), "n2");
+  membership c = make_membership(options(), "n3");
   EXPECT_NE(a.ring_version(), b.ring_version()); // each sees only itself
   a.on_greeting("n2", t0);
   b.on_greeting("n1", t0);
@@ -295,8 +295,8 @@ TEST(membership, nodes_that_see_the_same_live_set_agree_on_the_ring_version) {
 }
 
 TEST(membership, ring_version_depends_on_the_options) {
-  membership r2 = make(options(2), "n1");
-  membership r3 = make(options(3), "n1");
+  membership r2 = make_membership(options(2), "n1");
+  membership r3 = make_membership(options(3), "n1");
   EXPECT_NE(r2.ring_version(), r3.ring_version());
 }
 
@@ -304,10 +304,10 @@ TEST(membership, ring_version_depends_on_the_options) {
 
 TEST(membership, every_slot_has_exactly_r_owners_its_preference_lists_first) {
   for (uint32_t replicas : {1u, 2u, 3u}) {
-    const membership m = make(options(replicas), "n1");
+    const membership m = make_membership(options(replicas), "n1");
     const std::vector<uint64_t> masks = m.owner_masks();
-    ASSERT_EQ(masks.size(), slots);
-    for (uint32_t s = 0; s < slots; ++s) {
+    ASSERT_EQ(masks.size(), ring_slots);
+    for (uint32_t s = 0; s < ring_slots; ++s) {
       const uint64_t mask = m.owner_mask(s);
       EXPECT_EQ(masks[s], mask) << s;
       EXPECT_EQ(std::popcount(mask), static_cast<int>(replicas)) << "R=" << replicas << " " << s;
@@ -321,7 +321,7 @@ TEST(membership, every_slot_has_exactly_r_owners_its_preference_lists_first) {
 }
 
 TEST(membership, ownership_is_static_whatever_is_live) {
-  membership m = make(options(), "n1");
+  membership m = make_membership(options(), "n1");
   const std::vector<uint64_t> before = m.owner_masks();
   m.on_greeting("n2", t0);
   EXPECT_EQ(m.owner_masks(), before);
@@ -331,39 +331,39 @@ TEST(membership, ownership_is_static_whatever_is_live) {
 }
 
 TEST(membership, every_node_computes_the_same_owners) {
-  const membership a = make(options(), "n1");
-  const membership b = make(options(), "n2");
-  const membership c = make(options(), "n3");
+  const membership a = make_membership(options(), "n1");
+  const membership b = make_membership(options(), "n2");
+  const membership c = make_membership(options(), "n3");
   EXPECT_EQ(a.owner_masks(), b.owner_masks());
   EXPECT_EQ(a.owner_masks(), c.owner_masks());
 }
 
 TEST(membership, holds_agrees_with_owner_mask) {
   for (const char* self : {"n1", "n2", "n3"}) {
-    const membership m = make(options(), self);
+    const membership m = make_membership(options(), self);
     uint32_t held = 0;
-    for (uint32_t s = 0; s < slots; ++s) {
+    for (uint32_t s = 0; s < ring_slots; ++s) {
       const bool in_mask = (m.owner_mask(s) >> m.self()) & 1U;
       EXPECT_EQ(m.holds(s), in_mask) << self << " slot " << s;
       held += m.holds(s) ? 1 : 0;
     }
     // R = 2 of 3: a node holds some slots and not others.
     EXPECT_GT(held, 0u) << self;
-    EXPECT_LT(held, slots) << self;
+    EXPECT_LT(held, ring_slots) << self;
   }
 }
 
 TEST(membership, read_owner_is_self_when_self_holds_the_slot) {
-  membership m = make(options(), "n2");
+  membership m = make_membership(options(), "n2");
   uint32_t checked = 0;
-  for (uint32_t s = 0; s < slots; ++s)
+  for (uint32_t s = 0; s < ring_slots; ++s)
     if (m.holds(s)) {
       EXPECT_EQ(m.read_owner(s), m.self()) << s; // even as a replica, all alone
       ++checked;
     }
   m.on_greeting("n1", t0);
   m.on_greeting("n3", t0);
-  for (uint32_t s = 0; s < slots; ++s) {
+  for (uint32_t s = 0; s < ring_slots; ++s) {
     if (m.holds(s)) {
       EXPECT_EQ(m.read_owner(s), m.self()) << s;
     }
@@ -372,9 +372,9 @@ TEST(membership, read_owner_is_self_when_self_holds_the_slot) {
 }
 
 TEST(membership, read_owner_is_self_even_when_self_is_only_a_replica) {
-  const membership m = make(options(), "n2");
+  const membership m = make_membership(options(), "n2");
   bool found = false;
-  for (uint32_t s = 0; s < slots && !found; ++s) {
+  for (uint32_t s = 0; s < ring_slots && !found; ++s) {
     const std::vector<node_index> owners = expected_owners(m, s, 2);
     if (owners[1] == m.self()) {
       found = true;
@@ -385,7 +385,7 @@ TEST(membership, read_owner_is_self_even_when_self_is_only_a_replica) {
 }
 
 TEST(membership, read_owner_of_a_slot_held_elsewhere_is_the_first_live_owner) {
-  membership m = make(options(), "n1");
+  membership m = make_membership(options(), "n1");
   const uint32_t s = slot_not_held_by(m, m.self());
   const std::vector<node_index> owners = expected_owners(m, s, 2);
   ASSERT_EQ(owners.size(), 2u);
@@ -417,11 +417,11 @@ TEST(membership, read_owner_of_a_slot_held_elsewhere_is_the_first_live_owner) {
 TEST(membership, read_owner_walks_every_slot_in_preference_order) {
   // R = 2 of 3, self n1 with n3 down and n2 live: slots n1 does not hold are
   // read from n2 whichever of n2 and n3 is primary.
-  membership m = make(options(), "n1");
+  membership m = make_membership(options(), "n1");
   m.on_greeting("n2", t0);
   const node_index n2 = node_of(m, "n2");
   uint32_t elsewhere = 0;
-  for (uint32_t s = 0; s < slots; ++s) {
+  for (uint32_t s = 0; s < ring_slots; ++s) {
     if (m.holds(s))
       continue;
     ++elsewhere;
@@ -431,15 +431,15 @@ TEST(membership, read_owner_walks_every_slot_in_preference_order) {
 }
 
 TEST(membership, home_of_is_the_primary_of_the_uids_slot_on_every_node_that_sees_all_live) {
-  membership a = make(options(), "n1");
-  membership b = make(options(), "n2");
-  membership c = make(options(), "n3");
+  membership a = make_membership(options(), "n1");
+  membership b = make_membership(options(), "n2");
+  membership c = make_membership(options(), "n3");
   for (membership* m : {&a, &b, &c})
     m->presume_live(t0);
   std::set<node_index> homes;
   for (uint64_t uid = 0; uid < 1000; ++uid) {
     const uint64_t key = uid * 0x9e3779b97f4a7c15ULL + 12345;
-    const uint32_t s = slot_of(key, slots);
+    const uint32_t s = slot_of(key, ring_slots);
     const node_index home = a.home_of(key);
     EXPECT_TRUE((a.owner_mask(s) >> home) & 1U) << key;
     EXPECT_EQ(home, a.owners().ring().preference(s).front()) << key;
@@ -451,7 +451,7 @@ TEST(membership, home_of_is_the_primary_of_the_uids_slot_on_every_node_that_sees
 }
 
 TEST(membership, a_dead_homes_workers_go_to_the_next_owner_of_their_slot_and_come_back) {
-  membership m = make(options(), "n1");
+  membership m = make_membership(options(), "n1");
   m.presume_live(t0);
   const node_index n2 = node_of(m, "n2");
   std::vector<node_index> before;
@@ -460,7 +460,7 @@ TEST(membership, a_dead_homes_workers_go_to_the_next_owner_of_their_slot_and_com
   m.on_lost("n2");
   uint32_t moved = 0;
   for (uint64_t uid = 0; uid < 2000; ++uid) {
-    const auto pref = m.owners().ring().preference(slot_of(uid, slots));
+    const auto pref = m.owners().ring().preference(slot_of(uid, ring_slots));
     if (before[uid] != n2) {
       EXPECT_EQ(m.home_of(uid), before[uid]) << uid; // only the dead node's workers move
       continue;
@@ -470,7 +470,7 @@ TEST(membership, a_dead_homes_workers_go_to_the_next_owner_of_their_slot_and_com
     // holds the worker's watermarks.
     ASSERT_GE(pref.size(), 2u);
     EXPECT_EQ(m.home_of(uid), pref[1]) << uid;
-    EXPECT_TRUE((m.owner_mask(slot_of(uid, slots)) >> m.home_of(uid)) & 1U) << uid;
+    EXPECT_TRUE((m.owner_mask(slot_of(uid, ring_slots)) >> m.home_of(uid)) & 1U) << uid;
   }
   EXPECT_GT(moved, 0u);
   m.on_greeting("n2", t0);
@@ -486,7 +486,7 @@ TEST(membership, forwarding_towards_the_home_never_loops_whatever_each_node_sees
   for (int pattern = 0; pattern < 64; ++pattern) {
     std::vector<membership> nodes;
     for (size_t i = 0; i < ids.size(); ++i) {
-      nodes.push_back(make(options(), ids[i]));
+      nodes.push_back(make_membership(options(), ids[i]));
       nodes.back().presume_live(t0);
       for (size_t j = 0, bit = i * 2; j < ids.size(); ++j)
         if (j != i && ((pattern >> bit++) & 1))
@@ -506,7 +506,7 @@ TEST(membership, forwarding_towards_the_home_never_loops_whatever_each_node_sees
 }
 
 TEST(membership, a_presumed_peer_is_down_after_the_timeout_unless_it_greets) {
-  membership m = make(options(), "n1");
+  membership m = make_membership(options(), "n1");
   m.presume_live(t0);
   EXPECT_TRUE(m.all_live());
   EXPECT_FALSE(m.tick(t0 + 2000ms));
@@ -520,7 +520,7 @@ TEST(membership, a_presumed_peer_is_down_after_the_timeout_unless_it_greets) {
 
 TEST(membership, view_reports_every_member_its_liveness_and_its_slots) {
   for (uint32_t replicas : {1u, 2u, 3u}) {
-    membership m = make(options(replicas), "n2");
+    membership m = make_membership(options(replicas), "n2");
     m.on_greeting("n3", t0);
     const std::vector<membership::member_view> v = m.view();
     ASSERT_EQ(v.size(), 3u);
@@ -530,7 +530,7 @@ TEST(membership, view_reports_every_member_its_liveness_and_its_slots) {
       EXPECT_EQ(v[i].self, i == m.self()) << i;
       EXPECT_EQ(v[i].live, m.live(i)) << i;
       uint32_t as_primary = 0, as_replica = 0;
-      for (uint32_t s = 0; s < slots; ++s) {
+      for (uint32_t s = 0; s < ring_slots; ++s) {
         const std::vector<node_index> owners = expected_owners(m, s, replicas);
         as_primary += owners[0] == i ? 1 : 0;
         as_replica += std::count(owners.begin() + 1, owners.end(), i) != 0 ? 1 : 0;
@@ -540,8 +540,8 @@ TEST(membership, view_reports_every_member_its_liveness_and_its_slots) {
       primaries += v[i].primary_slots;
       replica_slots += v[i].replica_slots;
     }
-    EXPECT_EQ(primaries, slots) << "R=" << replicas;
-    EXPECT_EQ(replica_slots, slots * (replicas - 1)) << "R=" << replicas;
+    EXPECT_EQ(primaries, ring_slots) << "R=" << replicas;
+    EXPECT_EQ(replica_slots, ring_slots * (replicas - 1)) << "R=" << replicas;
     EXPECT_FALSE(v[0].live); // n1 never greeted
     EXPECT_TRUE(v[1].self);
     EXPECT_TRUE(v[2].live);

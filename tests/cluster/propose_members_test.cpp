@@ -17,9 +17,9 @@
 namespace lmcc::cluster {
 namespace {
 
-constexpr uint32_t slots = 256;
+constexpr uint32_t proposal_slots = 256;
 
-member_address addr(const std::string& id, bool standby = false) {
+member_address member(const std::string& id, bool standby = false) {
   return member_address{id, "10.0.0." + id.substr(1), static_cast<uint16_t>(7000 + id[1] - '0'),
                         standby};
 }
@@ -27,9 +27,9 @@ member_address addr(const std::string& id, bool standby = false) {
 /// n1..n3 members, n4 a standby; seen from n1, every peer presumed live.
 membership three_and_a_standby() {
   cluster_options opts;
-  opts.members = {addr("n1"), addr("n2"), addr("n3"), addr("n4", true)};
+  opts.members = {member("n1"), member("n2"), member("n3"), member("n4", true)};
   opts.replicas = 2;
-  auto m = membership::make(opts, "n1", slots);
+  auto m = membership::make(opts, "n1", proposal_slots);
   EXPECT_TRUE(m) << m.error().message;
   m->presume_live(std::chrono::steady_clock::now());
   return std::move(*m);

@@ -21,7 +21,7 @@ namespace lmcc::cluster {
 namespace {
 
 // "n" + std::to_string(i) trips g++ 12's false -Wrestrict at -O3.
-std::string node_id(std::size_t i) {
+std::string ring_node_id(std::size_t i) {
   std::string id(1, 'n');
   id += std::to_string(i);
   return id;
@@ -30,7 +30,7 @@ std::string node_id(std::size_t i) {
 std::vector<std::string> node_ids(int n) {
   std::vector<std::string> ids;
   for (int i = 1; i <= n; ++i)
-    ids.push_back(node_id(i));
+    ids.push_back(ring_node_id(i));
   return ids;
 }
 
@@ -79,7 +79,7 @@ TEST(member_set, refuses_empty_duplicate_and_blank_ids) {
 
   std::vector<std::string> many;
   for (std::size_t i = 0; i <= max_members; ++i)
-    many.push_back(node_id(i));
+    many.push_back(ring_node_id(i));
   expected<member_set> too_many = member_set::make(many);
   ASSERT_FALSE(too_many);
   EXPECT_EQ(too_many.error().code, errc::too_many_members);

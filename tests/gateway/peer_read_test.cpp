@@ -16,7 +16,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr peer_read_key test_key{0x0123456789abcdefULL, 0xfedcba9876543210ULL};
+constexpr peer_read_key read_test_key{0x0123456789abcdefULL, 0xfedcba9876543210ULL};
 
 /// Key k is held by holders 1..(k % 4): a pattern the test can recompute.
 std::vector<uint64_t> fake_answer(std::span<const uint64_t> keys) {
@@ -30,7 +30,7 @@ std::vector<uint64_t> fake_answer(std::span<const uint64_t> keys) {
 }
 
 TEST(peer_read, a_request_gets_the_holders_of_its_keys_in_order) {
-  peer_read_server server{"127.0.0.1", "127.0.0.1", test_key, fake_answer};
+  peer_read_server server{"127.0.0.1", "127.0.0.1", read_test_key, fake_answer};
   EXPECT_TRUE(server.endpoint().starts_with("tcp://127.0.0.1:"));
   peer_read_client client;
   const std::vector<uint64_t> keys{7, 4, 9, 10, 3};
@@ -43,7 +43,7 @@ TEST(peer_read, a_request_gets_the_holders_of_its_keys_in_order) {
 }
 
 TEST(peer_read, concurrent_callers_each_get_their_own_answer) {
-  peer_read_server server{"127.0.0.1", "127.0.0.1", test_key, fake_answer};
+  peer_read_server server{"127.0.0.1", "127.0.0.1", read_test_key, fake_answer};
   peer_read_client client;
   std::vector<std::thread> threads;
   std::atomic<int> right{0};
@@ -87,13 +87,13 @@ bool closed_by_server(int fd) {
 }
 
 TEST(peer_read, the_endpoint_handed_to_peers_carries_the_key_and_the_plain_one_does_not) {
-  peer_read_server server{"127.0.0.1", "127.0.0.1", test_key, fake_answer};
+  peer_read_server server{"127.0.0.1", "127.0.0.1", read_test_key, fake_answer};
   EXPECT_EQ(server.access_endpoint(), server.endpoint() + "#0123456789abcdeffedcba9876543210");
   EXPECT_EQ(server.endpoint().find('#'), std::string::npos);
 }
 
 TEST(peer_read, a_reader_without_the_key_reads_nothing) {
-  peer_read_server server{"127.0.0.1", "127.0.0.1", test_key, fake_answer};
+  peer_read_server server{"127.0.0.1", "127.0.0.1", read_test_key, fake_answer};
   const uint64_t request[3] = {2, 7, 42}; // a well-formed request, no preface
   {
     auto raw = raw_connection(server.endpoint());
@@ -102,7 +102,7 @@ TEST(peer_read, a_reader_without_the_key_reads_nothing) {
   }
   {
     auto raw = raw_connection(server.endpoint());
-    send_preface(raw.get(), peer_read_key{test_key[0], test_key[1] ^ 1}); // one bit off
+    send_preface(raw.get(), peer_read_key{read_test_key[0], read_test_key[1] ^ 1}); // one bit off
     ASSERT_EQ(::send(raw.get(), request, sizeof request, 0), 24);
     EXPECT_TRUE(closed_by_server(raw.get()));
   }
@@ -115,7 +115,7 @@ TEST(peer_read, a_reader_without_the_key_reads_nothing) {
   EXPECT_EQ(server.requests(), 0u);
   // With the key, the same request is answered.
   auto raw = raw_connection(server.endpoint());
-  send_preface(raw.get(), test_key);
+  send_preface(raw.get(), read_test_key);
   ASSERT_EQ(::send(raw.get(), request, sizeof request, 0), 24);
   uint64_t reply[3] = {0, 0, 0};
   ASSERT_EQ(::recv(raw.get(), reply, sizeof reply, MSG_WAITALL), 24);
@@ -149,9 +149,9 @@ TEST(peer_read, a_reply_that_promises_more_words_than_come_costs_only_what_comes
 }
 
 TEST(peer_read, a_malformed_request_closes_only_its_connection) {
-  peer_read_server server{"127.0.0.1", "127.0.0.1", test_key, fake_answer};
+  peer_read_server server{"127.0.0.1", "127.0.0.1", read_test_key, fake_answer};
   auto raw = raw_connection(server.endpoint());
-  send_preface(raw.get(), test_key);
+  send_preface(raw.get(), read_test_key);
   const uint64_t too_many_words = (uint64_t{1} << 40);
   ASSERT_EQ(::send(raw.get(), &too_many_words, sizeof too_many_words, 0), 8);
   // The server closes the bad stream: the raw reader sees end of file.
@@ -167,9 +167,9 @@ TEST(peer_read, a_malformed_request_closes_only_its_connection) {
 }
 
 TEST(peer_read, a_caller_that_stops_mid_request_holds_no_one_up) {
-  peer_read_server server{"127.0.0.1", "127.0.0.1", test_key, fake_answer};
+  peer_read_server server{"127.0.0.1", "127.0.0.1", read_test_key, fake_answer};
   auto raw = raw_connection(server.endpoint());
-  send_preface(raw.get(), test_key);
+  send_preface(raw.get(), read_test_key);
   const uint64_t half[2] = {3, 77}; // announces an id and two keys, sends none
   ASSERT_EQ(::send(raw.get(), half, sizeof half, 0), 16);
   peer_read_client client;
@@ -180,7 +180,7 @@ TEST(peer_read, a_caller_that_stops_mid_request_holds_no_one_up) {
 }
 
 TEST(peer_read, connections_are_reused_between_calls) {
-  peer_read_server server{"127.0.0.1", "127.0.0.1", test_key, fake_answer};
+  peer_read_server server{"127.0.0.1", "127.0.0.1", read_test_key, fake_answer};
   peer_read_client client;
   for (uint64_t i = 0; i < 20; ++i) {
     const std::vector<uint64_t> keys{i};
@@ -204,7 +204,7 @@ TEST(peer_read, a_peer_that_went_away_fails_the_call_instead_of_blocking) {
   peer_read_client client;
   const std::vector<uint64_t> keys{1, 2};
   {
-    peer_read_server gone{"127.0.0.1", "127.0.0.1", test_key, fake_answer};
+    peer_read_server gone{"127.0.0.1", "127.0.0.1", read_test_key, fake_answer};
     endpoint = gone.access_endpoint();
     auto call = client.send(endpoint, keys); // leaves a pooled connection behind
     ASSERT_TRUE(call);
@@ -223,13 +223,13 @@ TEST(peer_read, a_restarted_peers_old_connections_are_closed_not_kept) {
   const std::vector<uint64_t> keys{1, 2};
   {
     // A peer before its restart: its endpoint (port and key) is never asked again.
-    peer_read_server before{"127.0.0.1", "127.0.0.1", test_key, fake_answer};
+    peer_read_server before{"127.0.0.1", "127.0.0.1", read_test_key, fake_answer};
     auto call = client.send(before.access_endpoint(), keys);
     ASSERT_TRUE(call);
     ASSERT_EQ(client.wait(*call, 5s), fake_answer(keys));
     ASSERT_EQ(client.idle_connections(), 1u);
   }
-  peer_read_server after{"127.0.0.1", "127.0.0.1", test_key, fake_answer};
+  peer_read_server after{"127.0.0.1", "127.0.0.1", read_test_key, fake_answer};
   // Lookups go on to the restarted peer; within a sweep interval the old
   // endpoint's pooled connection is closed, leaving the new one only.
   const auto deadline = std::chrono::steady_clock::now() + peer_read_client::sweep_interval + 5s;

@@ -19,9 +19,9 @@ namespace {
 using namespace std::chrono_literals;
 using testing::test_pki;
 
-constexpr peer_read_key test_key{0x0123456789abcdefULL, 0xfedcba9876543210ULL};
+constexpr peer_read_key tls_test_key{0x0123456789abcdefULL, 0xfedcba9876543210ULL};
 
-std::vector<uint64_t> fake_answer(std::span<const uint64_t> keys) {
+std::vector<uint64_t> tls_fake_answer(std::span<const uint64_t> keys) {
   std::vector<uint64_t> flat;
   for (uint64_t k : keys) {
     flat.push_back(k % 4);
@@ -32,7 +32,7 @@ std::vector<uint64_t> fake_answer(std::span<const uint64_t> keys) {
 }
 
 /// What a node's refusal hook heard; wait_for() waits for the n-th one.
-class refusals {
+class tls_refusals {
 public:
   node_tls::refusal_fn hook() {
     return [this](const tls_refusal& r) {
@@ -60,12 +60,12 @@ private:
 struct tls_fixture : ::testing::Test {
   tls_fixture() { std::signal(SIGPIPE, SIG_IGN); } // as the node does
   test_pki pki;
-  refusals server_saw;
-  refusals client_saw;
+  tls_refusals server_saw;
+  tls_refusals client_saw;
 };
 
 TEST_F(tls_fixture, a_reader_of_the_cluster_ca_is_answered_over_a_reused_connection) {
-  peer_read_server server{"127.0.0.1", "127.0.0.1", test_key, fake_answer,
+  peer_read_server server{"127.0.0.1", "127.0.0.1", tls_test_key, tls_fake_answer,
                           node_tls::load(pki.issue("n1"), server_saw.hook())};
   peer_read_client client{1s, node_tls::load(pki.issue("n2"), client_saw.hook())};
   for (uint64_t round = 0; round < 3; ++round) {
@@ -75,7 +75,7 @@ TEST_F(tls_fixture, a_reader_of_the_cluster_ca_is_answered_over_a_reused_connect
     ASSERT_NE(call->socket.tls(), nullptr);
     auto flat = client.wait(*call, 5s);
     ASSERT_TRUE(flat);
-    EXPECT_EQ(*flat, fake_answer(keys));
+    EXPECT_EQ(*flat, tls_fake_answer(keys));
     EXPECT_EQ(client.idle_connections(), 1u); // an idle TLS connection stays usable
   }
   // A large request and reply cross several TLS records.
@@ -86,7 +86,7 @@ TEST_F(tls_fixture, a_reader_of_the_cluster_ca_is_answered_over_a_reused_connect
   ASSERT_TRUE(call);
   auto flat = client.wait(*call, 5s);
   ASSERT_TRUE(flat);
-  EXPECT_EQ(*flat, fake_answer(many));
+  EXPECT_EQ(*flat, tls_fake_answer(many));
   EXPECT_EQ(server.accepted(), 1u);
   EXPECT_EQ(server.requests(), 4u);
   EXPECT_EQ(server_saw.count(), 0u);
@@ -94,7 +94,7 @@ TEST_F(tls_fixture, a_reader_of_the_cluster_ca_is_answered_over_a_reused_connect
 }
 
 TEST_F(tls_fixture, a_reader_whose_certificate_another_ca_signed_reads_nothing) {
-  peer_read_server server{"127.0.0.1", "127.0.0.1", test_key, fake_answer,
+  peer_read_server server{"127.0.0.1", "127.0.0.1", tls_test_key, tls_fake_answer,
                           node_tls::load(pki.issue("n1"), server_saw.hook())};
   // It trusts our CA (so it would go on), but we do not trust its CA.
   test_pki other;
@@ -126,7 +126,7 @@ TEST_F(tls_fixture, a_reader_whose_certificate_another_ca_signed_reads_nothing) 
 
 TEST_F(tls_fixture, a_plain_reader_meets_a_tls_server_and_a_tls_reader_a_plain_one) {
   {
-    peer_read_server server{"127.0.0.1", "127.0.0.1", test_key, fake_answer,
+    peer_read_server server{"127.0.0.1", "127.0.0.1", tls_test_key, tls_fake_answer,
                             node_tls::load(pki.issue("n1"), server_saw.hook())};
     peer_read_client plain;
     auto call = plain.send(server.access_endpoint(), std::vector<uint64_t>{1, 2});
@@ -139,7 +139,7 @@ TEST_F(tls_fixture, a_plain_reader_meets_a_tls_server_and_a_tls_reader_a_plain_o
     EXPECT_EQ(server.requests(), 0u);
   }
   {
-    peer_read_server plain{"127.0.0.1", "127.0.0.1", test_key, fake_answer};
+    peer_read_server plain{"127.0.0.1", "127.0.0.1", tls_test_key, tls_fake_answer};
     peer_read_client client{1s, node_tls::load(pki.issue("n2"), client_saw.hook())};
     EXPECT_FALSE(client.send(plain.access_endpoint(), std::vector<uint64_t>{1, 2}));
     const auto heard = client_saw.wait_for(1);

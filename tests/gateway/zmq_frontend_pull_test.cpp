@@ -402,7 +402,7 @@ TEST_F(zmq_frontend_test, a_stop_reads_what_a_busy_pusher_wrote_and_the_rest_rea
   for (size_t i = 0; i < pushes.size(); ++i)
     ASSERT_EQ(instance_of(pushes[i]), std::to_string(i))
         << "frame " << i << " of " << pushes.size()
-        << "; read before each stop: " << testing::PrintToString(read_before_stop);
+        << "; read before each stop: " << ::testing::PrintToString(read_before_stop);
 }
 
 } // namespace

@@ -24,7 +24,7 @@ TEST(kv_index, readers_see_consistent_keys_while_the_writer_applies) {
   std::atomic<bool> failed{false};
   std::atomic<uint64_t> reads{0};
   std::vector<std::thread> readers;
-  const auto ks = keys_in(3, 50);
+  const auto ks = slot_keys(3, 50);
   for (int t = 0; t < 2; ++t)
     readers.emplace_back([&] {
       while (!done.load()) {
@@ -67,7 +67,7 @@ TEST(kv_index, readers_see_consistent_keys_while_the_writer_applies) {
 
 TEST(kv_index, a_lookup_reads_while_the_writer_holds_the_index) {
   kv_index idx{slots};
-  const auto ks = keys_in(5, 2);
+  const auto ks = slot_keys(5, 2);
   idx.write().admit(ks[0], holder(1));
   idx.write().admit(ks[0], holder(2));
   idx.write().admit(ks[1], holder(3));
@@ -93,7 +93,7 @@ TEST(kv_index, a_lookup_reads_while_the_writer_holds_the_index) {
 
 TEST(kv_index, lookup_hides_a_dropped_holder_like_holders_does) {
   kv_index idx{slots};
-  const auto ks = keys_in(7, 3);
+  const auto ks = slot_keys(7, 3);
   for (uint64_t k : ks) {
     idx.write().admit(k, holder(1));
     idx.write().admit(k, holder(2));
@@ -115,7 +115,7 @@ TEST(kv_index, lookups_beside_a_writer_that_grows_and_empties_the_arena_see_only
   kv_index idx{slots};
   std::vector<uint64_t> ks;
   for (uint32_t slot = 0; slot < 8; ++slot)
-    for (uint64_t k : keys_in(slot, 12))
+    for (uint64_t k : slot_keys(slot, 12))
       ks.push_back(k);
   std::set<holder_id> real;
   for (int i = 0; i < 40; ++i)

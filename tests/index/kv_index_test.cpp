@@ -72,7 +72,7 @@ void expect_matches(const kv_index& idx, const model& m) {
 
 TEST(kv_index, admitting_and_evicting_one_holder_updates_counts_totals_and_its_slot) {
   kv_index idx{slots};
-  const auto ks = keys_in(5, 3);
+  const auto ks = slot_keys(5, 3);
   {
     auto w = idx.write();
     EXPECT_TRUE(w.admit(ks[0], holder(1)));
@@ -96,7 +96,7 @@ TEST(kv_index, admitting_and_evicting_one_holder_updates_counts_totals_and_its_s
 
 TEST(kv_index, a_key_grows_through_the_size_classes_and_shrinks_back_inline) {
   kv_index idx{slots};
-  const uint64_t key = keys_in(9, 1)[0];
+  const uint64_t key = slot_keys(9, 1)[0];
   idx.write().admit(key, holder(0));
   const size_t one_holder = idx.read().memory_bytes();
   std::vector<holder_id> hs{holder(0)};
@@ -130,7 +130,7 @@ TEST(kv_index, a_key_grows_through_the_size_classes_and_shrinks_back_inline) {
 
 TEST(kv_index, repeated_admits_and_absent_evicts_change_nothing) {
   kv_index idx{slots};
-  const auto ks = keys_in(3, 2);
+  const auto ks = slot_keys(3, 2);
   idx.write().admit(ks[0], holder(1));
   idx.write().admit(ks[1], holder(1));
   idx.write().admit(ks[1], holder(2));
@@ -139,7 +139,7 @@ TEST(kv_index, repeated_admits_and_absent_evicts_change_nothing) {
   EXPECT_FALSE(idx.write().admit(ks[1], holder(2)));
   EXPECT_FALSE(idx.write().evict(ks[0], holder(2)));
   EXPECT_FALSE(idx.write().evict(ks[1], holder(3)));
-  EXPECT_FALSE(idx.write().evict(keys_in(3, 3)[2], holder(1)));
+  EXPECT_FALSE(idx.write().evict(slot_keys(3, 3)[2], holder(1)));
   const auto after = idx.read().slot(3);
   EXPECT_EQ(after.version, before.version);
   EXPECT_EQ(after.digest, before.digest);
@@ -149,8 +149,8 @@ TEST(kv_index, repeated_admits_and_absent_evicts_change_nothing) {
 
 TEST(kv_index, versions_bump_on_every_change_and_only_in_the_changed_slot) {
   kv_index idx{slots};
-  const auto a = keys_in(1, 2);
-  const uint64_t b = keys_in(2, 1)[0];
+  const auto a = slot_keys(1, 2);
+  const uint64_t b = slot_keys(2, 1)[0];
   auto version = [&](uint32_t s) { return idx.read().slot(s).version; };
   uint64_t v1 = version(1);
   const uint64_t v2 = version(2);
@@ -202,8 +202,8 @@ TEST(kv_index, every_slot_digest_is_the_xor_of_entry_hash_over_its_entries) {
 
 TEST(kv_index, begin_drop_hides_the_holder_at_once_and_takes_it_out_of_the_counts) {
   kv_index idx{slots};
-  const auto ks = keys_in(4, 3);
-  const uint64_t other_slot = keys_in(40, 1)[0];
+  const auto ks = slot_keys(4, 3);
+  const uint64_t other_slot = slot_keys(40, 1)[0];
   {
     auto w = idx.write();
     for (uint64_t k : ks)
@@ -235,8 +235,8 @@ TEST(kv_index, begin_drop_hides_the_holder_at_once_and_takes_it_out_of_the_count
 
 TEST(kv_index, an_op_of_a_dropped_holder_first_cleans_its_slot) {
   kv_index idx{slots};
-  const auto ks = keys_in(7, 3);
-  const auto far = keys_in(50, 2);
+  const auto ks = slot_keys(7, 3);
+  const auto far = slot_keys(50, 2);
   {
     auto w = idx.write();
     w.admit(ks[0], holder(1));
@@ -265,7 +265,7 @@ TEST(kv_index, drop_step_cleans_a_bounded_number_of_slots_until_the_job_is_done)
   kv_index idx{slots};
   model m;
   for (uint32_t s = 0; s < slots; ++s)
-    for (uint64_t k : keys_in(s, 2)) {
+    for (uint64_t k : slot_keys(s, 2)) {
       idx.write().admit(k, holder(1));
       idx.write().admit(k, holder(2));
       m[k] = {holder(2)};
@@ -287,12 +287,12 @@ TEST(kv_index, several_pending_drop_jobs_are_cleaned_together_and_keep_the_other
   kv_index idx{slots};
   model m;
   for (uint32_t s = 0; s < slots; ++s)
-    for (uint64_t k : keys_in(s, 3)) {
+    for (uint64_t k : slot_keys(s, 3)) {
       for (int h : {1, 2, 3, 4})
         idx.write().admit(k, holder(h));
       m[k] = {holder(4)};
     }
-  const uint64_t lone = keys_in(7, 4)[3];
+  const uint64_t lone = slot_keys(7, 4)[3];
   idx.write().admit(lone, holder(2)); // a key held only by a dropped holder
   for (int h : {1, 2, 3})
     idx.write().begin_drop(holder_set{holder(h)});
@@ -312,7 +312,7 @@ TEST(kv_index, several_pending_drop_jobs_are_cleaned_together_and_keep_the_other
 TEST(kv_index, a_drop_step_stops_early_once_its_slots_held_max_keys) {
   kv_index idx{slots};
   for (uint32_t s = 0; s < slots; ++s)
-    for (uint64_t k : keys_in(s, 5))
+    for (uint64_t k : slot_keys(s, 5))
       idx.write().admit(k, holder(1));
   idx.write().begin_drop(holder_set{holder(1)});
   int steps = 0;
@@ -329,8 +329,8 @@ TEST(kv_index, a_drop_step_stops_early_once_its_slots_held_max_keys) {
 
 TEST(kv_index, dropping_a_holder_twice_removes_what_it_admitted_in_between) {
   kv_index idx{slots};
-  const auto a = keys_in(10, 2);
-  const auto b = keys_in(20, 2);
+  const auto a = slot_keys(10, 2);
+  const auto b = slot_keys(20, 2);
   idx.write().admit(a[0], holder(1));
   idx.write().admit(b[0], holder(1));
   idx.write().begin_drop(holder_set{holder(1)});
@@ -346,8 +346,8 @@ TEST(kv_index, dropping_a_holder_twice_removes_what_it_admitted_in_between) {
 
 TEST(kv_index, begin_drop_with_a_skip_bitmap_cleans_only_the_other_slots) {
   kv_index idx{slots};
-  const uint64_t in5 = keys_in(5, 1)[0];
-  const uint64_t in6 = keys_in(6, 1)[0];
+  const uint64_t in5 = slot_keys(5, 1)[0];
+  const uint64_t in6 = slot_keys(6, 1)[0];
   idx.write().admit(in5, holder(1));
   idx.write().admit(in6, holder(2));
   std::vector<bool> skip(slots, true);
@@ -369,8 +369,8 @@ TEST(kv_index, begin_drop_with_a_skip_bitmap_cleans_only_the_other_slots) {
 
 TEST(kv_index, clear_slot_empties_one_slot_and_its_counts_even_with_a_drop_pending) {
   kv_index idx{slots};
-  const auto ks = keys_in(11, 3);
-  const uint64_t keep = keys_in(12, 1)[0];
+  const auto ks = slot_keys(11, 3);
+  const uint64_t keep = slot_keys(12, 1)[0];
   {
     auto w = idx.write();
     w.admit(ks[0], holder(1));
@@ -388,8 +388,8 @@ TEST(kv_index, clear_slot_empties_one_slot_and_its_counts_even_with_a_drop_pendi
 
 TEST(kv_index, apply_returns_the_net_change_and_apply_where_skips_unwanted_slots) {
   kv_index idx{slots};
-  const uint64_t a = keys_in(1, 1)[0];
-  const uint64_t b = keys_in(2, 1)[0];
+  const uint64_t a = slot_keys(1, 1)[0];
+  const uint64_t b = slot_keys(2, 1)[0];
   const kv_op ops[] = {{a, true}, {b, true}, {a, true}, {b, false}, {a, false}, {a, true}};
   EXPECT_EQ(idx.write().apply(holder(1), ops), 1);
   expect_matches(idx, model{{a, {holder(1)}}});
@@ -583,7 +583,7 @@ TEST(kv_index_share, share_counts_follow_admits_evicts_drops_clears_and_loads) {
   };
   std::vector<uint64_t> keys;
   for (uint32_t slot : {0U, 1U, 2U, 5U, 9U, 40U, 63U})
-    for (uint64_t k : keys_in(slot, 30))
+    for (uint64_t k : slot_keys(slot, 30))
       keys.push_back(k);
   for (int round = 0; round < 2000; ++round) {
     const uint64_t k = keys[rng() % keys.size()];

@@ -22,7 +22,7 @@ inline holder_id holder(int i) {
 }
 
 /// `n` distinct keys that fall in `slot`.
-inline std::vector<uint64_t> keys_in(uint32_t slot, size_t n, uint32_t slot_count = slots) {
+inline std::vector<uint64_t> slot_keys(uint32_t slot, size_t n, uint32_t slot_count = slots) {
   std::vector<uint64_t> out;
   for (uint64_t k = 1; out.size() < n; ++k)
     if (slot_of(k * 0x9e3779b97f4a7c15ULL, slot_count) == slot)

@@ -13,9 +13,6 @@ namespace {
 
 using namespace test;
 
-const holder_id h1 = holder_of(1);
-const holder_id h2 = holder_of(2);
-
 /// `f` as a node back with an empty disk: every slot blank, owning what
 /// `owned` says (null: every slot).
 void back_empty(shard_fixture& f, const std::vector<uint8_t>* owned = nullptr) {

@@ -47,9 +47,6 @@ stored_slot(const persistence::store& s, uint32_t slot, uint64_t* stamp = nullpt
   return out;
 }
 
-const holder_id h1 = holder_of(1);
-const holder_id h2 = holder_of(2);
-
 TEST(kv_shard_core, apply_then_commit_acks_the_highest_number_per_stream_in_one_write) {
   shard_fixture f;
   const auto k = keys_in(3, 4, 64);

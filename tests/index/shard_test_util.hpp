@@ -28,6 +28,10 @@ inline holder_id holder_of(int worker, const std::string& loc = "LocalCPUBackend
   return make_holder_id("inst", msg::wire_int{worker}, loc);
 }
 
+/// The holders of workers 1 and 2 at LocalCPUBackend, as most shard tests name them.
+inline const holder_id h1 = holder_of(1);
+inline const holder_id h2 = holder_of(2);
+
 inline uint64_t uid_of(int worker) {
   return worker_uid("inst", msg::wire_int{worker});
 }

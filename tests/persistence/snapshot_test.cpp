@@ -18,7 +18,7 @@ using lmcc::msg::wire_int;
 
 namespace {
 
-std::string record_at(uint64_t position) {
+std::string snapshot_record_at(uint64_t position) {
   log_record r;
   r.holder = position % 7;
   r.ops = {{position, true}, {position * 3, false}};
@@ -53,14 +53,14 @@ contents populate(store& s) {
     b.put_slot(slot, c.slots[slot]);
   }
   for (uint64_t p = 1; p <= 3000; ++p)
-    b.append_log(p, record_at(p));
+    b.append_log(p, snapshot_record_at(p));
   EXPECT_TRUE(s.commit(b));
   auto t = s.new_batch();
   t.truncate_log(1001);
   EXPECT_TRUE(s.commit(t));
   c.log_floor = 1001;
   for (uint64_t p = 1001; p <= 3000; ++p)
-    c.log[p] = record_at(p);
+    c.log[p] = snapshot_record_at(p);
   return c;
 }
 
@@ -116,7 +116,7 @@ TEST(persistence_snapshot, checkpoint_verify_and_restore_give_the_same_contents)
 
     // Later writes are not in the snapshot.
     auto more = s->new_batch();
-    more.append_log(3001, record_at(3001));
+    more.append_log(3001, snapshot_record_at(3001));
     more.delete_slot(0);
     ASSERT_TRUE(s->commit(more));
     // A checkpoint never overwrites.
