@@ -311,7 +311,14 @@ void node_runtime::start() {
   d.frontend_->start();
   if (d.options_.ingest_idle_priority) {
     // S1's libzmq I/O thread (io_lanes.hpp: the ingest lane is the first).
-    const size_t io = make_threads_idle("ZMQbg/IO/0");
+    // It names itself when it first runs, which on a loaded machine can be
+    // after the sockets are bound: look again for up to a second.
+    size_t io = 0;
+    for (int attempt = 0; attempt < 100 && io == 0; ++attempt) {
+      if (attempt > 0)
+        std::this_thread::sleep_for(std::chrono::milliseconds{10});
+      io = make_threads_idle("ZMQbg/IO/0");
+    }
     spdlog::info("ingest-priority policy=idle threads=lmcc-pull,lmcc-shard,lmcc-rows,rocksdb "
                  "zmq_io_threads={}",
                  io);
