@@ -309,39 +309,38 @@ void on_slots_lost(directory_self self, uint64_t lost_slots) {
 }
 
 void on_directory_sync(directory_self self, const directory_listing& listing) {
-  const auto& [from, ring_version, rows, tombstones, complete] = listing;
   auto& st = self->state;
   if (!st.cfg.cluster)
     return;
   const auto table = st.cfg.cluster->current();
   std::optional<node_index> from_index;
   for (size_t i = 0; i < table->members.size(); ++i)
-    if (table->members[i].address.id == from)
+    if (table->members[i].address.id == listing.node_id)
       from_index = static_cast<node_index>(i);
   if (!from_index || *from_index == table->self)
     return;
   // Deregistrations first: a row this node restored of a registration
   // that ended while it was away goes, entity included.
   size_t buried = 0;
-  for (const auto& t : tombstones)
+  for (const auto& t : listing.tombstones)
     buried += st.logic->apply_tombstone(t, wall_ms(self)) ? 1 : 0;
   absl::flat_hash_set<uint64_t> listed;
   std::vector<uint64_t> renewed;
   std::vector<uint64_t> uids;
-  for (const auto& row : rows) {
+  for (const auto& row : listing.rows) {
     listed.insert(row.uid);
     uids.push_back(row.uid);
     if (apply_row(self, row).renew)
       renewed.push_back(row.uid);
   }
-  retire_older_holders(self, uids, tombstones);
+  retire_older_holders(self, uids, listing.tombstones);
   for (uint64_t uid : renewed)
     renew_entity(self, uid);
   // A worker the sender's list lacks was deregistered there -- if the
   // list is complete and both nodes place homes alike; otherwise the
   // list means nothing about it.
   std::vector<uint64_t> gone;
-  if (complete && ring_version == table->ring_version)
+  if (listing.complete && listing.ring_version == table->ring_version)
     for (const auto* rec : st.logic->reg().all_workers())
       if (table->home_of(rec->uid) == *from_index && !listed.contains(rec->uid))
         gone.push_back(rec->uid);
@@ -349,9 +348,10 @@ void on_directory_sync(directory_self self, const directory_listing& listing) {
     st.logic->forget_replica(uid);
   spdlog::info("directory-sync-received from={} workers={} complete={} removed={} "
                "tombstones={} deregistered={}",
-               from, rows.size(), complete, gone.size(), tombstones.size(), buried);
+               listing.node_id, listing.rows.size(), listing.complete, gone.size(),
+               listing.tombstones.size(), buried);
   publish(self);
-  for (const auto& row : rows)
+  for (const auto& row : listing.rows)
     adopt_if_home(self, row.uid);
 }
 

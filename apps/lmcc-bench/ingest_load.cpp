@@ -150,8 +150,8 @@ void ingest_load::converge() {
 void ingest_load::add_thread_use(report& r) const {
   // Thread wake-ups are what a message costs on a VM where a switch costs
   // tens of microseconds: their total per applied op is the figure to drive
-  // down (issue 45). Live threads only; threads that started after the push
-  // began count from zero.
+  // down. Live threads only; threads that started after the push began count
+  // from zero.
   uint64_t switches = 0;
   for (const auto& [name, end] : threads_converged_) {
     const auto it = threads_start_.find(name);
