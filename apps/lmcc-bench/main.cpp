@@ -281,8 +281,8 @@ int main(int argc, char** argv) {
       o.scenario = scenario_flag;
     }
     if (o.scenario.empty())
-      throw std::invalid_argument("no scenario given (one of: ingest lookup p2p fullsync memory "
-                                  "restart flood floor heartbeats soak)");
+      throw std::invalid_argument(fmt::format("no scenario given (one of: {})",
+                                              fmt::join(lmcc::bench::scenario_names(), " ")));
     o.pull = lmcc::bench::parse_host_port(ep.pull);
     o.reply = lmcc::bench::parse_host_port(ep.reply);
     o.http = lmcc::bench::parse_host_port(ep.http);

@@ -56,6 +56,16 @@ uint64_t context_switches(const std::string& path) {
   return n;
 }
 
+/// Nanoseconds a thread spent on a CPU (the first field of its schedstat);
+/// 0 if the kernel keeps no schedstats.
+uint64_t run_nanoseconds(const std::string& path) {
+  std::ifstream schedstat{"/proc/" + path + "/schedstat"};
+  uint64_t ns = 0;
+  if (schedstat >> ns)
+    return ns;
+  return 0;
+}
+
 std::optional<uint64_t> vm_rss_kib(int pid) {
   std::ifstream status{fmt::format("/proc/{}/status", pid)};
   std::string line;
@@ -103,6 +113,7 @@ std::map<std::string, thread_use> process_set::threads_by_name() const {
         continue; // the thread ended meanwhile
       auto& use = out[name];
       use.cpu_s += ticks_to_seconds(*ticks);
+      use.run_ns += run_nanoseconds(path);
       use.switches += context_switches(path);
       ++use.threads;
     }

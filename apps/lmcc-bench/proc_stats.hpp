@@ -6,7 +6,9 @@
 //    process, live or exited, in clock ticks (sysconf(_SC_CLK_TCK), usually
 //    100 per second, so a reading is exact to 10 ms per process).
 //  * RSS: VmRSS of /proc/<pid>/status.
-//  * By thread name: CPU and context switches of /proc/<pid>/task/*.
+//  * By thread name: CPU and context switches of /proc/<pid>/task/*, and the
+//    time on a CPU of /proc/<pid>/task/*/schedstat, exact to the nanosecond
+//    (what an idle reading needs: ticks give 10 ms per thread).
 //
 //   process_set node{opts.pids};
 //   auto cpu0 = node.cpu_seconds();          // nullopt without pids
@@ -34,6 +36,7 @@ namespace lmcc::bench {
 /// What the threads of one name (comm) used so far, summed over processes.
 struct thread_use {
   double cpu_s = 0;      ///< utime + stime
+  uint64_t run_ns = 0;   ///< time on a CPU, exact to the nanosecond (schedstat)
   uint64_t switches = 0; ///< voluntary + involuntary context switches
   uint32_t threads = 0;
 };

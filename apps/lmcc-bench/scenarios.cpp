@@ -5,8 +5,9 @@
 namespace lmcc::bench {
 
 const std::vector<std::string>& scenario_names() {
-  static const std::vector<std::string> names{"ingest",  "lookup", "p2p",   "fullsync",   "memory",
-                                              "restart", "flood",  "floor", "heartbeats", "soak"};
+  static const std::vector<std::string> names{"ingest",     "lookup",  "p2p",   "fullsync",
+                                              "memory",     "restart", "flood", "floor",
+                                              "heartbeats", "soak",    "idle"};
   return names;
 }
 
@@ -32,6 +33,8 @@ report run_scenario(scenario_env& env) {
     return run_heartbeats(env);
   if (name == "soak")
     return run_soak(env);
+  if (name == "idle")
+    return run_idle(env);
   throw std::invalid_argument("unknown scenario '" + name + "'");
 }
 

@@ -15,6 +15,8 @@
 //   soak      a steady load for hours, driven over stdin by a harness that
 //             injects faults (tests/soak); at the end, every node checked
 //             exactly against the workers' ground truth
+//   idle      controller CPU and context switches per second while nothing is
+//             sent, by thread name (--pid)
 //
 // Context: a scenario runs on the calling thread and starts its own threads.
 #pragma once
@@ -52,6 +54,7 @@ report run_flood(scenario_env& env);
 report run_floor(scenario_env& env);
 report run_heartbeats(scenario_env& env);
 report run_soak(scenario_env& env);
+report run_idle(scenario_env& env);
 
 /// What the generator achieved against the built-in sink.
 struct floor_result {
