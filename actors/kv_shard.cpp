@@ -12,6 +12,7 @@ namespace {
 
 using self_ptr = kv_shard_actor::stateful_pointer<kv_shard_state>;
 
+/// The shortest gap between two ticks while the shard has work of its own.
 constexpr auto tick_interval = std::chrono::milliseconds{500};
 constexpr auto max_retry_delay = std::chrono::milliseconds{1000};
 
@@ -124,6 +125,18 @@ void flush(self_ptr self) {
   publish(self);
 }
 
+/// Arms a tick `delay` from now unless one is armed that comes sooner. An
+/// idle shard has none armed: what arrives arms one (flush(), and the
+/// handlers that change the index without a commit).
+void arm_tick(self_ptr self, std::chrono::milliseconds delay = tick_interval) {
+  auto& st = self->state;
+  const auto at = steady_now() + delay;
+  if (st.tick_at && *st.tick_at <= at)
+    return;
+  st.tick_at = at;
+  self->delayed_send(self, delay, tick_atom::value);
+}
+
 void schedule_flush(self_ptr self) {
   auto& st = self->state;
   if (!st.flush_scheduled) {
@@ -157,7 +170,7 @@ kv_shard_actor::behavior_type kv_shard(kv_shard_actor::stateful_pointer<kv_shard
     schedule_flush(self);
   }
   init.reset();
-  self->delayed_send(self, tick_interval, tick_atom::value);
+  arm_tick(self);
   self->set_exit_handler([self](caf::exit_msg& m) {
     // A clean stop leaves nothing pending behind, and what is cheap to
     // snapshot goes into slot snapshots (a faster next start).
@@ -218,13 +231,24 @@ kv_shard_actor::behavior_type kv_shard(kv_shard_actor::stateful_pointer<kv_shard
       },
       [self](tick_atom) {
         auto& st = self->state;
-        st.core->flush_if_idle(monotonic_ms());
+        if (st.tick_at && steady_now() < *st.tick_at)
+          return; // superseded by a sooner tick, which re-armed
+        st.tick_at.reset();
+        const uint64_t now = monotonic_ms();
+        st.core->flush_if_idle(now);
         schedule_background(self);
         publish(self);
         if (st.release_memory &&
             st.release_policy.should_release(st.index->read().memory_bytes(), monotonic_ms()))
           st.release_memory();
-        self->delayed_send(self, tick_interval, tick_atom::value);
+        // Sleeps until its own next work; none (and no release owed): until
+        // something arrives.
+        auto next = st.core->next_idle_work_ms(now);
+        if (st.release_memory && st.release_policy.owes())
+          next = now;
+        if (next)
+          arm_tick(self, std::max(tick_interval, std::chrono::milliseconds{static_cast<int64_t>(
+                                                     *next - std::min(*next, now))}));
       },
       [self](drain_atom) {
         auto& st = self->state;
@@ -264,6 +288,7 @@ kv_shard_actor::behavior_type kv_shard(kv_shard_actor::stateful_pointer<kv_shard
           return;
         const uint64_t changed = core.repair_slot(static_cast<uint32_t>(slot), {});
         spdlog::info("slot-emptied slot={} changed={}", slot, changed);
+        arm_tick(self);
       },
       [self](copy_atom, uint64_t slot) -> caf::result<slot_copy> {
         auto& core = *self->state.core;
@@ -284,6 +309,7 @@ kv_shard_actor::behavior_type kv_shard(kv_shard_actor::stateful_pointer<kv_shard
                        copy.slot, outcome.installed, outcome.changed, outcome.waiting,
                        outcome.conflicts.size());
         publish(self);
+        arm_tick(self);
         return outcome;
       },
       [self](members_atom, const std::vector<uint64_t>& words) {

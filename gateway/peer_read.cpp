@@ -199,8 +199,9 @@ peer_read_server::peer_read_server(const std::string& bind_host, const std::stri
                                    peer_read_key key, answer_fn answer,
                                    std::shared_ptr<const node_tls> tls)
   : key_(key), answer_(std::move(answer)), tls_(std::move(tls)),
-    stop_event_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
-  if (!stop_event_)
+    stop_event_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
+    ended_event_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+  if (!stop_event_ || !ended_event_)
     throw std::system_error(errno, std::generic_category(), "peer read: eventfd");
   const bool any = bind_host.empty() || bind_host == "*";
   auto addresses = resolve(any ? nullptr : bind_host.c_str(), "0", AI_PASSIVE);
@@ -245,11 +246,19 @@ peer_read_server::~peer_read_server() {
 
 void peer_read_server::accept_loop() {
   while (true) {
-    pollfd fds[2] = {{listener_.get(), POLLIN, 0}, {stop_event_.get(), POLLIN, 0}};
-    const int n = ::poll(fds, 2, 1000);
+    // No timeout: an idle node's accept thread sleeps until a peer connects,
+    // a connection ends or the server stops.
+    pollfd fds[3] = {{listener_.get(), POLLIN, 0},
+                     {stop_event_.get(), POLLIN, 0},
+                     {ended_event_.get(), POLLIN, 0}};
+    const int n = ::poll(fds, 3, -1);
     if (fds[1].revents != 0)
       break;
-    reap(false);
+    if (fds[2].revents != 0) {
+      uint64_t ended = 0;
+      (void)::read(ended_event_.get(), &ended, sizeof ended);
+      reap(false);
+    }
     if (n <= 0 || (fds[0].revents & POLLIN) == 0)
       continue;
     unique_fd fd{::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK)};
@@ -275,6 +284,8 @@ void peer_read_server::accept_loop() {
       serve(c.fd.get());
       c.fd.reset(); // the caller sees the close now, not at the next reap
       c.done = true;
+      const uint64_t one = 1;
+      (void)::write(ended_event_.get(), &one, sizeof one);
     });
   }
   reap(true);

@@ -172,7 +172,8 @@ private:
   answer_fn answer_;
   std::shared_ptr<const node_tls> tls_;
   unique_fd listener_;
-  unique_fd stop_event_; // eventfd: wakes every poll at shutdown
+  unique_fd stop_event_;  // eventfd: wakes every poll at shutdown
+  unique_fd ended_event_; // eventfd: a connection's thread ended (the accept thread reaps it)
   std::string endpoint_;
   peer_read_counters counters_;
   std::atomic<uint64_t> refused_{0};

@@ -542,6 +542,20 @@ bool kv_shard_core::background_due(uint64_t now_ms) const {
   return drops_pending_ || round_.has_value() || snapshot_due(now_ms);
 }
 
+std::optional<uint64_t> kv_shard_core::next_idle_work_ms(uint64_t now_ms) const {
+  if (background_due(now_ms) || work_pending())
+    return now_ms;
+  std::optional<uint64_t> next;
+  auto soonest = [&next](uint64_t at) { next = next ? std::min(*next, at) : at; };
+  if (durable() && opts_.idle_flush.count() > 0 && !idle_flushed_)
+    soonest(idle_since_ms_ + static_cast<uint64_t>(opts_.idle_flush.count()));
+  if (durable() && log_bytes_since_round_ > 0)
+    soonest(last_round_start_ms_ +
+            static_cast<uint64_t>(
+                std::max(opts_.snapshot_interval, opts_.snapshot_min_interval).count()));
+  return next;
+}
+
 bool kv_shard_core::flush_if_idle(uint64_t now_ms) {
   if (!durable() || opts_.idle_flush.count() <= 0)
     return false;

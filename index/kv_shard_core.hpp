@@ -248,6 +248,12 @@ public:
   /// periodically; true when it asked.
   bool flush_if_idle(uint64_t now_ms);
 
+  /// When the shard next has work of its own if nothing else arrives (an idle
+  /// flush, a snapshot whose interval runs out), in the clock of the calls
+  /// above; nullopt: none until something arrives. Lets an idle shard sleep
+  /// instead of ticking. Call it after flush_if_idle().
+  std::optional<uint64_t> next_idle_work_ms(uint64_t now_ms) const;
+
   /// Entries in slots changed since their last snapshot: what a round would write.
   uint64_t dirty_entries() const;
 

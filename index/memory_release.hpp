@@ -52,6 +52,10 @@ public:
     return true;
   }
 
+  /// The index shrank by the threshold and no release followed yet: the
+  /// caller must ask again later (once it stops falling, or the interval passed).
+  bool owes() const noexcept { return high_water_ - last_bytes_ >= options_.threshold_bytes; }
+
 private:
   memory_release_options options_;
   size_t high_water_ = 0;

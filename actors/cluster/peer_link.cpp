@@ -92,6 +92,27 @@ void on_timeout_check(link_self self) {
   }
 }
 
+/// How often an armed link looks for sub-batches past the replication timeout.
+constexpr auto timeout_check_interval = std::chrono::milliseconds{200};
+
+/// Arms the timeout check while a sub-batch waits for its ack and nobody was
+/// told it is held yet; an idle link (everything acked or released) has no
+/// timer at all. Released sub-batches are a prefix of their stream's queue
+/// (release() takes prefixes, and a link to a peer found down releases each
+/// one as it comes), so a stream's last one tells whether any waits.
+void arm_timeout_check(link_self self) {
+  auto& st = self->state;
+  if (st.timeout_check_armed)
+    return;
+  const bool waiting = std::any_of(st.streams.begin(), st.streams.end(), [](const auto& entry) {
+    return !entry.second.empty() && !entry.second.back().released;
+  });
+  if (!waiting)
+    return;
+  st.timeout_check_armed = true;
+  self->delayed_send(self, timeout_check_interval, tick_atom::value);
+}
+
 void on_ack(link_self self, uint64_t stream, uint64_t number) {
   auto& st = self->state;
   auto it = st.streams.find(stream);
@@ -138,6 +159,7 @@ void enqueue(link_self self, kv_sub_batch&& sb, caf::strong_actor_ptr sender) {
   }
   enforce_bound(self);
   publish_counts(self);
+  arm_timeout_check(self);
 }
 
 } // namespace
@@ -145,7 +167,6 @@ void enqueue(link_self self, kv_sub_batch&& sb, caf::strong_actor_ptr sender) {
 peer_link_actor::behavior_type
 peer_link_main(peer_link_actor::stateful_pointer<peer_link_state> self, peer_link_config cfg) {
   self->state.cfg = std::move(cfg);
-  self->send(self, tick_atom::value);
   return {
       [self](apply_atom, kv_sub_batch& sb) {
         enqueue(self, std::move(sb), self->current_sender());
@@ -218,9 +239,10 @@ peer_link_main(peer_link_actor::stateful_pointer<peer_link_state> self, peer_lin
       [](background_atom) {},
       [](ack_atom) {},
       [self](tick_atom) {
+        self->state.timeout_check_armed = false;
         on_timeout_check(self);
         publish_counts(self);
-        self->delayed_send(self, std::chrono::milliseconds{200}, tick_atom::value);
+        arm_timeout_check(self);
       },
       // The senders' own drains wait for these acks (or their timeouts).
       [](drain_atom) { return true; },

@@ -87,6 +87,8 @@ struct peer_link_state {
   /// Received but not yet sent (the next flush sends them as one message).
   std::vector<kv_sub_batch> outbox;
   bool flush_scheduled = false;
+  /// A timeout check is due (armed only while a sub-batch waits for its ack).
+  bool timeout_check_armed = false;
   /// The cluster node found the peer down (lost, or its connect failed);
   /// false before the first word about it: a peer not connected yet is
   /// waited for (the replication timeout), one found down is not.

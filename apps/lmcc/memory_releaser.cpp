@@ -4,9 +4,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <malloc.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 namespace lmcc::apps {
@@ -20,7 +22,27 @@ double rss_mib() {
          (1024.0 * 1024.0);
 }
 
+/// This process's user + system CPU seconds, every thread (one syscall).
+double process_cpu_seconds() {
+  rusage use{};
+  if (::getrusage(RUSAGE_SELF, &use) != 0)
+    return 0;
+  auto seconds = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+  };
+  return seconds(use.ru_utime) + seconds(use.ru_stime);
+}
+
 } // namespace
+
+bool memory_releaser::worked_since_last_check() {
+  const double cpu = process_cpu_seconds();
+  const double quiet = std::chrono::duration<double>(check_interval_).count() / 50;
+  if (cpu - cpu_at_last_check_ < quiet)
+    return false;
+  cpu_at_last_check_ = cpu;
+  return true;
+}
 
 memory_releaser::memory_releaser(size_t free_limit, std::chrono::milliseconds check_interval)
   : free_limit_(free_limit), check_interval_(check_interval),
@@ -41,15 +63,21 @@ void memory_releaser::request() {
 
 void memory_releaser::run(std::stop_token stop) {
   std::unique_lock lock(mutex_);
+  auto wait = check_interval_;
   while (!stop.stop_requested()) {
-    const bool asked = wake_.wait_for(lock, stop, check_interval_, [this] { return requested_; });
+    const bool asked = free_limit_ > 0
+                           ? wake_.wait_for(lock, stop, wait, [this] { return requested_; })
+                           : wake_.wait(lock, stop, [this] { return requested_; });
     if (stop.stop_requested())
       return;
     requested_ = false;
     lock.unlock();
     const char* why = asked ? "index-shrank" : nullptr;
     size_t free_bytes = 0;
-    if (!asked && free_limit_ > 0) {
+    const bool check = !asked && free_limit_ > 0 && worked_since_last_check();
+    if (!asked && free_limit_ > 0)
+      wait = check ? check_interval_ : std::min(wait * 2, check_interval_ * 32);
+    if (check) {
       // Resident but not in use: RSS minus what malloc has handed out. (glibc's
       // own free-bytes figure also counts free chunks whose pages are already
       // back with the kernel, so it stays high after a trim.)

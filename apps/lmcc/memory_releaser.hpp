@@ -8,6 +8,12 @@
 // and evicted, the index not growing) RSS climbed to 400 MiB with 8 MiB in use
 // (45 s at 2.3 M ops/s); one malloc_trim took it back to 34 MiB.
 //
+// The check itself walks the arenas (mallinfo2), so it runs only when the
+// process did work since the last one (its CPU time grew by more than a
+// fiftieth of the interval): freed memory comes from work. A quiet process
+// waits twice as long each time, up to 32 intervals, and none at all without
+// a free_limit; an idle node's thread then barely wakes.
+//
 // malloc_trim walks every glibc arena and can take tens of milliseconds after
 // a multi-GiB drop; running it here keeps it off the actor threads, so no
 // lookup or commit waits for it. Requests that arrive while a trim runs fold
@@ -42,8 +48,13 @@ public:
 private:
   void run(std::stop_token stop);
 
+  /// Whether the process used more CPU than a quiet one would since the
+  /// last check; remembers the reading for the next.
+  bool worked_since_last_check();
+
   const size_t free_limit_;
   const std::chrono::milliseconds check_interval_;
+  double cpu_at_last_check_ = 0;
   std::mutex mutex_;
   std::condition_variable_any wake_;
   bool requested_ = false;

@@ -240,7 +240,7 @@ private:
 
   std::chrono::milliseconds poll_timeout() const {
     if (!connections_.holding())
-      return poll_interval;
+      return poll_forever;
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(next_release_ - steady_now());
     return std::clamp(left, std::chrono::milliseconds{0}, poll_interval);
   }

@@ -33,7 +33,7 @@ public:
                                {nullptr, mailbox_->wake_fd(), ZMQ_POLLIN, 0}};
     while (!stopping_.load()) {
       try {
-        zmq::poll(items, 2, poll_interval);
+        zmq::poll(items, 2, poll_forever);
         if (stopping_.load())
           break;
         if (items[1].revents & ZMQ_POLLIN)

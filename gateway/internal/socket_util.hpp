@@ -33,8 +33,13 @@ using namespace std::chrono_literals;
 
 // -- tuning constants ----------------------------------------------------------
 
-/// Longest a socket thread sleeps in zmq::poll. Only a safety net: stop() and
-/// finished replies wake the threads through their eventfds at once.
+/// A socket thread with nothing to do sleeps in zmq::poll until a socket, or
+/// an eventfd (stop(), finished replies, credit), wakes it: an idle node's
+/// socket threads never wake on their own.
+constexpr auto poll_forever = -1ms;
+
+/// Longest a paused PULL thread sleeps between looks at its credit: a
+/// safety net against a wake-up lost to a race, and only while paused.
 constexpr auto poll_interval = 200ms;
 
 /// Messages taken from one socket per wake-up before the thread looks at its

@@ -534,6 +534,37 @@ TEST(kv_shard_core, an_idle_shard_flushes_the_stores_memtables_once_per_idle_spe
   EXPECT_FALSE(f.core->flush_if_idle(1'000'000)) << "0: never";
 }
 
+TEST(kv_shard_core, an_idle_shard_has_work_of_its_own_only_until_its_flush_and_snapshot) {
+  shard_fixture f;
+  f.opts.idle_flush = std::chrono::milliseconds{5'000};
+  f.opts.idle_flush_min_bytes = 1'000;
+  f.opts.snapshot_interval = std::chrono::milliseconds{60'000};
+  f.opts.snapshot_log_bytes = uint64_t{1} << 30; // only the interval starts a round here
+  f.core = std::make_unique<kv_shard_core>(f.opts, f.index, f.store);
+  f.core->flush_if_idle(0);
+  EXPECT_EQ(f.core->next_idle_work_ms(0), 5'000u) << "a fresh shard: one idle flush due";
+  f.core->flush_if_idle(5'000); // the spell's one flush, worth an SST or not
+  EXPECT_EQ(f.core->next_idle_work_ms(5'000), std::nullopt) << "nothing left: it may sleep";
+
+  for (uint64_t number = 1; number <= 50; ++number)
+    f.core->apply(sb(1, number, h1, {{number * 7919, true}}));
+  EXPECT_EQ(f.core->next_idle_work_ms(6'000), 6'000u) << "records wait for a commit";
+  f.commit();
+  f.core->flush_if_idle(6'000); // sees the activity: the idle spell starts now
+  EXPECT_EQ(f.core->next_idle_work_ms(6'000), 11'000u) << "the idle flush comes first";
+  EXPECT_TRUE(f.core->flush_if_idle(11'000));
+  ASSERT_TRUE(f.store->flush());
+  EXPECT_EQ(f.core->next_idle_work_ms(11'000), 60'000u)
+      << "then the snapshot the interval owes the logged records";
+  ASSERT_TRUE(f.core->background_due(60'000));
+  while (f.core->background_due(60'000))
+    ASSERT_TRUE(f.core->background_step(60'000).ok);
+  f.core->flush_if_idle(61'000); // the round's commits were activity: a new idle spell
+  EXPECT_EQ(f.core->next_idle_work_ms(61'000), 66'000u);
+  f.core->flush_if_idle(66'000);
+  EXPECT_EQ(f.core->next_idle_work_ms(66'000), std::nullopt) << "snapshotted: nothing owed";
+}
+
 TEST(kv_shard_core, after_a_large_round_the_log_must_grow_by_its_share_of_it) {
   shard_fixture f;
   f.opts.snapshot_log_bytes = 1'000;

@@ -49,5 +49,20 @@ TEST(memory_release_policy, the_first_release_needs_no_waiting) {
   EXPECT_TRUE(p.should_release(0, 2));
 }
 
+TEST(memory_release_policy, it_owes_a_release_until_the_shrunk_index_got_one) {
+  memory_release_policy p{{.threshold_bytes = 64 * mib, .min_interval_ms = 2'000}};
+  EXPECT_FALSE(p.should_release(1000 * mib, 0));
+  EXPECT_FALSE(p.owes()) << "growing";
+  EXPECT_FALSE(p.should_release(100 * mib, 1)) << "still falling";
+  EXPECT_TRUE(p.owes()) << "asked again, it releases once the drop ends";
+  EXPECT_TRUE(p.should_release(100 * mib, 2));
+  EXPECT_FALSE(p.owes());
+  EXPECT_FALSE(p.should_release(10 * mib, 3));
+  EXPECT_FALSE(p.should_release(10 * mib, 4)) << "within the interval of the last release";
+  EXPECT_TRUE(p.owes()) << "so it must be asked again later";
+  EXPECT_TRUE(p.should_release(10 * mib, 2'002));
+  EXPECT_FALSE(p.owes());
+}
+
 } // namespace
 } // namespace lmcc::actors
