@@ -64,12 +64,21 @@ struct cluster_options {
 
   bool tls() const noexcept { return !tls_cert_file.empty(); }
 
-  /// How often a node greets each peer (and CAF's middleman heartbeat).
-  /// Default: 250 ms
+  /// How often a node greets each peer while the cluster is changing: a
+  /// peer not connected, or the member set, a refill or a peer's readiness
+  /// not agreed yet. Default: 250 ms
   std::chrono::milliseconds heartbeat_interval{250};
 
-  /// A peer silent this long is taken as down (and CAF's connection timeout).
-  /// Default: 2000 ms
+  /// How often it greets each peer once every peer is connected and agrees.
+  /// An idle cluster's greetings are nearly all it does, and each one wakes
+  /// threads on both nodes; what changes is still greeted at once. Must be
+  /// below failure_timeout, whose difference is the slack a late greeting
+  /// has before its peer is taken as down. Default: 1000 ms
+  std::chrono::milliseconds quiet_heartbeat_interval{1000};
+
+  /// A peer silent this long is taken as down. CAF's middleman heartbeat
+  /// runs at this interval, and its connection timeout is twice it: only a
+  /// backstop, since greetings keep every connection busier. Default: 2000 ms
   std::chrono::milliseconds failure_timeout{2000};
 
   /// One connect attempt's bound; failed attempts back off up to 8x this.

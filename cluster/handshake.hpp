@@ -38,8 +38,9 @@ namespace lmcc::cluster {
 /// for one connection per pair with TLS between nodes: only nodes with TLS
 /// send it, and they never meet a node without, so version 2 stayed.
 /// Version 3: the records of cluster/wire.hpp and slot copies as structs, in
-/// place of vectors of words with positional meaning.)
-constexpr uint32_t cluster_protocol_version = 3;
+/// place of vectors of words with positional meaning. Version 4: a greeting
+/// carries the summary of the slots its two nodes share.)
+constexpr uint32_t cluster_protocol_version = 4;
 
 enum class handshake_role : uint8_t { join, accept };
 

@@ -239,6 +239,14 @@ bool membership::tick(time_point now) {
   return changed;
 }
 
+std::optional<membership::time_point> membership::next_silence_deadline() const {
+  std::optional<time_point> first;
+  for (size_t i = 0; i < live_.size(); ++i)
+    if (i != self_ && live_[i] && (!first || last_seen_[i] + timeout_ < *first))
+      first = last_seen_[i] + timeout_;
+  return first;
+}
+
 bool membership::all_live() const noexcept {
   for (size_t i = 0; i < live_.size(); ++i)
     if (member_[i] && !live_[i])

@@ -160,6 +160,10 @@ public:
   /// from its stale shard at once (guarded by membership_test's
   /// a_node_that_stood_still_gives_its_peers_a_fresh_timeout).
   bool tick(time_point now);
+  /// When the first live peer's silence passes the timeout if it greets no
+  /// more (its last greeting plus the timeout): the latest a tick may come
+  /// to notice it in time. nullopt without live peers.
+  std::optional<time_point> next_silence_deadline() const;
   /// How often tick() found this node itself stood still, and for how long
   /// the last time (what its peers may have written around it meanwhile).
   uint64_t stalls() const noexcept { return stalls_; }

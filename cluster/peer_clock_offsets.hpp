@@ -27,8 +27,9 @@ namespace lmcc::cluster {
 /// minus the greeting's delay, and a greeting can wait seconds (a node frozen
 /// or starved handles a burst of old ones): the estimate is the largest of the
 /// last `window` samples. A peer's clock stepping ahead counts at once; one
-/// stepping back counts once the window has passed (meanwhile its deadlines
-/// are late, so it applies, rather than refuses, a request a little late).
+/// stepping back counts once the window has passed (4 s of greetings while
+/// the cluster changes, 16 s while it is quiet; meanwhile its deadlines are
+/// late, so it applies, rather than refuses, a request a little late).
 /// Clocks within `deadband_ms` of each other count as in step (0): NTP keeps
 /// clocks that close. Until a peer has greeted `min_samples` times a negative
 /// estimate counts as 0 (a first greeting can be one that waited), but a

@@ -53,13 +53,17 @@ struct greeting {
   bool unsettled = false;
   /// Its wall clock (ms since the epoch), for the peers' clock-offset check.
   uint64_t wall_ms = 0;
+  /// A summary of its digests of the slots it shares with the greeted peer
+  /// (actors/cluster/anti_entropy.hpp: shared_slots_summary); 0: none. Equal
+  /// to the peer's own, that peer's anti-entropy need not compare them.
+  uint64_t shared_summary = 0;
   friend bool operator==(const greeting&, const greeting&) = default;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, greeting& x) {
   return f(x.node_id, x.leaving, x.epoch, x.identity, x.committed, x.ready, x.refilling,
-           x.holds_index, x.unsettled, x.wall_ms);
+           x.holds_index, x.unsettled, x.wall_ms, x.shared_summary);
 }
 
 /// A shard's acknowledgement to a sender on another node (a peer_link):

@@ -93,6 +93,17 @@ std::vector<uint64_t> shared_slots(const cluster_table& table, node_index peer) 
   return slots;
 }
 
+/// Whether `peer`'s last greeting, recent enough for this round, said its
+/// copies of the shared slots equal ours.
+bool vouched_by_greeting(const anti_entropy_state& st, node_index peer) {
+  if (!st.cfg.agreement || peer >= st.cfg.agreement->agreed_at_ms.size())
+    return false;
+  const uint64_t at = st.cfg.agreement->agreed_at_ms[peer].load(std::memory_order_relaxed);
+  const uint64_t now = monotonic_ms();
+  const auto ttl = std::max(st.cfg.interval, st.cfg.agreement_ttl);
+  return at != 0 && at <= now && now - at <= static_cast<uint64_t>(ttl.count());
+}
+
 /// Between rounds: asks `peer` for its copy of each shared slot this node's
 /// copy is uncertain of; how many there are.
 uint32_t fetch_uncertain(ae_self self, const cluster_table& table, node_index peer) {
@@ -260,6 +271,24 @@ void close_round(ae_self self, const cluster_table& table) {
 
 } // namespace
 
+uint64_t shared_slots_summary(const cluster_table& table, node_index peer, const kv_index& index) {
+  const uint64_t both = (uint64_t{1} << table.self) | (uint64_t{1} << peer);
+  uint64_t sum = 0;
+  auto r = index.read();
+  for (uint32_t s = 0; s < table.owners->slot_count(); ++s) {
+    if ((cluster::owner_mask(*table.owners, s) & both) != both)
+      continue;
+    // A sum of mixed (slot, digest) pairs: the order of the slots does not
+    // matter, and a digest moved to another slot changes it.
+    uint64_t x = r.slot(s).digest ^ (uint64_t{s} * 0x9E3779B97F4A7C15ULL);
+    x ^= x >> 33;
+    x *= 0xFF51AFD7ED558CCDULL;
+    x ^= x >> 33;
+    sum += x;
+  }
+  return sum == 0 ? 1 : sum;
+}
+
 anti_entropy_actor::behavior_type
 anti_entropy_main(anti_entropy_actor::stateful_pointer<anti_entropy_state> self,
                   anti_entropy_config cfg) {
@@ -275,13 +304,19 @@ anti_entropy_main(anti_entropy_actor::stateful_pointer<anti_entropy_state> self,
         if (st.round > 0)
           close_round(self, *table);
         ++st.round;
+        const bool certain = !any_uncertain(*st.cfg.index);
         for (node_index n = 0; n < table->peers.size(); ++n) {
           if (n == table->self)
             continue;
-          if (table->reachable(n) && table->peers[n].handles.service)
-            compare_with(self, *table, n);
-          else
+          if (!table->reachable(n) || !table->peers[n].handles.service) {
             st.tracker.forget(n);
+          } else if (certain && vouched_by_greeting(st, n)) {
+            st.tracker.forget(n); // equal copies: nothing differs
+            if (st.cfg.counters)
+              ++st.cfg.counters->comparisons_skipped;
+          } else {
+            compare_with(self, *table, n);
+          }
         }
         if (st.cfg.counters)
           ++st.cfg.counters->rounds;

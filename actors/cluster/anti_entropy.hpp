@@ -8,6 +8,13 @@
 // asked of its worker (a full sync through the directory). The shard stays
 // the index's only writer, and the slot's next snapshot makes a copy durable.
 //
+// Rounds are spaced by the greetings: each greeting carries a summary of the
+// sender's digests of the slots it shares with the greeted node, and a round
+// skips a peer whose last greeting's summary equals this node's own (while
+// this node's copy is certain of every slot). An idle cluster then compares
+// nothing; a divergence shows in the next greeting and the next round
+// compares that peer as before.
+//
 //   auto ae = sys.spawn(anti_entropy_main, anti_entropy_config{...});
 //
 // Context: a CAF actor; one per cluster node.
@@ -19,6 +26,7 @@
 #include "cluster/anti_entropy_logic.hpp"
 #include "index/kv_index.hpp"
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -31,6 +39,8 @@ namespace lmcc::actors {
 /// What /cluster/status shows (any thread).
 struct anti_entropy_counters {
   std::atomic<uint64_t> rounds{0};
+  /// Peers a round did not compare: their last greeting's summary equalled ours.
+  std::atomic<uint64_t> comparisons_skipped{0};
   std::atomic<uint64_t> slots_compared{0};
   std::atomic<uint64_t> slots_differing{0}; ///< now
   std::atomic<uint64_t> slots_repaired{0};  ///< copies that changed something here
@@ -40,6 +50,19 @@ struct anti_entropy_counters {
   /// Slots blank on every owner, handed to every worker's full sync.
   std::atomic<uint64_t> slots_blank_everywhere{0};
 };
+
+/// What the greetings told of each peer (by node_index): when a greeting
+/// last carried a summary of the shared slots equal to this node's own, in
+/// steady milliseconds (clock/clock.hpp); 0: the last one differed, or none
+/// came. Written by the cluster node, read by the rounds (any thread).
+struct greeting_agreement {
+  std::array<std::atomic<uint64_t>, 64> agreed_at_ms{}; ///< a ring has at most 64 nodes
+};
+
+/// A summary of this node's digests of the slots it shares with `peer` under
+/// `table`'s placement: equal on both nodes when their copies of those slots
+/// are (whatever the order of the sums). Never 0.
+uint64_t shared_slots_summary(const cluster_table& table, node_index peer, const kv_index& index);
 
 struct anti_entropy_config {
   std::shared_ptr<cluster_board> board;
@@ -60,6 +83,12 @@ struct anti_entropy_config {
   /// other owner before its worker is asked for a full sync.
   uint32_t rounds_for_loss = 4;
   std::shared_ptr<anti_entropy_counters> counters;
+  /// What the greetings told; null: every round compares every peer.
+  std::shared_ptr<const greeting_agreement> agreement;
+  /// How long a greeting's agreement vouches for its peer (at least one
+  /// interval): two quiet greeting intervals, so that one late greeting
+  /// does not make a round compare. A greeting that disagrees ends it at once.
+  std::chrono::milliseconds agreement_ttl{0};
   /// The worker uid the directory knows a holder by (0: none): who is asked
   /// to full-sync a holder the shard never tied to a worker. Empty: nobody.
   std::function<uint64_t(uint64_t holder)> worker_of;

@@ -44,6 +44,8 @@ bool unsettled(const cluster_node_state& st) {
   return st.refill.refilling() || (st.cfg.refill_settled && !st.cfg.refill_settled->load());
 }
 
+void pace_ticks(node_self self);
+
 void publish(node_self self) {
   auto& st = self->state;
   auto table = make_table(*st.members, st.owners);
@@ -73,10 +75,13 @@ void publish(node_self self) {
   st.cfg.board->publish(std::move(table));
   if (moved && st.cfg.local.directory)
     self->send(caf::actor_cast<directory_actor>(st.cfg.local.directory), ring_atom::value);
+  pace_ticks(self); // what changed may need the fast pace now
 }
 
-void greet(node_self self, const caf::actor& peer_node) {
+void greet(node_self self, size_t i) {
   auto& st = self->state;
+  const caf::actor& peer_node = st.peers[i].handles.node;
+  st.peers[i].last_greeted = clock_type::now();
   const auto& r = st.members->record();
   cluster::greeting g;
   g.node_id = st.cfg.self_id;
@@ -89,7 +94,16 @@ void greet(node_self self, const caf::actor& peer_node) {
   g.holds_index = st.cfg.holds_index && st.cfg.holds_index();
   g.unsettled = unsettled(st);
   g.wall_ms = st.cfg.clock->wall_ms();
+  if (st.cfg.shared_summary && st.last_published)
+    g.shared_summary = st.cfg.shared_summary(*st.last_published, static_cast<node_index>(i));
   self->send(caf::actor_cast<cluster_node_actor>(peer_node), greet_atom::value, std::move(g));
+}
+
+/// Greets every connected peer now: what this node says in a greeting changed.
+void greet_all(node_self self) {
+  for (size_t i = 0; i < self->state.peers.size(); ++i)
+    if (self->state.peers[i].handles.node)
+      greet(self, i);
 }
 
 void adopt(node_self self, const cluster::membership_record& r, std::string_view source);
@@ -161,9 +175,7 @@ void adopt(node_self self, const cluster::membership_record& r, std::string_view
           st.self_ready = true;
           spdlog::info("cluster-members-ready node={} epoch={}", st.cfg.self_id, epoch);
           publish(self); // lookups may read this node's gained slots now
-          for (const auto& p : st.peers)
-            if (p.handles.node)
-              greet(self, p.handles.node);
+          greet_all(self);
           maybe_commit(self);
         });
   }
@@ -183,9 +195,7 @@ void on_refill_greeting(node_self self, bool peer_holds_index) {
     auto& st = self->state;
     spdlog::info("cluster-refill-ended node={} how={}", st.cfg.self_id, how);
     publish(self); // lookups may read this node's slots again
-    for (const auto& p : st.peers)
-      if (p.handles.node)
-        greet(self, p.handles.node);
+    greet_all(self);
   };
   switch (st.refill.on_greeting(peer_holds_index, every_live_peer_greeted)) {
   case refill_gate::step::none:
@@ -268,7 +278,7 @@ void joined(node_self self, size_t i, peer_handles handles) {
   // Nor whether it came back empty: its slots are read elsewhere until its
   // greeting says (refill_gate.hpp).
   st.peer_refilling[i] = 1;
-  greet(self, p.handles.node);
+  greet(self, i);
   if (i < st.cfg.links.size() && st.cfg.links[i])
     self->send(st.cfg.links[i], peer_atom::value, p.handles.shard);
   // The peer's copy of the Directory may lack what changed while it was away.
@@ -371,17 +381,80 @@ bool dials(const cluster_node_state& st, size_t i) {
          st.cfg.self_id < st.members->address(static_cast<node_index>(i)).id;
 }
 
-void tick(node_self self) {
+/// Whether the cluster is changing as this node sees it: a peer to connect
+/// to, or anything a greeting tells not agreed yet (the member set, a copy
+/// or a refill). Greetings then go out every heartbeat_interval, else every
+/// quiet_heartbeat_interval.
+bool changing(const cluster_node_state& st) {
+  if (unsettled(st) || !st.self_ready || st.members->joint())
+    return true;
+  for (size_t i = 0; i < st.peers.size(); ++i) {
+    if (i == st.members->self())
+      continue;
+    if (!st.peers[i].handles.node) {
+      if (dials(st, i))
+        return true; // connect attempts follow their own backoff
+      continue;
+    }
+    if (!st.greeted[i] || st.ahead[i] || !st.peer_ready[i] || st.peer_refilling[i] ||
+        st.peer_unsettled[i])
+      return true;
+  }
+  return false;
+}
+
+/// The delay to the next tick: the greeting interval, or sooner when a live
+/// peer's silence would pass the failure timeout before it (so that a frozen
+/// peer is found down on time however seldom the ticks come).
+std::chrono::milliseconds next_tick_delay(const cluster_node_state& st, bool fast) {
+  const auto& o = st.cfg.options;
+  auto delay = fast ? o.heartbeat_interval : o.quiet_heartbeat_interval;
+  if (auto deadline = st.members->next_silence_deadline()) {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - clock_type::now());
+    delay = std::clamp(left + std::chrono::milliseconds{1}, std::chrono::milliseconds{1}, delay);
+  }
+  return delay;
+}
+
+/// Arms the tick `delay` from now unless one is armed that comes sooner.
+void arm_tick(node_self self, std::chrono::milliseconds delay) {
+  auto& st = self->state;
+  const auto at = clock_type::now() + delay;
+  if (st.tick_at && *st.tick_at <= at)
+    return;
+  st.tick_at = at;
+  self->delayed_send(self, delay, tick_atom::value);
+}
+
+/// A quiet node's next tick may be a whole quiet interval away: once the
+/// cluster changes (a peer lost, a new member set) it comes at the fast pace.
+void pace_ticks(node_self self) {
+  if (changing(self->state))
+    arm_tick(self, self->state.cfg.options.heartbeat_interval);
+}
+
+/// One round of the failure detector: greets the peers that are due, dials
+/// the unconnected ones that are due, and takes silent peers for down.
+/// Returns whether the cluster is changing (the next round's pace).
+bool tick(node_self self) {
   auto& st = self->state;
   const auto now = clock_type::now();
+  const bool fast = changing(st);
+  // A quiet peer is greeted once per quiet interval, even when a tick comes
+  // sooner (a silence deadline); a little early rather than a round late.
+  const auto greet_after =
+      fast ? std::chrono::milliseconds{0}
+           : st.cfg.options.quiet_heartbeat_interval - st.cfg.options.quiet_heartbeat_interval / 8;
   for (size_t i = 0; i < st.peers.size(); ++i) {
     if (i == st.members->self())
       continue;
     auto& p = st.peers[i];
-    if (p.handles.node)
-      greet(self, p.handles.node);
-    else if (!p.connecting && now >= p.next_attempt && dials(st, i))
+    if (p.handles.node) {
+      if (now - p.last_greeted >= greet_after)
+        greet(self, i);
+    } else if (!p.connecting && now >= p.next_attempt && dials(st, i)) {
       connect(self, i);
+    }
   }
   // Silent peers: the greetings stopped although the connection is up.
   std::vector<size_t> was_live;
@@ -402,6 +475,7 @@ void tick(node_self self) {
     for (size_t i : was_live)
       if (!st.members->live(static_cast<node_index>(i)))
         lost(self, i, "silent");
+  return fast || changing(st);
 }
 
 } // namespace
@@ -451,6 +525,7 @@ cluster_node_main(cluster_node_actor::stateful_pointer<cluster_node_state> self,
         return;
       }
   });
+  st.tick_at = clock_type::now(); // the first tick now, whatever publish() armed
   self->send(self, tick_atom::value);
   return {
       [self](greet_atom, const cluster::greeting& g) {
@@ -475,7 +550,7 @@ cluster_node_main(cluster_node_actor::stateful_pointer<cluster_node_state> self,
         st.greeted[*i] = 1;
         st.ahead[*i] = my_key < their_key ? 1 : 0;
         if (st.ahead[*i]) // ours is older: greet back at once, it answers with its record
-          greet(self, st.peers[*i].handles.node);
+          greet(self, *i);
         if (was_settled != (st.greeted[*i] && !st.ahead[*i]))
           publish(self);
         const bool ready = g.epoch == mine.epoch && g.identity == mine.identity() && g.ready;
@@ -493,6 +568,12 @@ cluster_node_main(cluster_node_actor::stateful_pointer<cluster_node_state> self,
           st.peer_unsettled[*i] = g.unsettled ? 1 : 0;
           publish(self); // a refill here must not take its copies for its own
         }
+        if (st.cfg.agreement && *i < st.cfg.agreement->agreed_at_ms.size()) {
+          const bool agreed = g.shared_summary != 0 && st.cfg.shared_summary && st.last_published &&
+                              g.shared_summary == st.cfg.shared_summary(*st.last_published, *i);
+          st.cfg.agreement->agreed_at_ms[*i].store(agreed ? monotonic_ms() : 0,
+                                                   std::memory_order_relaxed);
+        }
         if (st.refill.refilling())
           on_refill_greeting(self, g.holds_index);
         if (st.members->on_greeting(peer, clock_type::now(), g.leaving)) {
@@ -508,9 +589,7 @@ cluster_node_main(cluster_node_actor::stateful_pointer<cluster_node_state> self,
         spdlog::info("cluster-leaving node={} ring={:016x}", st.cfg.self_id,
                      st.members->ring_version());
         publish(self);
-        for (const auto& p : st.peers)
-          if (p.handles.node)
-            greet(self, p.handles.node);
+        greet_all(self);
         return true;
       },
       [self](members_atom, const std::string& text) {
@@ -554,8 +633,12 @@ cluster_node_main(cluster_node_actor::stateful_pointer<cluster_node_state> self,
         joined(self, *i, std::move(hs));
       },
       [self](tick_atom) {
-        tick(self);
-        self->delayed_send(self, self->state.cfg.options.heartbeat_interval, tick_atom::value);
+        auto& st = self->state;
+        if (st.tick_at && clock_type::now() < *st.tick_at)
+          return; // superseded by a sooner tick, which re-armed
+        st.tick_at.reset();
+        const bool fast = tick(self);
+        arm_tick(self, next_tick_delay(st, fast));
       },
   };
 }

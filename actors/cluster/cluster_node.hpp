@@ -22,6 +22,7 @@
 // Context: a CAF actor; one per node, beside its gate (cluster_gate.hpp).
 #pragma once
 
+#include "actors/cluster/anti_entropy.hpp"
 #include "actors/cluster/cluster_gate.hpp"
 #include "actors/cluster/cluster_table.hpp"
 #include "actors/cluster/peer_link.hpp"
@@ -98,6 +99,13 @@ struct cluster_node_config {
   std::shared_ptr<const std::atomic<bool>> refill_settled;
   /// Whether this node's index holds entries (sent in greetings). Null: no.
   std::function<bool()> holds_index;
+  /// This node's summary of the slots it shares with a peer under a table
+  /// (anti_entropy.hpp: shared_slots_summary), said in every greeting to
+  /// that peer and compared with each greeting's; empty: none said.
+  std::function<uint64_t(const cluster_table&, node_index)> shared_summary;
+  /// Where the greetings' summaries that equal ours are noted, for
+  /// anti-entropy's rounds; null: nowhere.
+  std::shared_ptr<greeting_agreement> agreement;
   /// Called with the new table whenever the member set changes (the runtime
   /// swaps the write placement and the index's share of the counts).
   std::function<void(const cluster_table&)> on_members_changed;
@@ -116,6 +124,9 @@ struct cluster_node_state {
     bool connecting = false;
     uint32_t failures = 0;
     std::chrono::steady_clock::time_point next_attempt{};
+    /// When this node last greeted the peer (a quiet cluster greets each
+    /// peer once per quiet_heartbeat_interval, whatever else wakes it).
+    std::chrono::steady_clock::time_point last_greeted{};
   };
 
   cluster_node_config cfg;
@@ -136,6 +147,8 @@ struct cluster_node_state {
   std::vector<uint8_t> peer_refilling;
   std::vector<uint8_t> peer_unsettled;
   std::shared_ptr<const cluster_table> last_published;
+  /// When the armed tick fires (a sooner one supersedes it).
+  std::optional<std::chrono::steady_clock::time_point> tick_at;
   std::mt19937_64 rng{std::random_device{}()};
 };
 

@@ -94,8 +94,11 @@ void node_cluster::add_destinations(actors::directory_config& dc,
       continue;
     }
     auto counters = std::make_shared<actors::peer_link_counters>();
-    actors::peer_link_config lc{table->members[i].address.id, cl.replication_timeout,
-                                cl.peer_buffer_ops, counters};
+    actors::peer_link_config lc;
+    lc.peer_id = table->members[i].address.id;
+    lc.replication_timeout = cl.replication_timeout;
+    lc.buffer_ops = cl.peer_buffer_ops;
+    lc.counters = counters;
     lc.planted = faults::planted_bugs{options_.planted()};
     links_.push_back(parts_.system.spawn(actors::peer_link_main, std::move(lc)));
     link_counters_.push_back(counters);
@@ -261,6 +264,13 @@ void node_cluster::start(const actors::kv_shard_actor& shard,
     nc.refill_settled = settled;
   }
   nc.holds_index = [index = parts_.index] { return index->read().entries() > 0; };
+  if (options_.cluster.anti_entropy_interval.count() > 0) {
+    nc.shared_summary = [index = parts_.index](const actors::cluster_table& t,
+                                               cluster::node_index peer) {
+      return actors::shared_slots_summary(t, peer, *index);
+    };
+    nc.agreement = greeting_agreement_;
+  }
   nc.clock = parts_.clock;
   nc.peer_clocks = peer_clocks_;
   nc.on_members_changed = [this, shard](const actors::cluster_table& t) {
@@ -297,6 +307,8 @@ void node_cluster::start(const actors::kv_shard_actor& shard,
     ac.directory = directory;
     ac.counters = ae_counters_;
     ac.worker_of = holder_workers_;
+    ac.agreement = greeting_agreement_;
+    ac.agreement_ttl = 2 * options_.cluster.quiet_heartbeat_interval;
     anti_entropy_ = system.spawn(actors::anti_entropy_main, std::move(ac));
   }
   auto port = transport_ ? transport_->publish(gate_, me.port, options_.zmq.host)

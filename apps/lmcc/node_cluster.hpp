@@ -194,6 +194,9 @@ private:
   /// Where the member set is stored (empty without persistence) and what it held at start.
   std::string record_path_;
   std::optional<cluster::membership_record> record_;
+  /// The greetings' word to anti-entropy (actors/cluster/anti_entropy.hpp).
+  std::shared_ptr<actors::greeting_agreement> greeting_agreement_ =
+      std::make_shared<actors::greeting_agreement>();
   std::shared_ptr<actors::anti_entropy_counters> ae_counters_ =
       std::make_shared<actors::anti_entropy_counters>();
   /// This node's slot copies that give way in repairs (made in the constructor).

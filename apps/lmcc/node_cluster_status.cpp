@@ -309,6 +309,7 @@ std::string node_cluster::status_json() const {
               {"anti_entropy",
                {{"interval_ms", options_.cluster.anti_entropy_interval.count()},
                 {"rounds", ae_counters_->rounds.load()},
+                {"comparisons_skipped", ae_counters_->comparisons_skipped.load()},
                 {"slots_compared", ae_counters_->slots_compared.load()},
                 {"slots_differing", ae_counters_->slots_differing.load()},
                 {"slots_uncertain", uncertain_slots},

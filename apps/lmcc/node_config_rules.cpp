@@ -65,6 +65,15 @@ void apply_cross_option_rules(resolve_state& s) {
     if (c.replicas > c.members.size())
       s.errors.push_back("lmcc_replicas: " + std::to_string(c.replicas) + " owners per slot but " +
                          std::to_string(c.members.size()) + " members");
+    // A greeting's interval at or above the timeout takes healthy peers for down.
+    for (const auto& [key, interval] :
+         {std::pair{"lmcc_cluster_heartbeat_ms", c.heartbeat_interval},
+          std::pair{"lmcc_cluster_quiet_heartbeat_ms", c.quiet_heartbeat_interval}})
+      if (interval >= c.failure_timeout)
+        s.errors.push_back(std::string{key} + ": " + std::to_string(interval.count()) +
+                           " ms is not below lmcc_cluster_failure_timeout_ms (" +
+                           std::to_string(c.failure_timeout.count()) +
+                           " ms): peers would be taken as down between two greetings");
   }
 
   // -- TLS between nodes needs all three files, and a cluster.

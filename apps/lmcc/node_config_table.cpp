@@ -240,10 +240,17 @@ std::vector<option_spec> make_table() {
                 member([](auto& o) -> auto& { return o.cluster.tls_key_file; }),
                 std::string()),
     make_option({.key = "lmcc_cluster_heartbeat_ms", .value_name = "MS",
-                 .help = "how often a node greets each peer (also CAF's middleman heartbeat)"},
+                 .help = "how often a node greets each peer while the cluster is changing (a "
+                         "peer not connected, or not agreeing yet)"},
                 milliseconds_kind{.min = 10, .max = 60'000},
                 member([](auto& o) -> auto& { return o.cluster.heartbeat_interval; }),
                 250ms),
+    make_option({.key = "lmcc_cluster_quiet_heartbeat_ms", .value_name = "MS",
+                 .help = "how often a node greets each peer once every peer is connected and "
+                         "agrees (below lmcc_cluster_failure_timeout_ms)"},
+                milliseconds_kind{.min = 10, .max = 60'000},
+                member([](auto& o) -> auto& { return o.cluster.quiet_heartbeat_interval; }),
+                1'000ms),
     make_option({.key = "lmcc_cluster_failure_timeout_ms", .value_name = "MS",
                  .help = "a peer silent this long is taken as down"},
                 milliseconds_kind{.min = 50, .max = 600'000},

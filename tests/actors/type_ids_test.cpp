@@ -186,8 +186,8 @@ TEST(type_ids, the_cluster_wire_records_round_trip_field_by_field) {
 }
 
 TEST(type_ids, a_greeting_and_a_directory_listing_round_trip_with_every_field) {
-  const cluster::greeting g{"n2",  true, 1ULL << 40, UINT64_MAX, true,
-                            false, true, true,       false,      1700000000123};
+  const cluster::greeting g{"n2", true,  1ULL << 40,    UINT64_MAX,           true, false, true,
+                            true, false, 1700000000123, 0x0123456789abcdefULL};
   EXPECT_EQ(round_trip(g), g);
   directory_listing listing;
   listing.node_id = "n3";

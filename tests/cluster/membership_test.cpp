@@ -178,6 +178,22 @@ TEST(membership, tick_takes_a_peer_down_only_after_the_timeout) {
   EXPECT_FALSE(m.tick(t0 + 5000ms)); // already down: no change to report
 }
 
+TEST(membership, the_next_silence_deadline_is_the_first_live_peers_last_greeting_plus_the_timeout) {
+  membership m = make_membership(options(), "n1");
+  // Not greeted yet and not presumed live: nobody to wait for.
+  EXPECT_EQ(m.next_silence_deadline(), std::nullopt);
+  ASSERT_TRUE(m.on_greeting("n2", t0));
+  ASSERT_TRUE(m.on_greeting("n3", t0 + 700ms));
+  EXPECT_EQ(m.next_silence_deadline(), t0 + 2000ms);
+  EXPECT_FALSE(m.on_greeting("n2", t0 + 1000ms));
+  EXPECT_EQ(m.next_silence_deadline(), t0 + 2700ms) << "n3's is now the first";
+  // A tick just past it takes n3 down, and the deadline moves to n2's.
+  EXPECT_TRUE(m.tick(t0 + 2701ms));
+  EXPECT_EQ(m.next_silence_deadline(), t0 + 3000ms);
+  EXPECT_TRUE(m.on_lost("n2"));
+  EXPECT_EQ(m.next_silence_deadline(), std::nullopt) << "no live peer left";
+}
+
 TEST(membership, a_node_that_stood_still_gives_its_peers_a_fresh_timeout) {
   membership m = make_membership(options(), "n1");
   ASSERT_TRUE(m.on_greeting("n2", t0));

@@ -526,6 +526,26 @@ TEST(NodeConfig, EveryErrorIsReported) {
   EXPECT_NE(error.find("LMCACHE_CONTROLLER_LMCC_MAX_INFLIGHT_OPS"), std::string::npos) << error;
 }
 
+TEST(NodeConfig, AGreetingIntervalMustBeBelowTheFailureTimeout) {
+  const std::string members = "lmcc_node_id: n1\n"
+                              "lmcc_cluster_members:\n"
+                              "  - {id: n1, host: 127.0.0.1, port: 7001}\n"
+                              "  - {id: n2, host: 127.0.0.1, port: 7002}\n"
+                              "lmcc_cluster_failure_timeout_ms: 2000\n";
+  temp_yaml fine{members + "lmcc_cluster_quiet_heartbeat_ms: 1500\n"};
+  EXPECT_EQ(resolve_ok({"--config", fine.path()}).options.cluster.quiet_heartbeat_interval,
+            std::chrono::milliseconds{1500});
+  temp_yaml quiet{members + "lmcc_cluster_quiet_heartbeat_ms: 2000\n"};
+  auto error = resolve_error({"--config", quiet.path()});
+  EXPECT_NE(error.find("lmcc_cluster_quiet_heartbeat_ms: 2000 ms is not below "
+                       "lmcc_cluster_failure_timeout_ms (2000 ms)"),
+            std::string::npos)
+      << error;
+  temp_yaml busy{members + "lmcc_cluster_heartbeat_ms: 3000\n"};
+  error = resolve_error({"--config", busy.path()});
+  EXPECT_NE(error.find("lmcc_cluster_heartbeat_ms: 3000 ms"), std::string::npos) << error;
+}
+
 // -- lmcc's own flags -------------------------------------------------------------------
 
 TEST(NodeConfig, LmccFlags) {

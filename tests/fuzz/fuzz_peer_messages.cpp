@@ -483,7 +483,8 @@ T sample_value() {
   } else if constexpr (std::is_same_v<T, copy_outcome>) {
     x = copy_outcome{1, 0, 2, {{6, 9}}, {}, true};
   } else if constexpr (std::is_same_v<T, cluster::greeting>) {
-    x = cluster::greeting{"n2", false, 3, 0xfeed, true, true, false, false, false, 1700000000000};
+    x = cluster::greeting{"n2",  false, 3,     0xfeed,        true,    true,
+                          false, false, false, 1700000000000, 0xabcdef};
   } else if constexpr (std::is_same_v<T, cluster::slot_digests>) {
     x.digests = {0, UINT64_MAX};
   } else if constexpr (std::is_same_v<T, std::vector<cluster::stream_ack>>) {
