@@ -28,12 +28,13 @@ caf::actor_system_config& configure(caf::actor_system_config& cfg, const node_op
   cfg.set("scheduler.max-threads", threads);
   cfg.set("work-stealing.moderate-poll-attempts", 0);
   // An idle scheduler thread wakes every relaxed-sleep-duration to try to
-  // steal (CAF's default 10 ms: 100 wake-ups a second per thread, a third of
-  // the scheduler's context switches at a steady 100 k ops/s). Work sent to
-  // an idle thread wakes it at once whatever this is; a longer sleep only
-  // delays stealing from a busy thread, which the request latencies of
-  // `lmcc-bench flood` did not show.
-  cfg.set("work-stealing.relaxed-sleep-duration", caf::timespan{std::chrono::milliseconds{100}});
+  // steal (CAF's default 10 ms: 100 wake-ups a second per thread). Work sent
+  // to an idle thread from outside the scheduler wakes it at once whatever
+  // this is; a longer sleep only delays stealing what a busy thread queued
+  // for itself, which it runs after its current actor (at most
+  // max-throughput messages) anyway. At 1 s an idle node's scheduler threads
+  // wake once a second each; under load they do not sleep.
+  cfg.set("work-stealing.relaxed-sleep-duration", caf::timespan{std::chrono::seconds{1}});
   // CAF's default lets an actor keep its thread until its mailbox is empty; a
   // busy shard or worker actor would then hold a thread for a whole credit's
   // worth of ingest while a heartbeat waits. Yielding every 64 messages keeps
@@ -41,9 +42,11 @@ caf::actor_system_config& configure(caf::actor_system_config& cfg, const node_op
   cfg.set("scheduler.max-throughput", 64);
   if (o.cluster.enabled()) {
     // CAF's heartbeats and connection timeouts on every node (a timeout on one
-    // side only drops healthy idle peers: shared/notes/caf-0.17.md).
+    // side only drops healthy idle peers: shared/notes/caf-0.17.md). The
+    // greetings keep every connection busier than this heartbeat does, so it
+    // is only a backstop and runs as seldom as the timeout allows.
     cfg.load<caf::io::middleman>();
-    cfg.set("middleman.heartbeat-interval", caf::timespan{o.cluster.heartbeat_interval});
+    cfg.set("middleman.heartbeat-interval", caf::timespan{o.cluster.failure_timeout});
     cfg.set("middleman.connection-timeout", caf::timespan{o.cluster.failure_timeout * 2});
     cfg.set("middleman.workers", size_t{o.cluster.middleman_workers});
   }
