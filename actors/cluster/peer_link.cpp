@@ -43,6 +43,8 @@ void enforce_bound(link_self self) {
       break;
     auto p = std::move(oldest->second.front());
     oldest->second.pop_front();
+    if (p.in_flight && st.in_flight > 0)
+      --st.in_flight;
     st.queued_ops -= p.sb.ops.size();
     if (st.cfg.counters)
       st.cfg.counters->dropped_ops += p.sb.ops.size();
@@ -104,13 +106,33 @@ void arm_timeout_check(link_self self) {
   auto& st = self->state;
   if (st.timeout_check_armed)
     return;
-  const bool waiting = std::any_of(st.streams.begin(), st.streams.end(), [](const auto& entry) {
-    return !entry.second.empty() && !entry.second.back().released;
-  });
+  const bool waiting = !st.outbox.empty() || // an outbox held back by an unacknowledged message
+                       std::any_of(st.streams.begin(), st.streams.end(), [](const auto& entry) {
+                         return !entry.second.empty() && !entry.second.back().released;
+                       });
   if (!waiting)
     return;
   st.timeout_check_armed = true;
   self->delayed_send(self, timeout_check_interval, tick_atom::value);
+}
+
+/// How long a message may stay unacknowledged before what queued behind it
+/// goes anyway (an ack lost to a peer's restart, a peer that drops a
+/// sub-batch without acking it): a stall costs at most this, never the
+/// replication timeout.
+constexpr auto in_flight_patience = std::chrono::milliseconds{100};
+
+/// Sends the outbox now unless a message is unacknowledged (then the ack, or
+/// the timeout check past in_flight_patience, sends it).
+void schedule_flush(link_self self) {
+  auto& st = self->state;
+  if (st.flush_scheduled || st.outbox.empty() || !st.remote)
+    return;
+  if (st.in_flight > 0 && steady_now() - st.last_flush < in_flight_patience)
+    return;
+  // Lands behind whatever queued meanwhile: one send for all.
+  st.flush_scheduled = true;
+  self->send(self, flush_atom::value);
 }
 
 void on_ack(link_self self, uint64_t stream, uint64_t number) {
@@ -124,6 +146,8 @@ void on_ack(link_self self, uint64_t stream, uint64_t number) {
   while (!q.empty() && q.front().sb.number <= number) {
     sender = q.front().sender;
     owed = owed || !q.front().released;
+    if (q.front().in_flight && st.in_flight > 0)
+      --st.in_flight;
     st.queued_ops -= q.front().sb.ops.size();
     q.pop_front();
   }
@@ -132,6 +156,7 @@ void on_ack(link_self self, uint64_t stream, uint64_t number) {
   if (q.empty())
     st.streams.erase(it);
   publish_counts(self);
+  schedule_flush(self);
 }
 
 void enqueue(link_self self, kv_sub_batch&& sb, caf::strong_actor_ptr sender) {
@@ -140,18 +165,15 @@ void enqueue(link_self self, kv_sub_batch&& sb, caf::strong_actor_ptr sender) {
     ack_sender(self, sender, sb.stream, sb.number); // planted bug: "replicated", never sent
     return;
   }
-  if (st.remote) {
+  const bool to_send = static_cast<bool>(st.remote);
+  if (to_send)
     st.outbox.push_back(sb);
-    // The flush lands behind whatever queued meanwhile: one send for all.
-    if (!st.flush_scheduled) {
-      st.flush_scheduled = true;
-      self->send(self, flush_atom::value);
-    }
-  }
   st.queued_ops += sb.ops.size();
   const uint64_t stream = sb.stream;
   auto& q = st.streams[stream];
   q.push_back(peer_link_state::pending{std::move(sb), std::move(sender), steady_now(), false});
+  if (to_send)
+    schedule_flush(self);
   if (st.peer_down) {
     // The peer is down: held for it at once (queued for its return).
     q.back().released = true;
@@ -184,6 +206,10 @@ peer_link_main(peer_link_actor::stateful_pointer<peer_link_state> self, peer_lin
         auto& st = self->state;
         st.remote = std::move(remote);
         st.peer_down = !st.remote;
+        st.in_flight = 0; // down: nothing waits for its ack; up: all is re-sent below
+        for (auto& [stream, q] : st.streams)
+          for (auto& p : q)
+            p.in_flight = static_cast<bool>(st.remote);
         if (!st.remote) {
           st.outbox.clear(); // kept in `streams`; re-sent on the next join
           const uint64_t released = release(self, true);
@@ -210,6 +236,8 @@ peer_link_main(peer_link_actor::stateful_pointer<peer_link_state> self, peer_lin
               send_chunk();
           }
         send_chunk();
+        st.in_flight = n;
+        st.last_flush = steady_now();
         if (st.cfg.counters)
           st.cfg.counters->resent_sub_batches += n;
         spdlog::info("peer-link-up peer={} resent_sub_batches={} queued_ops={}", st.cfg.peer_id, n,
@@ -222,6 +250,21 @@ peer_link_main(peer_link_actor::stateful_pointer<peer_link_state> self, peer_lin
           st.outbox.clear();
           return;
         }
+        // What goes now waits for its ack; what comes meanwhile waits for it too.
+        for (const auto& sb : st.outbox) {
+          auto it = st.streams.find(sb.stream);
+          if (it == st.streams.end())
+            continue; // acked or dropped meanwhile
+          for (auto p = it->second.rbegin(); p != it->second.rend(); ++p)
+            if (p->sb.number == sb.number) {
+              if (!p->in_flight) {
+                p->in_flight = true;
+                ++st.in_flight;
+              }
+              break;
+            }
+        }
+        st.last_flush = steady_now();
         if (st.cfg.counters) {
           st.cfg.counters->sent_sub_batches += st.outbox.size();
           st.cfg.counters->sent_messages += 1;
@@ -242,6 +285,7 @@ peer_link_main(peer_link_actor::stateful_pointer<peer_link_state> self, peer_lin
         self->state.timeout_check_armed = false;
         on_timeout_check(self);
         publish_counts(self);
+        schedule_flush(self); // an ack that stalls past in_flight_patience
         arm_timeout_check(self);
       },
       // The senders' own drains wait for these acks (or their timeouts).

@@ -3,8 +3,11 @@
 // own shard (sub_batch.hpp's protocol, unchanged).
 //
 // It forwards sub-batches to the peer's shard -- those that queued in its
-// mailbox meanwhile as one message, so a busy link costs one network write and
-// one wake-up per round rather than per sub-batch -- and keeps each until the
+// mailbox meanwhile as one message, and while a message is unacknowledged
+// those that come meanwhile wait and go together with its ack, so a busy link
+// costs one network write and one wake-up per ack round rather than per
+// worker batch (the peer's shard holds its acks to at most one message per
+// replication_ack_delay) -- and keeps each until the
 // peer's cumulative ack (stream, number) comes back, which it passes on to the
 // sub-batch's sender. When the peer is lost it keeps queueing (up to
 // peer_buffer_ops ops; beyond that the oldest are dropped and counted, and
@@ -78,6 +81,8 @@ struct peer_link_state {
     caf::strong_actor_ptr sender;
     std::chrono::steady_clock::time_point sent_at;
     bool released = false; ///< acked to the sender on timeout already
+    /// In a message to the peer that it has not acknowledged (in_flight).
+    bool in_flight = false;
   };
 
   peer_link_config cfg;
@@ -87,6 +92,14 @@ struct peer_link_state {
   /// Received but not yet sent (the next flush sends them as one message).
   std::vector<kv_sub_batch> outbox;
   bool flush_scheduled = false;
+  /// Sub-batches sent to the peer and not acknowledged yet. While any is, the
+  /// outbox waits for their ack and then goes whole: the acks pace the
+  /// messages, so a busy link sends one per ack round instead of one per
+  /// worker batch, and a link used seldom sends at once (no timer).
+  uint64_t in_flight = 0;
+  /// When the last message went (a link whose acks stall sends anyway after
+  /// in_flight_patience).
+  std::chrono::steady_clock::time_point last_flush{};
   /// A timeout check is due (armed only while a sub-batch waits for its ack).
   bool timeout_check_armed = false;
   /// The cluster node found the peer down (lost, or its connect failed);

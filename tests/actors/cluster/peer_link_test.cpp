@@ -114,5 +114,34 @@ TEST(peer_link, beyond_the_bound_the_oldest_queued_sub_batches_go_and_are_counte
   f.expect_resent(2); // 1 is gone: the peer sees 2's prev past what it holds
 }
 
+TEST(peer_link, while_a_message_is_unacknowledged_what_comes_waits_and_goes_with_its_ack) {
+  link_fixture f;
+  caf::anon_send(f.link, peer_atom::value, f.peer);
+  f.send(1, {31});
+  f.expect_resent(1); // an idle link sends at once
+  f.send(2, {32});
+  f.send(3, {33});
+  f.sync();
+  EXPECT_EQ(f.counters->sent_messages.load(), 1u) << "2 and 3 wait for 1's ack";
+  caf::anon_send(f.link, ack_atom::value, uint64_t{7}, uint64_t{1});
+  f.expect_resent(2);
+  f.expect_resent(3);
+  f.sync();
+  EXPECT_EQ(f.counters->sent_messages.load(), 2u) << "2 and 3 went as one message";
+  EXPECT_EQ(f.counters->sent_sub_batches.load(), 3u);
+}
+
+TEST(peer_link, an_ack_that_does_not_come_holds_the_next_message_back_only_briefly) {
+  link_fixture f;
+  caf::anon_send(f.link, peer_atom::value, f.peer);
+  f.send(1, {41});
+  f.expect_resent(1);
+  const auto held_from = std::chrono::steady_clock::now();
+  f.send(2, {42}); // 1 is never acked: 2 goes on the timeout check past the patience
+  f.expect_resent(2);
+  EXPECT_GE(std::chrono::steady_clock::now() - held_from, 100ms);
+  EXPECT_EQ(f.counters->sent_messages.load(), 2u);
+}
+
 } // namespace
 } // namespace lmcc::actors
