@@ -129,12 +129,7 @@ void flush(self_ptr self) {
 /// idle shard has none armed: what arrives arms one (flush(), and the
 /// handlers that change the index without a commit).
 void arm_tick(self_ptr self, std::chrono::milliseconds delay = tick_interval) {
-  auto& st = self->state;
-  const auto at = steady_now() + delay;
-  if (st.tick_at && *st.tick_at <= at)
-    return;
-  st.tick_at = at;
-  self->delayed_send(self, delay, tick_atom::value);
+  arm_sooner_tick(self, self->state.tick, delay);
 }
 
 void schedule_flush(self_ptr self) {
@@ -231,9 +226,8 @@ kv_shard_actor::behavior_type kv_shard(kv_shard_actor::stateful_pointer<kv_shard
       },
       [self](tick_atom) {
         auto& st = self->state;
-        if (st.tick_at && steady_now() < *st.tick_at)
-          return; // superseded by a sooner tick, which re-armed
-        st.tick_at.reset();
+        if (!st.tick.fire(steady_now()))
+          return; // superseded by a sooner tick
         const uint64_t now = monotonic_ms();
         st.core->flush_if_idle(now);
         schedule_background(self);

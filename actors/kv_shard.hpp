@@ -21,6 +21,7 @@
 #pragma once
 
 #include "actors/ack_batcher.hpp"
+#include "actors/sooner_tick.hpp"
 #include "actors/type_ids.hpp"
 #include "index/memory_release.hpp"
 
@@ -137,8 +138,8 @@ struct kv_shard_state {
   caf::actor resync_to;
   bool flush_scheduled = false;
   bool background_scheduled = false;
-  /// When the armed tick fires; none armed while the shard is idle.
-  std::optional<std::chrono::steady_clock::time_point> tick_at;
+  /// The tick, armed only while the shard has work of its own.
+  sooner_tick tick;
   /// Acks owed to senders on other nodes (peer_links), at most one message
   /// per sender per shard_init::remote_ack_delay (ack_batcher.hpp).
   std::unique_ptr<ack_batcher<caf::strong_actor_ptr>> remote_acks;

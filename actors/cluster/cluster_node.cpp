@@ -416,21 +416,11 @@ std::chrono::milliseconds next_tick_delay(const cluster_node_state& st, bool fas
   return delay;
 }
 
-/// Arms the tick `delay` from now unless one is armed that comes sooner.
-void arm_tick(node_self self, std::chrono::milliseconds delay) {
-  auto& st = self->state;
-  const auto at = clock_type::now() + delay;
-  if (st.tick_at && *st.tick_at <= at)
-    return;
-  st.tick_at = at;
-  self->delayed_send(self, delay, tick_atom::value);
-}
-
 /// A quiet node's next tick may be a whole quiet interval away: once the
 /// cluster changes (a peer lost, a new member set) it comes at the fast pace.
 void pace_ticks(node_self self) {
   if (changing(self->state))
-    arm_tick(self, self->state.cfg.options.heartbeat_interval);
+    arm_sooner_tick(self, self->state.tick, self->state.cfg.options.heartbeat_interval);
 }
 
 /// One round of the failure detector: greets the peers that are due, dials
@@ -525,7 +515,7 @@ cluster_node_main(cluster_node_actor::stateful_pointer<cluster_node_state> self,
         return;
       }
   });
-  st.tick_at = clock_type::now(); // the first tick now, whatever publish() armed
+  st.tick = {}; // the first tick now, whatever publish() armed
   self->send(self, tick_atom::value);
   return {
       [self](greet_atom, const cluster::greeting& g) {
@@ -634,11 +624,10 @@ cluster_node_main(cluster_node_actor::stateful_pointer<cluster_node_state> self,
       },
       [self](tick_atom) {
         auto& st = self->state;
-        if (st.tick_at && clock_type::now() < *st.tick_at)
-          return; // superseded by a sooner tick, which re-armed
-        st.tick_at.reset();
+        if (!st.tick.fire(steady_now()))
+          return; // superseded by a sooner tick
         const bool fast = tick(self);
-        arm_tick(self, next_tick_delay(st, fast));
+        arm_sooner_tick(self, st.tick, next_tick_delay(st, fast));
       },
   };
 }

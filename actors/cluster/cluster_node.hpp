@@ -28,6 +28,7 @@
 #include "actors/cluster/peer_link.hpp"
 #include "actors/cluster/slot_mover.hpp"
 #include "actors/cluster/slot_refill.hpp"
+#include "actors/sooner_tick.hpp"
 #include "actors/type_ids.hpp"
 #include "clock/clock.hpp"
 #include "cluster/anti_entropy_logic.hpp"
@@ -147,8 +148,8 @@ struct cluster_node_state {
   std::vector<uint8_t> peer_refilling;
   std::vector<uint8_t> peer_unsettled;
   std::shared_ptr<const cluster_table> last_published;
-  /// When the armed tick fires (a sooner one supersedes it).
-  std::optional<std::chrono::steady_clock::time_point> tick_at;
+  /// The failure detector's tick (a sooner need supersedes the armed one).
+  sooner_tick tick;
   std::mt19937_64 rng{std::random_device{}()};
 };
 

@@ -128,7 +128,8 @@ void schedule_flush(link_self self) {
   auto& st = self->state;
   if (st.flush_scheduled || st.outbox.empty() || !st.remote)
     return;
-  if (st.in_flight > 0 && steady_now() - st.last_flush < in_flight_patience)
+  const bool unacknowledged = st.in_flight > st.outbox.size(); // a sent one is, not just the outbox
+  if (unacknowledged && steady_now() - st.last_flush < in_flight_patience)
     return;
   // Lands behind whatever queued meanwhile: one send for all.
   st.flush_scheduled = true;
@@ -171,9 +172,12 @@ void enqueue(link_self self, kv_sub_batch&& sb, caf::strong_actor_ptr sender) {
   st.queued_ops += sb.ops.size();
   const uint64_t stream = sb.stream;
   auto& q = st.streams[stream];
-  q.push_back(peer_link_state::pending{std::move(sb), std::move(sender), steady_now(), false});
-  if (to_send)
+  q.push_back(
+      peer_link_state::pending{std::move(sb), std::move(sender), steady_now(), false, to_send});
+  if (to_send) {
+    ++st.in_flight; // in the outbox now, sent with it
     schedule_flush(self);
+  }
   if (st.peer_down) {
     // The peer is down: held for it at once (queued for its return).
     q.back().released = true;
@@ -249,20 +253,6 @@ peer_link_main(peer_link_actor::stateful_pointer<peer_link_state> self, peer_lin
         if (!st.remote || st.outbox.empty()) {
           st.outbox.clear();
           return;
-        }
-        // What goes now waits for its ack; what comes meanwhile waits for it too.
-        for (const auto& sb : st.outbox) {
-          auto it = st.streams.find(sb.stream);
-          if (it == st.streams.end())
-            continue; // acked or dropped meanwhile
-          for (auto p = it->second.rbegin(); p != it->second.rend(); ++p)
-            if (p->sb.number == sb.number) {
-              if (!p->in_flight) {
-                p->in_flight = true;
-                ++st.in_flight;
-              }
-              break;
-            }
         }
         st.last_flush = steady_now();
         if (st.cfg.counters) {

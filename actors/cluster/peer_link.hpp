@@ -81,7 +81,7 @@ struct peer_link_state {
     caf::strong_actor_ptr sender;
     std::chrono::steady_clock::time_point sent_at;
     bool released = false; ///< acked to the sender on timeout already
-    /// In a message to the peer that it has not acknowledged (in_flight).
+    /// In the outbox, or in a message the peer has not acknowledged.
     bool in_flight = false;
   };
 
@@ -92,10 +92,11 @@ struct peer_link_state {
   /// Received but not yet sent (the next flush sends them as one message).
   std::vector<kv_sub_batch> outbox;
   bool flush_scheduled = false;
-  /// Sub-batches sent to the peer and not acknowledged yet. While any is, the
-  /// outbox waits for their ack and then goes whole: the acks pace the
-  /// messages, so a busy link sends one per ack round instead of one per
-  /// worker batch, and a link used seldom sends at once (no timer).
+  /// Sub-batches in the outbox or sent and not acknowledged yet. While more
+  /// than the outbox holds are (a sent one waits for its ack), the outbox
+  /// waits for that ack and then goes whole: the acks pace the messages, so a
+  /// busy link sends one per ack round instead of one per worker batch, and a
+  /// link used seldom sends at once (no timer).
   uint64_t in_flight = 0;
   /// When the last message went (a link whose acks stall sends anyway after
   /// in_flight_patience).
